@@ -1,0 +1,73 @@
+"""payroll_async: the async Python SDK of the Payroll Onboarding and Webhook Service.
+
+>>> from payroll_async import PayrollClient
+>>> async with PayrollClient(base_url="https://api.example.com", token="...") as client:
+...     async for conn in client.payroll_connections.list():
+...         print(conn.id)
+"""
+
+from ._auth import TokenProvider
+from ._client import PayrollClient
+from ._exceptions import (
+    APIConnectionError,
+    APIStatusError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    ClientClosedError,
+    InvalidArgumentError,
+    NotFoundError,
+    PaginationError,
+    PayrollError,
+    PermissionDeniedError,
+    RateLimitError,
+    ReplaceIncompleteError,
+    ResponseDecodeError,
+    ServerError,
+)
+from ._pagination import AsyncPaginator, Page
+from ._retry import RetryPolicy
+from ._types import NOT_GIVEN, NotGiven
+from ._version import __version__
+from .models import (
+    EmployerIdentifier,
+    EventType,
+    InviteSession,
+    ListMeta,
+    PayrollConnection,
+    UpdateGroup,
+    WebhookSubscription,
+)
+
+__all__ = [
+    "NOT_GIVEN",
+    "APIConnectionError",
+    "APIStatusError",
+    "APITimeoutError",
+    "AsyncPaginator",
+    "AuthenticationError",
+    "BadRequestError",
+    "ClientClosedError",
+    "EmployerIdentifier",
+    "EventType",
+    "InvalidArgumentError",
+    "InviteSession",
+    "ListMeta",
+    "NotFoundError",
+    "NotGiven",
+    "Page",
+    "PaginationError",
+    "PayrollClient",
+    "PayrollConnection",
+    "PayrollError",
+    "PermissionDeniedError",
+    "RateLimitError",
+    "ReplaceIncompleteError",
+    "ResponseDecodeError",
+    "RetryPolicy",
+    "ServerError",
+    "TokenProvider",
+    "UpdateGroup",
+    "WebhookSubscription",
+    "__version__",
+]

@@ -1,0 +1,202 @@
+"""The one cattrs converter: camelCase renames, UUID and datetime hooks, strict scalars.
+
+Hooks are built once, at import, and the hot path (a page of a listing) calls the
+generated structure functions directly. Unknown fields are ignored and unknown event types
+stay plain ``str`` so that a newer service does not break an older SDK.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import sys
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from .models import (
+    EmployerIdentifier,
+    EventType,
+    InviteSession,
+    ListMeta,
+    PayrollConnection,
+    UpdateGroup,
+    WebhookSubscription,
+)
+
+__all__ = [
+    "converter",
+    "parse_datetime",
+    "parse_uuid",
+    "structure_hook",
+    "to_camel",
+    "unstructure",
+]
+
+T = TypeVar("T")
+
+_UUID = uuid.UUID
+_SAFE_UNKNOWN = uuid.SafeUUID.unknown
+_new = object.__new__
+_setattr = object.__setattr__
+
+
+def parse_uuid(value: object) -> uuid.UUID:
+    """Parse the canonical 8-4-4-4-12 form only (no braces, no urn:, no bare hex)."""
+    if type(value) is not str or len(value) != 36:
+        raise ValueError(f"not a UUID: {value!r}")
+    hexdigits = value.replace("-", "")
+    if (
+        len(hexdigits) != 32
+        or value[8] != "-"
+        or value[13] != "-"
+        or value[18] != "-"
+        or value[23] != "-"
+        or not (hexdigits.isascii() and hexdigits.isalnum())
+    ):
+        raise ValueError(f"not a UUID: {value!r}")
+    # Same object uuid.UUID(value) builds, without its generic parsing: this runs for
+    # every identifier of every item of a bulk export.
+    result = _new(_UUID)
+    _setattr(result, "int", int(hexdigits, 16))
+    _setattr(result, "is_safe", _SAFE_UNKNOWN)
+    return result
+
+
+_fromisoformat = datetime.datetime.fromisoformat
+# Python 3.10's fromisoformat accepts neither "Z" nor fractions of other than 3 or 6 digits.
+_ISO_310 = re.compile(
+    r"(?P<base>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d+))?"
+    r"(?P<tz>Z|z|[+-]\d{2}:?\d{2})\Z"
+)
+
+
+def _normalise_iso(value: str) -> str:
+    match = _ISO_310.match(value)
+    if match is None:
+        raise ValueError(f"not an ISO 8601 date-time with a time zone: {value!r}")
+    frac = (match["frac"] or "")[:6].ljust(6, "0")
+    tz = match["tz"]
+    if tz in ("Z", "z"):
+        tz = "+00:00"
+    elif ":" not in tz:
+        tz = f"{tz[:3]}:{tz[3:]}"
+    return f"{match['base']}.{frac}{tz}"
+
+
+def parse_datetime(value: object) -> datetime.datetime:
+    """Parse an ISO 8601 date-time that carries a time zone (``Z`` or an offset)."""
+    if type(value) is not str:
+        raise ValueError(f"not a date-time string: {value!r}")
+    try:
+        result = _fromisoformat(value)
+    except ValueError:
+        if sys.version_info >= (3, 11):
+            raise
+        result = _fromisoformat(_normalise_iso(value))
+    if result.tzinfo is None:
+        raise ValueError(f"date-time without a time zone: {value!r}")
+    return result
+
+
+def _format_datetime(value: datetime.datetime) -> str:
+    text = value.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+def _strict(kind: type[Any], name: str) -> Callable[[object, object], Any]:
+    def hook(value: object, _: object) -> Any:
+        if type(value) is not kind:
+            raise ValueError(f"expected {name}, got {type(value).__name__}: {value!r}")
+        return value
+
+    return hook
+
+
+def _structure_int(value: object, _: object) -> int:
+    if type(value) is not int:
+        raise ValueError(f"expected an integer, got {type(value).__name__}: {value!r}")
+    return value
+
+
+_EVENT_TYPES: Mapping[str, EventType] = {member.value: member for member in EventType}
+
+
+def _structure_event_type(value: object, _: object) -> EventType | str:
+    if type(value) is not str:
+        raise ValueError(f"expected an event type string, got {value!r}")
+    return _EVENT_TYPES.get(value, value)
+
+
+def _structure_event_types(value: object, _: object) -> tuple[EventType | str, ...]:
+    if type(value) is not list:
+        raise ValueError(f"expected a list of event types, got {value!r}")
+    return tuple(_structure_event_type(item, None) for item in value)
+
+
+def _structure_mapping(value: object, _: object) -> Mapping[str, Any]:
+    if type(value) is not dict:
+        raise ValueError(f"expected an object, got {value!r}")
+    return value
+
+
+def to_camel(name: str) -> str:
+    """``created_at`` -> ``createdAt``; a name with no underscore is returned as it is."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+converter = cattrs.Converter(forbid_extra_keys=False)
+converter.register_structure_hook(uuid.UUID, lambda value, _: parse_uuid(value))
+converter.register_structure_hook(datetime.datetime, lambda value, _: parse_datetime(value))
+converter.register_structure_hook(str, _strict(str, "a string"))
+converter.register_structure_hook(bool, _strict(bool, "a boolean"))
+converter.register_structure_hook(int, _structure_int)
+converter.register_structure_hook_func(
+    lambda t: t == tuple[EventType | str, ...], _structure_event_types
+)
+converter.register_structure_hook_func(lambda t: t == Mapping[str, Any], _structure_mapping)
+converter.register_unstructure_hook(uuid.UUID, str)
+converter.register_unstructure_hook(datetime.datetime, _format_datetime)
+converter.register_unstructure_hook(EventType, lambda member: member.value)
+converter.register_unstructure_hook_func(lambda t: t == Mapping[str, Any], dict)
+
+_MODELS: tuple[type[Any], ...] = (
+    WebhookSubscription,
+    PayrollConnection,
+    EmployerIdentifier,
+    UpdateGroup,
+    InviteSession,
+    ListMeta,
+)
+
+for _model in _MODELS:
+    _renames: dict[str, Any] = {
+        f.name: override(rename=to_camel(f.name)) for f in attrs.fields(_model)
+    }
+    converter.register_structure_hook(
+        _model,
+        make_dict_structure_fn(_model, converter, _cattrs_detailed_validation=False, **_renames),
+    )
+    converter.register_unstructure_hook(
+        _model, make_dict_unstructure_fn(_model, converter, **_renames)
+    )
+
+
+def structure_hook(cls: type[T]) -> Callable[[Any], T]:
+    """The generated structure function of a model, to call directly on the hot path."""
+    hook = converter.get_structure_hook(cls)
+
+    def structure(data: Any) -> T:
+        return hook(data, cls)  # type: ignore[no-any-return]
+
+    return structure
+
+
+def unstructure(obj: Any) -> Any:
+    """A model as the service's JSON shape (camelCase names, ISO timestamps)."""
+    return converter.unstructure(obj)

@@ -1,0 +1,183 @@
+"""The exceptions raised by payroll_async.
+
+Every failure the SDK reports derives from :class:`PayrollError`::
+
+    PayrollError
+    ├── InvalidArgumentError        (also a ValueError) bad input, caught before any request
+    ├── ClientClosedError           (also a RuntimeError) the client was used after close()
+    ├── APIConnectionError          no response: connect failure, dropped connection
+    │   └── APITimeoutError         no response in time
+    ├── APIStatusError              any non-2xx answer
+    │   ├── BadRequestError         400
+    │   ├── AuthenticationError     401
+    │   ├── PermissionDeniedError   403
+    │   ├── NotFoundError           404
+    │   ├── RateLimitError          429 (.retry_after)
+    │   └── ServerError             5xx
+    ├── ResponseDecodeError         a 2xx whose body is not the JSON shape expected
+    ├── PaginationError             a next link to another origin, or a loop
+    └── ReplaceIncompleteError      webhooks.replace created the new subscription but
+                                    could not delete the old one
+
+No exception text ever contains the bearer token: URLs carry no credentials and request
+headers are never included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .models import WebhookSubscription
+
+__all__ = [
+    "APIConnectionError",
+    "APIStatusError",
+    "APITimeoutError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ClientClosedError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "PaginationError",
+    "PayrollError",
+    "PermissionDeniedError",
+    "RateLimitError",
+    "ReplaceIncompleteError",
+    "ResponseDecodeError",
+    "ServerError",
+]
+
+
+class PayrollError(Exception):
+    """Base class of every error raised by payroll_async."""
+
+
+class InvalidArgumentError(PayrollError, ValueError):
+    """An argument was rejected before any request was sent."""
+
+
+class ClientClosedError(PayrollError, RuntimeError):
+    """The client was used after ``close()``; create a new one instead."""
+
+
+class APIConnectionError(PayrollError):
+    """No response arrived: the connection failed, dropped, or timed out.
+
+    ``request_sent`` is False only when the failure happened before any byte of the
+    request could have reached the service (a refused connection, a DNS failure); only
+    then is a POST safe to send again.
+    """
+
+    def __init__(self, message: str, *, method: str, url: str, request_sent: bool = True) -> None:
+        super().__init__(message)
+        self.message = message
+        self.method = method
+        self.url = url
+        self.request_sent = request_sent
+
+
+class APITimeoutError(APIConnectionError):
+    """No response arrived within the client's timeout."""
+
+
+class APIStatusError(PayrollError):
+    """The service answered with a non-2xx status.
+
+    ``message`` and ``errors`` come from the service's error body when it has that shape
+    (``{"message": ..., "errors": [...]}``), otherwise from the status line.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        errors: tuple[str, ...] = (),
+        headers: Mapping[str, str] | None = None,
+        method: str,
+        url: str,
+    ) -> None:
+        detail = f"{message} ({'; '.join(errors)})" if errors else message
+        super().__init__(f"{method} {url} -> {status}: {detail}")
+        self.status = status
+        self.message = message
+        self.errors = errors
+        self.headers: Mapping[str, str] = headers if headers is not None else {}
+        self.method = method
+        self.url = url
+
+
+class BadRequestError(APIStatusError):
+    """400: the service rejected the request's parameters."""
+
+
+class AuthenticationError(APIStatusError):
+    """401: the token is missing, invalid or expired (after one refresh, if possible)."""
+
+
+class PermissionDeniedError(APIStatusError):
+    """403: the token lacks a role, e.g. api-user-webhook-subscription."""
+
+
+class NotFoundError(APIStatusError):
+    """404: no such resource."""
+
+
+class RateLimitError(APIStatusError):
+    """429: rate limit exceeded.
+
+    ``retry_after`` is the server's Retry-After in seconds (None if absent or unreadable).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 429,
+        errors: tuple[str, ...] = (),
+        headers: Mapping[str, str] | None = None,
+        method: str,
+        url: str,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(
+            message, status=status, errors=errors, headers=headers, method=method, url=url
+        )
+        self.retry_after = retry_after
+
+
+class ServerError(APIStatusError):
+    """5xx: the service failed."""
+
+
+class ResponseDecodeError(PayrollError):
+    """A 2xx response whose body is not the JSON shape expected."""
+
+    def __init__(self, message: str, *, status: int, url: str, body_excerpt: str) -> None:
+        super().__init__(f"{message} (status {status}, {url}): {body_excerpt!r}")
+        self.message = message
+        self.status = status
+        self.url = url
+        self.body_excerpt = body_excerpt
+
+
+class PaginationError(PayrollError):
+    """A Link rel=next to another origin than the client's base URL, or one seen before."""
+
+
+class ReplaceIncompleteError(PayrollError):
+    """``webhooks.replace`` created the new subscription but could not delete the old one.
+
+    The new subscription is live (``new_subscription``); the old one
+    (``old_subscription_id``) may still be receiving notifications too. The failure of the
+    delete is this exception's ``__cause__``; retry with ``webhooks.delete``.
+    """
+
+    def __init__(
+        self, message: str, *, new_subscription: WebhookSubscription, old_subscription_id: str
+    ) -> None:
+        super().__init__(message)
+        self.new_subscription = new_subscription
+        self.old_subscription_id = old_subscription_id

@@ -1,0 +1,246 @@
+"""AsyncPaginator: every item of a listing, walking Link rel=next or offset/limit pages.
+
+Nothing is sent until the paginator is iterated, and each iteration is a fresh walk. Each
+page is one request with its own retries (never a retried generator).
+
+Two ways to walk, chosen by the first response:
+
+- it has a Link ``rel="next"``: follow next links one after another until a page has none;
+  a link to another origin or one already visited raises PaginationError, so the token
+  never goes anywhere but the client's base URL;
+- otherwise offset/limit: once the first page gives ``totalCount``, the remaining pages are
+  fetched concurrently (at most ``concurrency`` at once) and still yielded in order. The
+  walk ends on an empty page or when the offset reaches ``totalCount``. A server that
+  answers with smaller pages than asked is followed at its own page size, and a page that
+  comes back short is completed before the next one is yielded, so no item is skipped.
+
+Leaving the loop early, or an error, cancels the requests in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from contextlib import aclosing
+from typing import Any, Generic, TypeVar
+
+import aiohttp
+import attrs
+from yarl import URL
+
+from ._converter import structure_hook
+from ._exceptions import PaginationError
+from ._retry import RetryPolicy
+from ._transport import Transport, decode_error, decode_json
+from .models import ListMeta
+
+__all__ = ["AsyncPaginator", "Page"]
+
+T = TypeVar("T")
+
+_structure_meta = structure_hook(ListMeta)
+
+
+@attrs.frozen
+class Page(Generic[T]):
+    """One page of a listing."""
+
+    items: Sequence[T]
+    """The page's items, structured."""
+    meta: ListMeta
+    """The list envelope's ``meta``: offset, limit, totalCount, sort, filters."""
+    links: Mapping[str, str]
+    """rel -> absolute URL, from the Link header (empty without one)."""
+    headers: Mapping[str, str]
+    """The response headers."""
+
+
+@attrs.frozen
+class RequestOptions:
+    """Per-call overrides of the client's retry policy and timeout (None: the client's)."""
+
+    policy: RetryPolicy | None = None
+    timeout: aiohttp.ClientTimeout | None = None
+
+
+class AsyncPaginator(Generic[T]):
+    """The items of a listing, fetched page by page as they are consumed.
+
+    >>> async for conn in client.payroll_connections.list():        # every item
+    ...     print(conn.id)
+    >>> async for page in client.payroll_connections.list().pages():
+    ...     print(page.meta.offset, len(page.items))
+    >>> firsts = await client.employer_identifiers.list(max_items=10).collect()
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        path: str,
+        structure: Callable[[Any], T],
+        *,
+        params: Mapping[str, Any],
+        headers: Mapping[str, str],
+        page_size: int,
+        max_items: int | None,
+        start_offset: int,
+        concurrency: int,
+        options: RequestOptions,
+    ) -> None:
+        self._transport = transport
+        self._path = path
+        self._structure = structure
+        self._params = params
+        self._headers = headers
+        self._page_size = page_size
+        self._max_items = max_items
+        self._start_offset = start_offset
+        self._concurrency = concurrency
+        self._options = options
+
+    def __repr__(self) -> str:
+        return (
+            f"<AsyncPaginator {self._path} page_size={self._page_size} "
+            f"max_items={self._max_items} start_offset={self._start_offset}>"
+        )
+
+    def __aiter__(self) -> AsyncIterator[T]:
+        return self._items()
+
+    async def _items(self) -> AsyncGenerator[T, None]:
+        async with aclosing(self._pages()) as pages:
+            async for page in pages:
+                for item in page.items:
+                    yield item
+
+    def pages(self) -> AsyncIterator[Page[T]]:
+        """The listing page by page, each a :class:`Page` with its meta, links and headers."""
+        return self._pages()
+
+    async def collect(self) -> list[T]:
+        """Every item in a list (mind the memory for large collections)."""
+        return [item async for item in self]
+
+    async def _fetch(self, url: str | URL, params: Mapping[str, Any] | None) -> tuple[Page[T], str]:
+        response, body = await self._transport.request(
+            "GET",
+            url,
+            params=params,
+            headers=self._headers,
+            policy=self._options.policy,
+            timeout=self._options.timeout,
+        )
+        where = str(response.url)
+        data = decode_json(body, status=response.status, url=where)
+        structure = self._structure
+        try:
+            raw_items = data["data"]
+            if type(raw_items) is not list:
+                raise TypeError(f"'data' is a {type(raw_items).__name__}, not a list")
+            meta = _structure_meta(data["meta"])
+            items = [structure(raw) for raw in raw_items]
+        except Exception as exc:
+            raise decode_error(
+                f"list response is not of the expected shape ({type(exc).__name__}: {exc})",
+                status=response.status,
+                url=where,
+                body=body,
+            ) from None
+        links: dict[str, str] = {}
+        if "Link" in response.headers:
+            for rel, link in response.links.items():
+                links.setdefault(str(rel), str(link["url"]))
+        return Page(items=items, meta=meta, links=links, headers=response.headers), where
+
+    def _query(self, offset: int, limit: int) -> dict[str, Any]:
+        return {**self._params, "limit": limit, "offset": offset}
+
+    async def _pages(self) -> AsyncGenerator[Page[T], None]:
+        want = self._max_items
+        if want == 0:
+            return
+        offset = self._start_offset
+        limit = self._page_size if want is None else min(self._page_size, want)
+        path_url = self._transport.url(self._path)
+        first, first_url = await self._fetch(path_url, self._query(offset, limit))
+        if "next" in first.links:
+            async with aclosing(self._follow_links(first, first_url, want)) as pages:
+                async for page in pages:
+                    yield page
+            return
+        items = first.items[:limit]
+        yield _with_items(first, items)
+        if not items:
+            return
+        total = first.meta.total_count
+        got = len(items)
+        next_offset = offset + got
+        # A first page shorter than asked, with more to come, tells the server's page size.
+        step = got if got < limit and next_offset < total else limit
+        end = None if want is None else offset + want
+        width = self._concurrency
+        window: deque[tuple[int, int, asyncio.Task[tuple[Page[T], str]]]] = deque()
+        try:
+            while True:
+                while (
+                    len(window) < width
+                    and next_offset < total
+                    and (end is None or next_offset < end)
+                ):
+                    size = step if end is None else min(step, end - next_offset)
+                    task = asyncio.create_task(
+                        self._fetch(path_url, self._query(next_offset, size))
+                    )
+                    window.append((next_offset, size, task))
+                    next_offset += size
+                if not window:
+                    return
+                page_offset, size, task = window.popleft()
+                page, _ = await task
+                total = page.meta.total_count
+                items = page.items[:size]
+                if not items:
+                    return
+                yield _with_items(page, items)
+                # Complete a short page before moving on, so no item is skipped.
+                got = len(items)
+                while got < min(size, total - page_offset):
+                    gap, _ = await self._fetch(path_url, self._query(page_offset + got, size - got))
+                    gap_items = gap.items[: size - got]
+                    if not gap_items:
+                        break
+                    yield _with_items(gap, gap_items)
+                    got += len(gap_items)
+        finally:
+            for _, _, task in window:
+                task.cancel()
+            await asyncio.gather(*(task for _, _, task in window), return_exceptions=True)
+
+    async def _follow_links(
+        self, page: Page[T], url: str, want: int | None
+    ) -> AsyncGenerator[Page[T], None]:
+        visited = {url}
+        emitted = 0
+        origin = self._transport.origin
+        while True:
+            items = page.items if want is None else page.items[: want - emitted]
+            yield _with_items(page, items)
+            emitted += len(items)
+            next_link = page.links.get("next")
+            if not items or next_link is None or (want is not None and emitted >= want):
+                return
+            target = URL(next_link)
+            if target.origin() != origin:
+                raise PaginationError(
+                    f"refusing to follow a next link to another origin ({target.origin()}); "
+                    f"the client only talks to {origin}"
+                )
+            if next_link in visited:
+                raise PaginationError(f"the next link {next_link} was already visited (a loop)")
+            visited.add(next_link)
+            page, _ = await self._fetch(target, None)
+
+
+def _with_items(page: Page[T], items: Sequence[T]) -> Page[T]:
+    return page if len(items) == len(page.items) else attrs.evolve(page, items=items)

@@ -1,0 +1,158 @@
+"""The retry policy and the tenacity pieces it is composed of.
+
+``RetryPolicy`` is plain data. ``build_retrying`` turns it into a ``tenacity.AsyncRetrying``
+from tenacity's own parts: ``retry=`` (which failures are worth another attempt, by
+method), ``wait=`` (the server's Retry-After when given, else exponential backoff with full
+jitter), ``stop=`` (attempts) and ``before_sleep=`` (a log line per retry).
+"""
+
+from __future__ import annotations
+
+import datetime
+import email.utils
+import logging
+import math
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import tenacity
+from tenacity.wait import wait_base
+
+from ._exceptions import (
+    APIConnectionError,
+    APIStatusError,
+    InvalidArgumentError,
+    RateLimitError,
+    ServerError,
+)
+
+__all__ = ["RetryPolicy", "build_retrying", "is_retryable", "parse_retry_after"]
+
+logger = logging.getLogger("payroll_async")
+
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE", "PUT"})
+RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
+_DELTA_SECONDS = re.compile(r"\s*(\d+(?:\.\d+)?)\s*\Z")
+
+
+def _non_negative(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool)) or not value >= 0:
+        raise InvalidArgumentError(f"{attribute.name} must be a number >= 0, got {value!r}")
+
+
+def _at_least_one(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(f"{attribute.name} must be an integer >= 1, got {value!r}")
+
+
+@attrs.frozen
+class RetryPolicy:
+    """When and how long to wait before sending a failed request again.
+
+    Retried: 429 for every method; 500, 502, 503, 504, connection errors and timeouts for
+    GET and DELETE; a POST only on 429 and on connect failures where nothing was sent.
+
+    >>> RetryPolicy(max_attempts=6, backoff_max=30.0)   # more patient than the default
+    >>> RetryPolicy(max_attempts=1)                     # never retry
+    """
+
+    max_attempts: int = attrs.field(default=4, validator=_at_least_one)
+    """Attempts in all, the first included."""
+    backoff_initial: float = attrs.field(default=0.5, validator=_non_negative)
+    """Upper bound of the first backoff wait, in seconds; it doubles on each attempt."""
+    backoff_max: float = attrs.field(default=8.0, validator=_non_negative)
+    """Cap of any backoff wait, in seconds."""
+    max_retry_after: float = attrs.field(default=60.0, validator=_non_negative)
+    """A Retry-After longer than this raises RateLimitError at once instead of sleeping."""
+
+
+def parse_retry_after(value: str | None, *, now: datetime.datetime | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP-date.
+
+    A date in the past means 0. Returns None for a missing or unreadable value. Decimal
+    seconds ("1.5") are accepted too, as some servers send them.
+    """
+    if value is None:
+        return None
+    match = _DELTA_SECONDS.match(value)
+    if match is not None:
+        seconds = float(match[1])
+        return seconds if math.isfinite(seconds) else math.inf
+    try:
+        when = email.utils.parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # "-0000" in an HTTP-date means UTC as well
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    current = now or datetime.datetime.now(datetime.timezone.utc)
+    return max(0.0, (when - current).total_seconds())
+
+
+def is_retryable(exc: BaseException, policy: RetryPolicy) -> bool:
+    """Whether a failure is worth another attempt under ``policy``."""
+    if isinstance(exc, RateLimitError):
+        return exc.retry_after is None or exc.retry_after <= policy.max_retry_after
+    if isinstance(exc, ServerError):
+        return exc.status in RETRYABLE_STATUSES and exc.method in IDEMPOTENT_METHODS
+    if isinstance(exc, APIStatusError):
+        return False
+    if isinstance(exc, APIConnectionError):
+        return exc.method in IDEMPOTENT_METHODS or not exc.request_sent
+    return False
+
+
+class wait_retry_after_or_backoff(wait_base):
+    """The server's Retry-After when the failure carries one, else full-jitter backoff."""
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self._backoff = tenacity.wait_random_exponential(
+            multiplier=policy.backoff_initial, max=policy.backoff_max
+        )
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        outcome = retry_state.outcome
+        exc = outcome.exception() if outcome is not None else None
+        if isinstance(exc, RateLimitError) and exc.retry_after is not None:
+            return exc.retry_after
+        return float(self._backoff(retry_state))
+
+
+def _log_retry(retry_state: tenacity.RetryCallState) -> None:
+    outcome = retry_state.outcome
+    exc = outcome.exception() if outcome is not None else None
+    wait = retry_state.next_action.sleep if retry_state.next_action else 0.0
+    method = getattr(exc, "method", "?")
+    url = getattr(exc, "url", "?")
+    status = getattr(exc, "status", None)
+    reason = f"status {status}" if status is not None else type(exc).__name__
+    logger.warning(
+        "%s %s failed (%s) on attempt %d; retrying in %.2fs",
+        method,
+        url,
+        reason,
+        retry_state.attempt_number,
+        wait,
+        extra={
+            "method": method,
+            "url": url,
+            "status": status,
+            "attempt": retry_state.attempt_number,
+            "wait": wait,
+        },
+    )
+
+
+def build_retrying(
+    policy: RetryPolicy, sleep: Callable[[float], Awaitable[None]]
+) -> tenacity.AsyncRetrying:
+    """A tenacity AsyncRetrying for ``policy``; ``copy()`` it for each request."""
+    return tenacity.AsyncRetrying(
+        retry=tenacity.retry_if_exception(lambda exc: is_retryable(exc, policy)),
+        wait=wait_retry_after_or_backoff(policy),
+        stop=tenacity.stop_after_attempt(policy.max_attempts),
+        before_sleep=_log_retry,
+        sleep=sleep,
+        reraise=True,
+    )

@@ -1,0 +1,222 @@
+"""Checks of user input, run before any request is sent.
+
+Each check raises :class:`InvalidArgumentError` naming the argument and what was wrong, and
+returns the value in the form the wire needs. Identifiers are validated against the UUID
+grammar the service accepts rather than escaped, so nothing but 36 hex-and-hyphen
+characters can ever reach a URL path.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from yarl import URL
+
+from . import _assumed
+from ._converter import to_camel
+from ._exceptions import InvalidArgumentError
+from ._types import IdLike, SortLike
+from .models import EventType
+
+__all__ = [
+    "check_base_url",
+    "check_concurrency",
+    "check_event_types",
+    "check_extra_headers",
+    "check_extra_query",
+    "check_id",
+    "check_max_items",
+    "check_page_size",
+    "check_sort",
+    "check_start_offset",
+    "check_webhook_path",
+    "is_loopback",
+]
+
+# Versions 1-8 with the RFC 9562 variant, plus the nil and max UUIDs: what the service's
+# path-parameter validation accepts.
+_UUID_RE = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}\Z"
+)
+_NIL = "00000000-0000-0000-0000-000000000000"
+_MAX = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+_SORT_FIELD_RE = re.compile(r"(-?)([A-Za-z0-9_]{1,100})\Z")
+_SNAKE_RE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+\Z")
+_TOKEN_HEADER = "authorization"
+
+
+def check_id(value: IdLike, name: str) -> str:
+    """An identifier as its canonical lowercase string."""
+    if isinstance(value, uuid.UUID):
+        text = str(value)
+    elif isinstance(value, str):
+        text = value.lower()
+    else:
+        raise InvalidArgumentError(
+            f"{name} must be a UUID or a UUID string, not {type(value).__name__}"
+        )
+    if text in (_NIL, _MAX) or _UUID_RE.match(text):
+        return text
+    raise InvalidArgumentError(
+        f"{name} must be a UUID such as '123e4567-e89b-42d3-a456-426614174000', got {value!r}"
+    )
+
+
+def check_sort(sort: SortLike | None, allowed: frozenset[str] | None = None) -> str | None:
+    """A sort order as the service's comma-separated camelCase string, or None."""
+    if sort is None:
+        return None
+    if isinstance(sort, str):
+        fields = sort.split(",")
+    elif isinstance(sort, Iterable):
+        fields = list(sort)
+        if not all(isinstance(field, str) for field in fields):
+            raise InvalidArgumentError(f"sort fields must be strings, got {sort!r}")
+    else:
+        raise InvalidArgumentError(f"sort must be a string or a sequence of strings, got {sort!r}")
+    if not 1 <= len(fields) <= 3:
+        raise InvalidArgumentError(f"sort takes 1 to 3 fields, got {len(fields)}: {sort!r}")
+    out = []
+    for field in fields:
+        match = _SORT_FIELD_RE.match(field.strip())
+        if match is None:
+            raise InvalidArgumentError(
+                f"sort field {field!r} must be 1-100 letters, digits or underscores, "
+                "optionally prefixed with '-' for descending order"
+            )
+        name = to_camel(match[2]) if _SNAKE_RE.match(match[2]) else match[2]
+        if allowed is not None and name not in allowed:
+            raise InvalidArgumentError(
+                f"cannot sort by {match[2]!r}; allowed: {', '.join(sorted(allowed))}"
+            )
+        out.append(match[1] + name)
+    return ",".join(out)
+
+
+def _check_int(value: object, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentError(f"{name} must be an integer, not {type(value).__name__}")
+    if not low <= value <= high:
+        raise InvalidArgumentError(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def check_page_size(value: int, maximum: int = _assumed.LIMIT_MAX) -> int:
+    return _check_int(value, "page_size", 1, maximum)
+
+
+def check_start_offset(value: int) -> int:
+    return _check_int(value, "start_offset", 0, _assumed.OFFSET_MAX)
+
+
+def check_max_items(value: int | None) -> int | None:
+    return None if value is None else _check_int(value, "max_items", 0, 2**63)
+
+
+def check_concurrency(value: int, name: str = "concurrency") -> int:
+    return _check_int(value, name, 1, 1024)
+
+
+def check_event_types(event_types: Iterable[EventType | str]) -> list[str]:
+    """Event types as their string values, at least one, duplicates dropped."""
+    if isinstance(event_types, str) or not isinstance(event_types, Iterable):
+        raise InvalidArgumentError(
+            "event_types must be a list of event types, e.g. [EventType.PAYROLL_PROCESSED]"
+        )
+    known = {member.value for member in EventType}
+    out: list[str] = []
+    for item in event_types:
+        value = item.value if isinstance(item, EventType) else item
+        if not isinstance(value, str) or value not in known:
+            raise InvalidArgumentError(
+                f"unknown event type {item!r}; known: {', '.join(sorted(known))}"
+            )
+        if value not in out:
+            out.append(value)
+    if not out:
+        raise InvalidArgumentError("event_types must name at least one event type")
+    return out
+
+
+def is_loopback(host: str | None) -> bool:
+    """True for localhost and the loopback addresses (127.0.0.0/8, ::1)."""
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _parse_url(value: object, name: str) -> URL:
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{name} must be a string URL, not {type(value).__name__}")
+    if not value or any(ch.isspace() for ch in value):
+        raise InvalidArgumentError(f"{name} must be a URL without spaces, got {value!r}")
+    try:
+        url = URL(value)
+    except ValueError as exc:
+        raise InvalidArgumentError(f"{name} is not a valid URL: {value!r}") from exc
+    if not url.is_absolute() or not url.host:
+        raise InvalidArgumentError(f"{name} must be an absolute URL, got {value!r}")
+    if url.scheme == "https" or (url.scheme == "http" and is_loopback(url.host)):
+        return url
+    raise InvalidArgumentError(
+        f"{name} must use https:// (plain http:// only for loopback hosts), got {value!r}"
+    )
+
+
+def check_webhook_path(path: str) -> str:
+    """A notification destination: an absolute https URL (loopback http allowed)."""
+    _parse_url(path, "path")
+    return path
+
+
+def check_base_url(base_url: str) -> URL:
+    """The service root, without credentials, query or fragment, and no trailing slash."""
+    url = _parse_url(base_url, "base_url")
+    if url.user is not None or url.password is not None:
+        raise InvalidArgumentError("base_url must not carry credentials; pass token= instead")
+    if url.query_string or url.fragment:
+        raise InvalidArgumentError(f"base_url must not have a query or fragment: {base_url!r}")
+    return url.with_path(url.path.rstrip("/"))
+
+
+def check_extra_query(extra_query: Mapping[str, Any] | None) -> dict[str, Any]:
+    if extra_query is None:
+        return {}
+    if not isinstance(extra_query, Mapping):
+        raise InvalidArgumentError("extra_query must be a mapping of names to values")
+    out: dict[str, Any] = {}
+    for key, value in extra_query.items():
+        if not isinstance(key, str):
+            raise InvalidArgumentError(f"extra_query names must be strings, got {key!r}")
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif not isinstance(value, (str, int, float)):
+            raise InvalidArgumentError(f"extra_query[{key!r}] must be a str, int, float or bool")
+        out[key] = value
+    return out
+
+
+def check_extra_headers(extra_headers: Mapping[str, str] | None) -> dict[str, str]:
+    if extra_headers is None:
+        return {}
+    if not isinstance(extra_headers, Mapping):
+        raise InvalidArgumentError("extra_headers must be a mapping of names to strings")
+    out: dict[str, str] = {}
+    for key, value in extra_headers.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InvalidArgumentError("extra_headers names and values must be strings")
+        if "\r" in value or "\n" in value or "\r" in key or "\n" in key:
+            raise InvalidArgumentError(f"extra_headers[{key!r}] must not contain line breaks")
+        if key.lower() == _TOKEN_HEADER:
+            raise InvalidArgumentError("set the token with token=, not extra_headers")
+        out[key] = value
+    return out

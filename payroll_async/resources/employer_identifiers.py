@@ -1,0 +1,114 @@
+"""Employer identifiers, their update groups, and onboarding invite sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .. import _validation as check
+from .._pagination import AsyncPaginator
+from .._types import IdLike, SortLike
+from ..models import EmployerIdentifier, InviteSession, UpdateGroup
+from ._base import Context, Resource
+
+__all__ = ["EmployerIdentifiers", "Invites", "UpdateGroups"]
+
+_PATH = "/v1/employer-identifiers"
+
+
+class UpdateGroups(Resource):
+    """``client.employer_identifiers.update_groups``: bulk deduction/loan update groups."""
+
+    def list(
+        self,
+        employer_identifier_id: IdLike,
+        *,
+        sort: SortLike | None = None,
+        page_size: int | None = None,
+        max_items: int | None = None,
+        start_offset: int = 0,
+        concurrency: int | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> AsyncPaginator[UpdateGroup]:
+        """The update groups of one employer.
+
+        >>> async for group in client.employer_identifiers.update_groups.list(employer_id):
+        ...     print(group.update_group_id, group.upload_date, group.error_count)
+        """
+        eid = check.check_id(employer_identifier_id, "employer_identifier_id")
+        return self._paginate(
+            f"{_PATH}/{eid}/update-groups",
+            UpdateGroup,
+            sort=sort,
+            page_size=page_size,
+            max_items=max_items,
+            start_offset=start_offset,
+            concurrency=concurrency,
+            extra_query=extra_query,
+            extra_headers=extra_headers,
+        )
+
+
+class Invites(Resource):
+    """``client.employer_identifiers.invites``: employer onboarding invites."""
+
+    async def create_session(
+        self,
+        employer_identifier_id: IdLike,
+        invite_id: IdLike,
+        *,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> InviteSession:
+        """A fresh onboarding link for an existing invite: valid 30 minutes, single use.
+
+        >>> session = await client.employer_identifiers.invites.create_session(eid, invite_id)
+        >>> session.onboarding_link
+        'https://...'
+        """
+        eid = check.check_id(employer_identifier_id, "employer_identifier_id")
+        iid = check.check_id(invite_id, "invite_id")
+        status, url, body = await self._send(
+            "POST",
+            f"{_PATH}/{eid}/invites/{iid}/session",
+            extras=self._checked_extras(extra_query, extra_headers),
+        )
+        return self._structure(InviteSession, body, status=status, url=url)
+
+
+class EmployerIdentifiers(Resource):
+    """``client.employer_identifiers``, with ``.update_groups`` and ``.invites``."""
+
+    def __init__(self, context: Context) -> None:
+        super().__init__(context)
+        self.update_groups = UpdateGroups(context)
+        self.invites = Invites(context)
+
+    def list(
+        self,
+        *,
+        sort: SortLike | None = None,
+        page_size: int | None = None,
+        max_items: int | None = None,
+        start_offset: int = 0,
+        concurrency: int | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> AsyncPaginator[EmployerIdentifier]:
+        """Every employer identifier.
+
+        >>> async for employer in client.employer_identifiers.list():
+        ...     print(employer.id, employer.display_name, employer.identifier)
+        """
+        return self._paginate(
+            _PATH,
+            EmployerIdentifier,
+            sort=sort,
+            page_size=page_size,
+            max_items=max_items,
+            start_offset=start_offset,
+            concurrency=concurrency,
+            extra_query=extra_query,
+            extra_headers=extra_headers,
+        )

@@ -1,0 +1,179 @@
+"""Webhook subscriptions: list, create, delete, replace without a gap, ensure."""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .. import _assumed
+from .. import _validation as check
+from .._exceptions import InvalidArgumentError, PayrollError, ReplaceIncompleteError
+from .._pagination import AsyncPaginator
+from .._transport import decode_error
+from .._types import IdLike, SortLike
+from ..models import EventType, WebhookSubscription
+from ._base import Resource
+
+__all__ = ["Webhooks"]
+
+logger = logging.getLogger("payroll_async")
+
+_PATH = "/v1/webhooks/subscriptions"
+
+
+def _matches(sub: WebhookSubscription, event_types: list[str], path: str) -> bool:
+    return sub.path == path and {str(t) for t in sub.webhook_event_types} == set(event_types)
+
+
+class Webhooks(Resource):
+    """``client.webhooks``: where the service sends notifications of which events.
+
+    Needs the api-user-webhook-subscription role on the API user; without it every call
+    raises PermissionDeniedError.
+    """
+
+    def list(
+        self,
+        *,
+        active: bool | None = None,
+        sort: SortLike | None = None,
+        page_size: int | None = None,
+        max_items: int | None = None,
+        start_offset: int = 0,
+        concurrency: int | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> AsyncPaginator[WebhookSubscription]:
+        """Webhook subscriptions, optionally only active (or inactive) ones.
+
+        ``sort`` takes ``active`` and ``createdAt`` (or ``created_at``), ``-`` for descending;
+        ``page_size`` at most 100, the service's maximum for this listing.
+
+        >>> async for sub in client.webhooks.list(active=True, sort="-createdAt"):
+        ...     print(sub.webhook_subscription_id, sub.webhook_event_types, sub.path)
+        """
+        filters: dict[str, str] = {}
+        if active is not None:
+            if not isinstance(active, bool):
+                raise InvalidArgumentError(f"active must be True, False or None, got {active!r}")
+            filters[_assumed.ACTIVE_FILTER_PARAM] = _assumed.active_filter_value(active)
+        return self._paginate(
+            _PATH,
+            WebhookSubscription,
+            filters=filters,
+            sort=sort,
+            sort_fields=_assumed.WEBHOOK_SORT_FIELDS,
+            page_size=page_size,
+            page_size_max=_assumed.WEBHOOK_PAGE_SIZE_MAX,
+            max_items=max_items,
+            start_offset=start_offset,
+            concurrency=concurrency,
+            extra_query=extra_query,
+            extra_headers=extra_headers,
+        )
+
+    async def create(
+        self,
+        *,
+        event_types: Iterable[EventType | str],
+        path: str,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> WebhookSubscription:
+        """Subscribe ``path`` (an https URL) to ``event_types``; returns the new subscription.
+
+        >>> sub = await client.webhooks.create(
+        ...     event_types=[EventType.PAYROLL_PROCESSED], path="https://example.com/hooks"
+        ... )
+        """
+        types = check.check_event_types(event_types)
+        path = check.check_webhook_path(path)
+        extras = self._checked_extras(extra_query, extra_headers)
+        return await self._create(types, path, extras)
+
+    async def _create(
+        self, types: builtins.list[str], path: str, extras: tuple[dict[str, Any], dict[str, str]]
+    ) -> WebhookSubscription:
+        status, url, body = await self._send(
+            "POST", _PATH, json={"event_types": types, "path": path}, extras=extras
+        )
+        if body.strip():
+            return self._structure(WebhookSubscription, body, status=status, url=url)
+        # ASSUMED: an empty 201 body; the new subscription is the newest with these values.
+        newest = self.list(sort=_assumed.CREATE_FALLBACK_SORT, extra_headers=extras[1])
+        async for sub in newest:
+            if _matches(sub, types, path):
+                return sub
+        raise decode_error(
+            "the service answered the create with an empty body, and no subscription with "
+            "that path and those event types was found by listing",
+            status=status,
+            url=url,
+            body=body,
+        )
+
+    async def delete(
+        self,
+        subscription_id: IdLike,
+        *,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """Delete a subscription. To change one, :meth:`replace` it instead: no gap."""
+        sid = check.check_id(subscription_id, "subscription_id")
+        await self._send(
+            "DELETE", f"{_PATH}/{sid}", extras=self._checked_extras(extra_query, extra_headers)
+        )
+
+    async def replace(
+        self,
+        subscription_id: IdLike,
+        *,
+        event_types: Iterable[EventType | str],
+        path: str,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> WebhookSubscription:
+        """Swap a subscription for a new one with no gap: create the new, then delete the old.
+
+        If the delete fails, raises ReplaceIncompleteError carrying ``new_subscription``
+        (both are then live; retry the delete). Returns the new subscription.
+        """
+        sid = check.check_id(subscription_id, "subscription_id")
+        types = check.check_event_types(event_types)
+        path = check.check_webhook_path(path)
+        extras = self._checked_extras(extra_query, extra_headers)
+        new = await self._create(types, path, extras)
+        try:
+            await self._send("DELETE", f"{_PATH}/{sid}", extras=extras)
+        except PayrollError as exc:
+            raise ReplaceIncompleteError(
+                f"created subscription {new.webhook_subscription_id} but could not delete "
+                f"{sid} ({type(exc).__name__}); both are active: delete {sid} again",
+                new_subscription=new,
+                old_subscription_id=sid,
+            ) from exc
+        logger.info("replaced webhook subscription %s with %s", sid, new.webhook_subscription_id)
+        return new
+
+    async def ensure(
+        self,
+        *,
+        event_types: Iterable[EventType | str],
+        path: str,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> WebhookSubscription:
+        """The active subscription with exactly these event types and path; created if none.
+
+        Safe to run on every start of a deployment.
+        """
+        types = check.check_event_types(event_types)
+        path = check.check_webhook_path(path)
+        extras = self._checked_extras(extra_query, extra_headers)
+        async for sub in self.list(active=True, extra_query=extras[0], extra_headers=extras[1]):
+            if sub.active and _matches(sub, types, path):
+                return sub
+        return await self._create(types, path, extras)
