@@ -40,7 +40,6 @@ from .models import (
 )
 
 __all__ = [
-    "NOT_GIVEN",
     "APIConnectionError",
     "APIStatusError",
     "APITimeoutError",
@@ -53,6 +52,7 @@ __all__ = [
     "InvalidArgumentError",
     "InviteSession",
     "ListMeta",
+    "NOT_GIVEN",
     "NotFoundError",
     "NotGiven",
     "Page",

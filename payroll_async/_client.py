@@ -78,6 +78,8 @@ class PayrollClient:
             raise InvalidArgumentError(
                 f"session must be an aiohttp.ClientSession, got {type(session).__name__}"
             )
+        self._page_size = check.check_page_size(page_size)
+        self._derived = False
         self._transport = Transport(
             base_url=check.check_base_url(base_url),
             auth=Auth(token),
@@ -87,8 +89,6 @@ class PayrollClient:
             session=session,
             headers=check.check_extra_headers(headers),
         )
-        self._page_size = check.check_page_size(page_size)
-        self._derived = False
         self._bind(RequestOptions())
 
     def _bind(self, options: RequestOptions) -> None:
@@ -169,7 +169,7 @@ class PayrollClient:
         transport = getattr(self, "_transport", None)
         if (
             transport is not None
-            and not self._derived
+            and not getattr(self, "_derived", True)
             and transport.owns_session
             and transport.session_started
             and not transport.closed

@@ -61,8 +61,12 @@ def parse_uuid(value: object) -> uuid.UUID:
         raise ValueError(f"not a UUID: {value!r}")
     # Same object uuid.UUID(value) builds, without its generic parsing: this runs for
     # every identifier of every item of a bulk export.
+    try:
+        number = int(hexdigits, 16)
+    except ValueError:
+        raise ValueError(f"not a UUID: {value!r}") from None
     result = _new(_UUID)
-    _setattr(result, "int", int(hexdigits, 16))
+    _setattr(result, "int", number)
     _setattr(result, "is_safe", _SAFE_UNKNOWN)
     return result
 

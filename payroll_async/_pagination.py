@@ -170,8 +170,8 @@ class AsyncPaginator(Generic[T]):
                     yield page
             return
         items = first.items[:limit]
-        yield _with_items(first, items)
         if not items:
+            yield first
             return
         total = first.meta.total_count
         got = len(items)
@@ -180,7 +180,13 @@ class AsyncPaginator(Generic[T]):
         step = got if got < limit and next_offset < total else limit
         end = None if want is None else offset + want
         width = self._concurrency
-        window: deque[tuple[int, int, asyncio.Task[tuple[Page[T], str]]]] = deque()
+        # The first page goes through the window like any other, so that the pages after it
+        # are already on their way while the caller works through its items.
+        done: asyncio.Future[tuple[Page[T], str]] = asyncio.get_running_loop().create_future()
+        done.set_result((first, first_url))
+        window: deque[tuple[int, int, asyncio.Future[tuple[Page[T], str]]]] = deque(
+            [(offset, step, done)]
+        )
         try:
             while True:
                 while (
@@ -190,14 +196,15 @@ class AsyncPaginator(Generic[T]):
                 ):
                     size = step if end is None else min(step, end - next_offset)
                     task = asyncio.create_task(
-                        self._fetch(path_url, self._query(next_offset, size))
+                        self._fetch(path_url, self._query(next_offset, size)),
+                        name=f"payroll_async page {self._path} offset={next_offset}",
                     )
                     window.append((next_offset, size, task))
                     next_offset += size
                 if not window:
                     return
-                page_offset, size, task = window.popleft()
-                page, _ = await task
+                page_offset, size, pending = window.popleft()
+                page, _ = await pending
                 total = page.meta.total_count
                 items = page.items[:size]
                 if not items:
@@ -213,9 +220,9 @@ class AsyncPaginator(Generic[T]):
                     yield _with_items(gap, gap_items)
                     got += len(gap_items)
         finally:
-            for _, _, task in window:
-                task.cancel()
-            await asyncio.gather(*(task for _, _, task in window), return_exceptions=True)
+            for _, _, pending in window:
+                pending.cancel()
+            await asyncio.gather(*(pending for _, _, pending in window), return_exceptions=True)
 
     async def _follow_links(
         self, page: Page[T], url: str, want: int | None

@@ -1,0 +1,130 @@
+import gc
+import logging
+
+import aiohttp
+import pytest
+from aioresponses import aioresponses
+
+from payroll_async import ClientClosedError, InvalidArgumentError, PayrollClient, RetryPolicy
+from tests import factories
+from tests.conftest import BASE, TOKEN
+
+URL = f"{BASE}/v1/payroll-connections?limit=100&offset=0"
+
+
+def test_base_url_and_token_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAYROLL_BASE_URL", "https://env.example.test/")
+    monkeypatch.setenv("PAYROLL_TOKEN", TOKEN)
+    client = PayrollClient()
+    assert client.base_url == "https://env.example.test"
+
+
+def test_demo_uses_the_demo_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAYROLL_DEMO_BASE_URL", "https://demo.example.test")
+    assert PayrollClient.demo(token=TOKEN).base_url == "https://demo.example.test"
+    monkeypatch.delenv("PAYROLL_DEMO_BASE_URL")
+    with pytest.raises(InvalidArgumentError, match="PAYROLL_DEMO_BASE_URL"):
+        PayrollClient.demo(token=TOKEN)
+
+
+def test_missing_settings_are_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PAYROLL_BASE_URL", raising=False)
+    monkeypatch.delenv("PAYROLL_TOKEN", raising=False)
+    with pytest.raises(InvalidArgumentError, match="PAYROLL_BASE_URL"):
+        PayrollClient(token=TOKEN)
+    with pytest.raises(InvalidArgumentError, match="PAYROLL_TOKEN"):
+        PayrollClient(BASE)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"base_url": "http://api.example.test"}, "https"),
+        ({"timeout": 0}, "timeout"),
+        ({"page_size": 0}, "page_size"),
+        ({"concurrency": 0}, "concurrency"),
+        ({"retry": 3}, "RetryPolicy"),
+        ({"token": 42}, "token"),
+        ({"token": "a\nb"}, "token"),
+        ({"session": object()}, "session"),
+    ],
+)
+def test_bad_settings_are_refused(kwargs: dict[str, object], match: str) -> None:
+    settings: dict[str, object] = {"base_url": BASE, "token": TOKEN, **kwargs}
+    with pytest.raises(InvalidArgumentError, match=match):
+        PayrollClient(**settings)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:8080", "localhost", "[::1]:9000", "127.8.9.10"])
+def test_plain_http_is_allowed_for_loopback(host: str) -> None:
+    assert PayrollClient(f"http://{host}", TOKEN).base_url.startswith("http://")
+
+
+def test_repr_never_shows_the_token() -> None:
+    client = PayrollClient(BASE, TOKEN)
+    assert TOKEN not in repr(client)
+    assert TOKEN not in repr(client._transport.auth)
+    assert repr(client) == f"<PayrollClient base_url='{BASE}' open>"
+
+
+async def test_closed_client_refuses_use(mock_api: aioresponses) -> None:
+    client = PayrollClient(BASE, TOKEN)
+    await client.close()
+    assert client.is_closed
+    with pytest.raises(ClientClosedError):
+        await client.payroll_connections.list().collect()
+    with pytest.raises(ClientClosedError):
+        async with client:
+            pass
+
+
+async def test_unclosed_client_warns(mock_api: aioresponses) -> None:
+    mock_api.get(URL, payload=factories.envelope([]))
+    client = PayrollClient(BASE, TOKEN)
+    await client.payroll_connections.list().collect()
+    session = client._transport._session
+    assert session is not None
+    with pytest.warns(ResourceWarning, match="unclosed <PayrollClient"):
+        del client
+        gc.collect()
+    await session.close()
+
+
+async def test_a_borrowed_session_is_used_and_left_open(mock_api: aioresponses) -> None:
+    mock_api.get(URL, payload=factories.envelope([factories.connection(1)]))
+    async with aiohttp.ClientSession() as session:
+        async with PayrollClient(BASE, TOKEN, session=session) as client:
+            assert len(await client.payroll_connections.list().collect()) == 1
+        assert not session.closed
+
+
+def test_client_can_be_built_outside_an_event_loop() -> None:
+    client = PayrollClient(BASE, TOKEN)
+    assert client._transport._session is None  # made lazily, inside the running loop
+
+
+async def test_with_options_shares_the_session(mock_api: aioresponses) -> None:
+    mock_api.get(URL, payload=factories.envelope([]), repeat=True)
+    async with PayrollClient(BASE, TOKEN) as client:
+        quick = client.with_options(retry=RetryPolicy(max_attempts=1), timeout=5)
+        await quick.payroll_connections.list().collect()
+        await client.payroll_connections.list().collect()
+        assert quick._transport is client._transport
+        await quick.close()
+        assert client.is_closed
+
+
+async def test_token_never_reaches_the_log(
+    mock_api: aioresponses, caplog: pytest.LogCaptureFixture
+) -> None:
+    mock_api.get(URL, status=500, payload=factories.error_body("boom"), repeat=True)
+    caplog.set_level(logging.DEBUG, logger="payroll_async")
+    async with PayrollClient(
+        BASE, TOKEN, retry=RetryPolicy(max_attempts=2, backoff_initial=0)
+    ) as client:
+        with pytest.raises(Exception, match="boom"):
+            await client.payroll_connections.list().collect()
+    assert caplog.records
+    for record in caplog.records:
+        assert TOKEN not in record.getMessage()
+        assert TOKEN not in repr(record.__dict__)

@@ -1,0 +1,497 @@
+"""The retry policy: what is retried, how long it waits, the client-wide 429 pause."""
+
+import asyncio
+import datetime
+import json
+import logging
+import socket
+import time
+
+import aiohttp
+import pytest
+import tenacity
+from aiohttp import web
+from aioresponses import aioresponses
+from hypothesis import given
+from hypothesis import strategies as st
+
+from payroll_async import (
+    APIConnectionError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    InvalidArgumentError,
+    PayrollClient,
+    RateLimitError,
+    RetryPolicy,
+    ServerError,
+)
+from payroll_async._retry import parse_retry_after, wait_retry_after_or_backoff
+from tests import factories
+from tests.conftest import BASE, TOKEN, FakeClock, Serve, use_clock
+from tests.resources.helpers import calls
+
+LIST = f"{BASE}/v1/payroll-connections?limit=100&offset=0"
+SUBS = f"{BASE}/v1/webhooks/subscriptions"
+SID = factories.uid(1, 5)
+NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
+
+# --- Retry-After and the wait ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        ("120", 120.0),
+        ("0", 0.0),
+        (" 7 ", 7.0),
+        ("1.5", 1.5),
+        ("Sun, 22 Nov 2026 12:00:30 GMT", 30.0),
+        ("Sun, 22 Nov 2026 11:00:00 GMT", 0.0),
+        ("Sunday, 22-Nov-26 12:01:00 GMT", 60.0),
+        ("Sun Nov 22 12:00:05 2026", 5.0),
+        ("soon", None),
+        ("-5", None),
+        ("", None),
+        (None, None),
+        ("1e3", None),
+    ],
+)
+def test_parse_retry_after(header: str | None, expected: float | None) -> None:
+    assert parse_retry_after(header, now=NOW) == expected
+
+
+@given(st.text(max_size=40))
+def test_retry_after_is_never_negative(header: str) -> None:
+    value = parse_retry_after(header, now=NOW)
+    assert value is None or value >= 0
+
+
+@given(
+    st.datetimes(min_value=datetime.datetime(1970, 1, 2), max_value=datetime.datetime(2100, 1, 1))
+)
+def test_retry_after_dates_count_from_now(when: datetime.datetime) -> None:
+    header = when.replace(tzinfo=datetime.timezone.utc).strftime("%a, %d %b %Y %H:%M:%S GMT")
+    expected = max(
+        0.0, (when.replace(tzinfo=datetime.timezone.utc, microsecond=0) - NOW).total_seconds()
+    )
+    assert parse_retry_after(header, now=NOW) == expected
+
+
+def _state(exc: BaseException, attempt: int) -> tenacity.RetryCallState:
+    state = tenacity.RetryCallState(
+        retry_object=tenacity.AsyncRetrying(), fn=None, args=(), kwargs={}
+    )
+    state.attempt_number = attempt
+    state.set_exception((type(exc), exc, None))
+    return state
+
+
+def _rate_limited(retry_after: float | None) -> RateLimitError:
+    return RateLimitError("slow", method="GET", url=BASE, retry_after=retry_after)
+
+
+def test_wait_prefers_retry_after() -> None:
+    wait = wait_retry_after_or_backoff(RetryPolicy())
+    assert wait(_state(_rate_limited(42.0), 1)) == 42.0
+
+
+@given(
+    attempt=st.integers(1, 60),
+    initial=st.floats(0, 10),
+    cap=st.floats(0, 100),
+    rate_limited=st.booleans(),
+)
+def test_backoff_is_never_negative_nor_above_the_cap(
+    attempt: int, initial: float, cap: float, rate_limited: bool
+) -> None:
+    policy = RetryPolicy(backoff_initial=initial, backoff_max=cap)
+    exc = (
+        _rate_limited(None)
+        if rate_limited
+        else ServerError("x", status=503, method="GET", url=BASE)
+    )
+    value = wait_retry_after_or_backoff(policy)(_state(exc, attempt))
+    assert 0 <= value <= min(cap, initial * 2 ** (attempt - 1))
+
+
+def test_backoff_has_full_jitter() -> None:
+    wait = wait_retry_after_or_backoff(RetryPolicy(backoff_initial=1, backoff_max=8))
+    exc = ServerError("x", status=503, method="GET", url=BASE)
+    values = {round(wait(_state(exc, 4)), 6) for _ in range(50)}
+    assert len(values) > 40
+    assert max(values) <= 8
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"max_attempts": 0},
+        {"backoff_initial": -1},
+        {"backoff_max": "8"},
+        {"max_retry_after": -0.1},
+        {"max_attempts": True},
+    ],
+)
+def test_policy_refuses_nonsense(kwargs: dict[str, object]) -> None:
+    with pytest.raises(InvalidArgumentError):
+        RetryPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+# --- what is retried -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504])
+async def test_get_is_retried_on_passing_server_errors(
+    mock_api: aioresponses, client: PayrollClient, clock: FakeClock, status: int
+) -> None:
+    mock_api.get(LIST, status=status, payload=factories.error_body("busy"))
+    mock_api.get(LIST, payload=factories.envelope([factories.connection(1)]))
+    assert len(await client.payroll_connections.list().collect()) == 1
+    assert len(clock.sleeps) == 1
+    assert 0 <= clock.sleeps[0] <= 0.5
+
+
+async def test_attempts_run_out_with_the_typed_error(
+    mock_api: aioresponses, client: PayrollClient, clock: FakeClock
+) -> None:
+    mock_api.get(LIST, status=503, payload=factories.error_body("down"), repeat=True)
+    with pytest.raises(ServerError, match="down"):
+        await client.payroll_connections.list().collect()
+    assert len(calls(mock_api)) == 4
+    assert len(clock.sleeps) == 3
+    assert all(0 <= s <= c for s, c in zip(clock.sleeps, [0.5, 1.0, 2.0], strict=False))
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 501])
+async def test_other_statuses_raise_at_once(
+    mock_api: aioresponses, client: PayrollClient, clock: FakeClock, status: int
+) -> None:
+    mock_api.get(LIST, status=status, payload=factories.error_body("no"), repeat=True)
+    with pytest.raises(Exception, match="no"):
+        await client.payroll_connections.list().collect()
+    assert len(calls(mock_api)) == 1
+    assert clock.sleeps == []
+
+
+async def test_delete_is_retried_on_a_dropped_connection(
+    mock_api: aioresponses, client: PayrollClient
+) -> None:
+    mock_api.delete(f"{SUBS}/{SID}", exception=aiohttp.ServerDisconnectedError())
+    mock_api.delete(f"{SUBS}/{SID}", status=204)
+    await client.webhooks.delete(SID)
+    assert len(calls(mock_api)) == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "exception"),
+    [
+        (500, None),
+        (503, None),
+        (None, aiohttp.ServerDisconnectedError()),
+        (None, asyncio.TimeoutError()),
+    ],
+)
+async def test_post_is_not_retried_when_it_may_have_been_processed(
+    mock_api: aioresponses,
+    client: PayrollClient,
+    status: int | None,
+    exception: BaseException | None,
+) -> None:
+    if exception is not None:
+        mock_api.post(SUBS, exception=exception, repeat=True)
+    else:
+        mock_api.post(SUBS, status=status, payload=factories.error_body("boom"), repeat=True)
+    with pytest.raises((ServerError, APIConnectionError)):
+        await client.webhooks.create(
+            event_types=["PAYROLL_PROCESSED"], path="https://h.example.test/x"
+        )
+    assert len(calls(mock_api)) == 1
+
+
+async def test_post_is_retried_on_429(
+    mock_api: aioresponses, client: PayrollClient, clock: FakeClock
+) -> None:
+    mock_api.post(
+        SUBS, status=429, payload=factories.error_body("slow down"), headers={"Retry-After": "3"}
+    )
+    mock_api.post(SUBS, status=201, payload=factories.subscription(1))
+    sub = await client.webhooks.create(
+        event_types=["PAYROLL_PROCESSED"], path="https://h.example.test/x"
+    )
+    assert str(sub.webhook_subscription_id) == factories.uid(1, 5)
+    assert clock.sleeps[0] == 3.0
+
+
+async def test_post_is_retried_when_the_connection_was_refused(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again at once: nothing listens there
+    caplog.set_level(logging.WARNING, logger="payroll_async")
+    async with PayrollClient(f"http://127.0.0.1:{port}", TOKEN) as client:
+        use_clock(client, clock)
+        with pytest.raises(APIConnectionError, match="cannot connect") as info:
+            await client.webhooks.create(
+                event_types=["PAYROLL_PROCESSED"], path="https://h.example.test/x"
+            )
+    assert info.value.request_sent is False
+    assert len(clock.sleeps) == 3
+    assert len([r for r in caplog.records if "retrying" in r.getMessage()]) == 3
+
+
+async def test_retry_after_above_the_maximum_raises_at_once(
+    mock_api: aioresponses, client: PayrollClient, clock: FakeClock
+) -> None:
+    mock_api.get(
+        LIST,
+        status=429,
+        payload=factories.error_body("later"),
+        headers={"Retry-After": "3600"},
+        repeat=True,
+    )
+    with pytest.raises(RateLimitError) as info:
+        await client.payroll_connections.list().collect()
+    assert info.value.retry_after == 3600.0
+    assert len(calls(mock_api)) == 1
+    assert clock.sleeps == []
+
+
+async def test_retry_after_as_an_http_date(
+    mock_api: aioresponses, client: PayrollClient, clock: FakeClock
+) -> None:
+    when = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=30)
+    mock_api.get(
+        LIST, status=429, headers={"Retry-After": when.strftime("%a, %d %b %Y %H:%M:%S GMT")}
+    )
+    mock_api.get(LIST, payload=factories.envelope([]))
+    await client.payroll_connections.list().collect()
+    assert 25 <= clock.sleeps[0] <= 30
+
+
+async def test_per_call_policy(mock_api: aioresponses, client: PayrollClient) -> None:
+    mock_api.get(LIST, status=503, repeat=True)
+    with pytest.raises(ServerError):
+        await (
+            client.with_options(retry=RetryPolicy(max_attempts=2))
+            .payroll_connections.list()
+            .collect()
+        )
+    assert len(calls(mock_api)) == 2
+
+
+# --- one 429 pauses the whole client ---------------------------------------------------------
+
+
+async def test_a_429_holds_back_a_concurrent_pagination(serve: Serve) -> None:
+    sent: list[tuple[float, int]] = []
+    limited_at: list[float] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        offset, limit = int(request.query["offset"]), int(request.query["limit"])
+        now = time.monotonic()
+        sent.append((now, offset))
+        if offset == 300 and not limited_at:
+            limited_at.append(now)
+            return web.json_response(
+                factories.error_body("slow down"), status=429, headers={"Retry-After": "0.5"}
+            )
+        await asyncio.sleep(0.005)
+        items = [factories.connection(i) for i in range(offset, min(offset + limit, 3000))]
+        return web.json_response(factories.envelope(items, offset=offset, limit=limit, total=3000))
+
+    app = web.Application()
+    app.router.add_get("/v1/payroll-connections", handle)
+    base = await serve(app)
+    async with PayrollClient(base, TOKEN, concurrency=4) as client:
+        items = await client.payroll_connections.list().collect()
+    assert [str(c.id) for c in items] == [factories.uid(i, 1) for i in range(3000)]
+    t0 = limited_at[0]
+    # Requests already on the wire when the 429 arrived may land just after it; nothing
+    # sent after that may start before Retry-After has passed.
+    later = [t for t, _ in sent if t > t0 + 0.05]
+    assert later, "the walk went on after the pause"
+    assert min(later) >= t0 + 0.5
+    assert len([o for _, o in sent if o == 300]) == 2
+
+
+async def test_the_pause_is_shared_by_unrelated_calls(
+    mock_api: aioresponses, client: PayrollClient, clock: FakeClock
+) -> None:
+    mock_api.get(LIST, status=429, headers={"Retry-After": "7"})
+    mock_api.get(LIST, payload=factories.envelope([]))
+    mock_api.delete(f"{SUBS}/{SID}", status=204)
+    await client.payroll_connections.list().collect()
+    before = clock.now
+    client._transport.pause(5)
+    await client.webhooks.delete(SID)
+    assert clock.now - before == 5
+    assert clock.sleeps == [7.0, 5]
+
+
+# --- timeouts --------------------------------------------------------------------------------
+
+
+async def test_timeouts_are_per_attempt_and_typed(serve: Serve, clock: FakeClock) -> None:
+    hits = []
+
+    async def slow(request: web.Request) -> web.Response:
+        hits.append(request.method)
+        await asyncio.sleep(5)
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_get("/v1/payroll-connections", slow)
+    app.router.add_post("/v1/webhooks/subscriptions", slow)
+    base = await serve(app)
+    async with PayrollClient(
+        base, TOKEN, timeout=0.05, retry=RetryPolicy(max_attempts=3)
+    ) as client:
+        use_clock(client, clock)
+        with pytest.raises(APITimeoutError, match=r"timed out after 0\.05s"):
+            await client.payroll_connections.list().collect()
+        with pytest.raises(APITimeoutError):
+            await client.webhooks.create(
+                event_types=["PAYROLL_PROCESSED"], path="https://h.example.test/x"
+            )
+    assert hits == ["GET", "GET", "GET", "POST"]
+
+
+# --- token refresh ---------------------------------------------------------------------------
+
+
+class Rotating:
+    def __init__(self) -> None:
+        self.version = 1
+        self.refreshes = 0
+
+    async def get_token(self, *, refresh: bool = False) -> str:
+        if refresh:
+            self.refreshes += 1
+            await asyncio.sleep(0.01)
+            self.version += 1
+        return f"token-v{self.version}"
+
+
+def auth_app(valid: set[str], seen: list[str]) -> web.Application:
+    async def handle(request: web.Request) -> web.Response:
+        token = request.headers["Authorization"].removeprefix("Bearer ")
+        seen.append(token)
+        if token not in valid:
+            return web.json_response(
+                factories.error_body("invalid token"),
+                status=401,
+                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+            )
+        return web.json_response(factories.envelope([]))
+
+    app = web.Application()
+    app.router.add_get("/v1/payroll-connections", handle)
+    return app
+
+
+async def test_a_401_refreshes_once_for_many_requests(serve: Serve) -> None:
+    seen: list[str] = []
+    base = await serve(auth_app({"token-v2"}, seen))
+    provider = Rotating()
+    async with PayrollClient(base, provider) as client:
+        await asyncio.gather(*(client.payroll_connections.list().collect() for _ in range(6)))
+    assert provider.refreshes == 1
+    assert seen.count("token-v2") == 6
+
+
+async def test_a_second_401_is_an_authentication_error(serve: Serve) -> None:
+    seen: list[str] = []
+    base = await serve(auth_app(set(), seen))
+    provider = Rotating()
+    async with PayrollClient(base, provider) as client:
+        with pytest.raises(AuthenticationError, match="invalid token") as info:
+            await client.payroll_connections.list().collect()
+    assert seen == ["token-v1", "token-v2"]
+    assert info.value.headers["WWW-Authenticate"].startswith("Bearer")
+    assert "token-v" not in str(info.value)
+
+
+async def test_a_static_token_is_not_retried_on_401(serve: Serve) -> None:
+    seen: list[str] = []
+    base = await serve(auth_app(set(), seen))
+    async with PayrollClient(base, TOKEN) as client:
+        with pytest.raises(AuthenticationError):
+            await client.payroll_connections.list().collect()
+    assert seen == [TOKEN]
+
+
+# --- logging ---------------------------------------------------------------------------------
+
+
+async def test_attempts_and_waits_are_logged(
+    mock_api: aioresponses, client: PayrollClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="payroll_async")
+    mock_api.get(LIST, status=503, payload=factories.error_body("busy"))
+    mock_api.get(LIST, payload=factories.envelope([]))
+    await client.payroll_connections.list().collect()
+    attempts = [
+        r for r in caplog.records if r.levelno == logging.DEBUG and "attempt" in r.getMessage()
+    ]
+    assert [(r.method, r.status, r.attempt) for r in attempts] == [("GET", 503, 1), ("GET", 200, 2)]  # type: ignore[attr-defined]
+    assert (
+        "/v1/payroll-connections?limit=100&offset=0 -> 503 (attempt 1" in attempts[0].getMessage()
+    )
+    retry = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(retry) == 1
+    assert "status 503" in retry[0].getMessage()
+    assert "retrying in" in retry[0].getMessage()
+
+
+async def test_aiohttps_own_resend_on_a_stale_connection_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """aiohttp resends an idempotent request once when a pooled connection turns out closed."""
+    served = 0
+
+    async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal served
+        requests_on_this_connection = 0
+        try:
+            while True:
+                try:
+                    await reader.readuntil(b"\r\n\r\n")
+                except asyncio.IncompleteReadError:
+                    return  # the client closed the connection
+                requests_on_this_connection += 1
+                if requests_on_this_connection == 2:  # a server that dropped the idle connection
+                    return
+                served += 1
+                body = json.dumps(factories.envelope([])).encode()
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                    + str(len(body)).encode()
+                    + b"\r\n\r\n"
+                    + body
+                )
+                await writer.drain()
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(on_connection, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    caplog.set_level(logging.DEBUG, logger="payroll_async")
+    try:
+        async with PayrollClient(f"http://127.0.0.1:{port}", TOKEN) as client:
+            await client.payroll_connections.list().collect()
+            await client.payroll_connections.list().collect()
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert served == 2
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("sent again by aiohttp" in m for m in messages)
+    assert not any("retrying" in m for m in messages)  # not one of the policy's attempts
+
+
+async def test_bad_request_is_never_retried(mock_api: aioresponses, client: PayrollClient) -> None:
+    mock_api.get(LIST, status=400, payload=factories.error_body("limit: bad"))
+    with pytest.raises(BadRequestError):
+        await client.payroll_connections.list().collect()
