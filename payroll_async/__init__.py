@@ -6,6 +6,8 @@
 ...         print(conn.id)
 """
 
+import logging
+
 from ._auth import TokenProvider
 from ._client import PayrollClient
 from ._exceptions import (
@@ -38,6 +40,9 @@ from .models import (
     UpdateGroup,
     WebhookSubscription,
 )
+
+# A library logs; the application decides where it goes (the logging HOWTO's advice).
+logging.getLogger("payroll_async").addHandler(logging.NullHandler())
 
 __all__ = [
     "APIConnectionError",

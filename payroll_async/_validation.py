@@ -157,8 +157,13 @@ def is_loopback(host: str | None) -> bool:
 def _parse_url(value: object, name: str) -> URL:
     if not isinstance(value, str):
         raise InvalidArgumentError(f"{name} must be a string URL, not {type(value).__name__}")
-    if not value or any(ch.isspace() for ch in value):
+    if not value or any(ch.isspace() or not ch.isprintable() for ch in value):
         raise InvalidArgumentError(f"{name} must be a URL without spaces, got {value!r}")
+    if not value.isascii():
+        raise InvalidArgumentError(
+            f"{name} must be an ASCII URI (percent-encode the path, punycode the host), "
+            f"got {value!r}"
+        )
     try:
         url = URL(value)
     except ValueError as exc:

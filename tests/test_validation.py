@@ -142,6 +142,8 @@ def test_good_webhook_paths(path: str) -> None:
         "",
         None,
         "http://10.0.0.1/x",
+        "https://\u00e0\u00a4",
+        "https://h.example/\x00",
     ],
 )
 def test_bad_webhook_paths(path: object) -> None:
