@@ -6,7 +6,7 @@
 ...         print(conn.id)
 """
 
-import logging
+import logging as _logging
 
 from ._auth import TokenProvider
 from ._client import PayrollClient
@@ -42,7 +42,7 @@ from .models import (
 )
 
 # A library logs; the application decides where it goes (the logging HOWTO's advice).
-logging.getLogger("payroll_async").addHandler(logging.NullHandler())
+_logging.getLogger("payroll_async").addHandler(_logging.NullHandler())
 
 __all__ = [
     "APIConnectionError",
