@@ -1,3 +1,5 @@
+import inspect
+
 import payroll_async
 from payroll_async import _exceptions
 
@@ -6,7 +8,9 @@ def test_all_is_sorted_and_complete() -> None:
     names = payroll_async.__all__
     assert names == sorted(set(names))
     public = {
-        n for n in dir(payroll_async) if not n.startswith("_") and n not in {"models", "resources"}
+        name
+        for name in dir(payroll_async)
+        if not name.startswith("_") and not inspect.ismodule(getattr(payroll_async, name))
     }
     public.add("__version__")
     assert set(names) == public
