@@ -10,6 +10,7 @@ import logging as _logging
 
 from ._auth import TokenProvider
 from ._client import PayrollClient
+from ._converter import to_dict
 from ._exceptions import (
     APIConnectionError,
     APIStatusError,
@@ -75,4 +76,5 @@ __all__ = [
     "UpdateGroup",
     "WebhookSubscription",
     "__version__",
+    "to_dict",
 ]

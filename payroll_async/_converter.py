@@ -34,6 +34,7 @@ __all__ = [
     "parse_uuid",
     "structure_hook",
     "to_camel",
+    "to_dict",
     "unstructure",
 ]
 
@@ -204,3 +205,17 @@ def structure_hook(cls: type[T]) -> Callable[[Any], T]:
 def unstructure(obj: Any) -> Any:
     """A model as the service's JSON shape (camelCase names, ISO timestamps)."""
     return converter.unstructure(obj)
+
+
+def to_dict(model: Any) -> dict[str, Any]:
+    """A model as the service sends it: camelCase names, ISO 8601 timestamps, UUID strings.
+
+    >>> to_dict(conn)
+    {'id': 'f2e87725-...', 'employerIdentifierId': '870cada6-...', 'status': 'pending', ...}
+
+    ``json.dumps(to_dict(model))`` is the model's JSON; the SDK's models structure it back.
+    """
+    if not attrs.has(type(model)):
+        raise TypeError(f"to_dict takes a payroll_async model, not {type(model).__name__}")
+    result: dict[str, Any] = converter.unstructure(model)
+    return result

@@ -154,3 +154,14 @@ def test_uuid_parser_accepts_only_the_canonical_form(text: str) -> None:
 def test_uuid_parser_rejects_lookalikes(text: str) -> None:
     with pytest.raises(ValueError, match="UUID"):
         parse_uuid(text)
+
+
+def test_to_dict_is_the_wire_shape_and_round_trips() -> None:
+    from payroll_async import to_dict
+
+    raw = factories.subscription(2, event_types=["PAYROLL_PROCESSED", "NEW_KIND"])
+    sub = structure_hook(WebhookSubscription)(raw)
+    assert to_dict(sub) == raw
+    assert structure_hook(WebhookSubscription)(to_dict(sub)) == sub
+    with pytest.raises(TypeError, match="model"):
+        to_dict({"id": 1})

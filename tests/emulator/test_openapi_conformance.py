@@ -6,8 +6,6 @@ loop in a thread of its own for the module.
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Iterator
 from importlib.resources import files
 
@@ -21,39 +19,15 @@ from schemathesis.checks import (
 )
 
 from payroll_async.emulator import Emulator
+from tests.live import EmulatorThread
 
 OPENAPI = files("payroll_async.emulator").joinpath("openapi.yaml")
 schema = schemathesis.openapi.from_path(str(OPENAPI))
 
 
-class EmulatorThread:
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.emulator = Emulator(seed=9, payroll_connections=500, employer_identifiers=5)
-        self.ready = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_until_complete(self.emulator.start())
-        self.ready.set()
-        self.loop.run_forever()
-        self.loop.run_until_complete(self.emulator.close())
-        self.loop.close()
-
-    def __enter__(self) -> Emulator:
-        self.thread.start()
-        assert self.ready.wait(10)
-        return self.emulator
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-
-
 @pytest.fixture(scope="module")
 def live() -> Iterator[Emulator]:
-    with EmulatorThread() as emulator:
+    with EmulatorThread(seed=9, payroll_connections=500, employer_identifiers=5) as emulator:
         yield emulator
 
 

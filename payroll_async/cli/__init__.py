@@ -1,0 +1,27 @@
+"""The ``payroll-async`` command (extra ``cli``): bulk export and webhook management.
+
+Built on the SDK's public API only.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["main"]
+
+_MISSING_EXTRA = (
+    "payroll-async: the command needs the 'cli' extra: python3 -m pip install 'payroll-async[cli]'"
+)
+
+
+def main() -> None:
+    """Entry point of the ``payroll-async`` console script."""
+    try:
+        import click  # noqa: F401
+        import rich  # noqa: F401
+    except ImportError:
+        print(_MISSING_EXTRA, file=sys.stderr)
+        raise SystemExit(1) from None
+    from ._commands import cli
+
+    cli(prog_name="payroll-async")

@@ -1,0 +1,5 @@
+"""python -m payroll_async.cli"""
+
+from . import main
+
+main()

@@ -1,0 +1,470 @@
+"""The click commands of ``payroll-async``."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import logging
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import attrs
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from payroll_async import (
+    AsyncPaginator,
+    AuthenticationError,
+    EmployerIdentifier,
+    EventType,
+    InvalidArgumentError,
+    Page,
+    PayrollClient,
+    PayrollConnection,
+    PayrollError,
+    PermissionDeniedError,
+    RateLimitError,
+    ReplaceIncompleteError,
+    UpdateGroup,
+    WebhookSubscription,
+    __version__,
+    to_dict,
+)
+from payroll_async.emulator import Emulator
+
+from ._export import FORMATS, Exporter, ExportError, run_export
+
+__all__ = ["EXIT_CODES", "cli"]
+
+T = TypeVar("T")
+
+# Exit codes, one per kind of failure, so that scripts can tell them apart.
+EXIT_OK = 0
+EXIT_UNEXPECTED = 1
+EXIT_BAD_INPUT = 2
+EXIT_AUTH = 3
+EXIT_RATE_LIMITED = 4
+EXIT_SERVICE = 5
+EXIT_INTERRUPTED = 130
+EXIT_CODES = {
+    "bad input": EXIT_BAD_INPUT,
+    "authentication or permission": EXIT_AUTH,
+    "rate limited": EXIT_RATE_LIMITED,
+    "other service error": EXIT_SERVICE,
+    "interrupted": EXIT_INTERRUPTED,
+}
+
+
+def demo_emulator() -> Emulator:
+    """The in-process service of --emulator: enough data to watch the progress bar work."""
+    return Emulator(seed=1, payroll_connections=25_000, employer_identifiers=200, latency=0.01)
+
+
+COLLECTIONS: dict[str, type[Any]] = {
+    "payroll-connections": PayrollConnection,
+    "employer-identifiers": EmployerIdentifier,
+    "webhooks": WebhookSubscription,
+    "update-groups": UpdateGroup,
+}
+
+stderr = Console(stderr=True, highlight=False)
+stdout = Console(highlight=False)
+if not stdout.is_terminal:  # piped: no screen to fit, so never wrap the table's cells
+    stdout = Console(highlight=False, width=240)
+
+
+@attrs.define
+class Settings:
+    base_url: str | None
+    token: str | None
+    emulator: bool
+    verbose: bool
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    stderr.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    raise SystemExit(code)
+
+
+def _exit_code(exc: BaseException) -> int:
+    if isinstance(exc, (InvalidArgumentError, ExportError)):
+        return EXIT_BAD_INPUT
+    if isinstance(exc, (AuthenticationError, PermissionDeniedError)):
+        return EXIT_AUTH
+    if isinstance(exc, RateLimitError):
+        return EXIT_RATE_LIMITED
+    if isinstance(exc, PayrollError):
+        return EXIT_SERVICE
+    return EXIT_UNEXPECTED
+
+
+def run(
+    settings: Settings,
+    main: Callable[[PayrollClient], Awaitable[T]],
+    interrupted: Callable[[], str] = lambda: "Interrupted.",
+) -> T:
+    """Run one command: connect, map every failure to one line and its exit code."""
+
+    async def go() -> T:
+        async with _client(settings) as client:
+            return await main(client)
+
+    try:
+        return asyncio.run(go())
+    except KeyboardInterrupt:
+        stderr.print(interrupted())
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except (PayrollError, ExportError) as exc:
+        if settings.verbose:
+            stderr.print_exception()
+        message = str(exc)
+        if isinstance(exc, ReplaceIncompleteError):
+            message += f" (new subscription: {exc.new_subscription.webhook_subscription_id})"
+        _fail(message, _exit_code(exc))
+    except OSError as exc:
+        if settings.verbose:
+            stderr.print_exception()
+        _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), EXIT_UNEXPECTED)
+
+
+@asynccontextmanager
+async def _client(settings: Settings) -> AsyncIterator[PayrollClient]:
+    if settings.emulator:
+        async with demo_emulator() as emu, PayrollClient(emu.base_url, emu.token) as client:
+            yield client
+        return
+    if not settings.base_url:
+        raise InvalidArgumentError(
+            "no service: pass --base-url (or set PAYROLL_BASE_URL), or --emulator"
+        )
+    if not settings.token:
+        raise InvalidArgumentError("no token: pass --token (or set PAYROLL_TOKEN)")
+    async with PayrollClient(settings.base_url, settings.token) as client:
+        yield client
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--base-url",
+    envvar="PAYROLL_BASE_URL",
+    metavar="URL",
+    help="The service's base URL [env: PAYROLL_BASE_URL].",
+)
+@click.option(
+    "--token", envvar="PAYROLL_TOKEN", metavar="TOKEN", help="Bearer token [env: PAYROLL_TOKEN]."
+)
+@click.option(
+    "--emulator",
+    is_flag=True,
+    help="Run against an in-process emulator with seeded demo data (no account needed).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Debug logging, and tracebacks on errors.")
+@click.version_option(__version__, prog_name="payroll-async")
+@click.pass_context
+def cli(
+    ctx: click.Context, base_url: str | None, token: str | None, emulator: bool, verbose: bool
+) -> None:
+    """Bulk export and webhook management for the Payroll Onboarding and Webhook Service.
+
+    \b
+    Exit codes: 0 success, 2 bad input, 3 authentication or permission,
+    4 rate limited, 5 other service errors, 130 interrupted.
+    """
+    if verbose:
+        logging.basicConfig(
+            level=logging.DEBUG,
+            stream=sys.stderr,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
+    ctx.obj = Settings(base_url=base_url, token=token, emulator=emulator, verbose=verbose)
+
+
+# -- export -----------------------------------------------------------------------------
+
+
+def _progress(enabled: bool) -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeRemainingColumn(),
+        console=stderr,
+        disable=not enabled,
+        transient=False,
+    )
+
+
+@cli.command()
+@click.argument("collection", type=click.Choice(list(COLLECTIONS)))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write to FILE (atomically, resumable); default: standard output.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(list(FORMATS)), default="jsonl", show_default=True
+)
+@click.option("--resume", is_flag=True, help="Continue an interrupted export of -o FILE.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 1024),
+    default=None,
+    help="Pages fetched at once (default: the client's, 8).",
+)
+@click.option(
+    "--page-size",
+    type=click.IntRange(1, 4_294_967_295),
+    default=None,
+    help="Items per request (default 100).",
+)
+@click.option("--employer", metavar="ID", help="The employer identifier (update-groups only).")
+@click.option(
+    "--sort", metavar="FIELDS", help="Sort order, e.g. -createdAt (default: the service's)."
+)
+@click.pass_obj
+def export(
+    settings: Settings,
+    collection: str,
+    output: Path | None,
+    fmt: str,
+    resume: bool,
+    concurrency: int | None,
+    page_size: int | None,
+    employer: str | None,
+    sort: str | None,
+) -> None:
+    """Export every item of COLLECTION to JSON Lines, CSV or JSON.
+
+    \b
+    payroll-async export payroll-connections -o connections.jsonl
+    payroll-async export update-groups --employer ID --format csv -o groups.csv
+    """
+    if collection == "update-groups" and not employer:
+        raise click.UsageError("export update-groups needs --employer ID")
+    if collection != "update-groups" and employer:
+        raise click.UsageError("--employer applies to update-groups only")
+    model = COLLECTIONS[collection]
+    columns = [_camel(field.name) for field in attrs.fields(model)]
+    job = {"collection": collection, "format": fmt, "sort": sort, "employer": employer}
+    exporter = Exporter(
+        target=output,
+        fmt=FORMATS[fmt],
+        columns=columns,
+        job=job,
+        stream=None if output else sys.stdout.buffer,
+    )
+
+    def listing(client: PayrollClient) -> Callable[[int], AsyncPaginator[Any]]:
+        options: dict[str, Any] = {"sort": sort, "page_size": page_size, "concurrency": concurrency}
+        if collection == "payroll-connections":
+            return lambda start: client.payroll_connections.list(start_offset=start, **options)
+        if collection == "employer-identifiers":
+            return lambda start: client.employer_identifiers.list(start_offset=start, **options)
+        if collection == "webhooks":
+            if page_size is None:
+                options["page_size"] = 100
+            return lambda start: client.webhooks.list(start_offset=start, **options)
+        assert employer is not None
+        return lambda start: client.employer_identifiers.update_groups.list(
+            employer, start_offset=start, **options
+        )
+
+    async def main(client: PayrollClient) -> int:
+        paginator_for = listing(client)  # validates every option before anything is written
+        with _progress(stderr.is_terminal) as progress:
+            task = progress.add_task(f"Exporting {collection}", total=None, rate="")
+
+            def on_page(page: Page[Any], start: int) -> None:
+                total = max(0, page.meta.total_count - start)
+                done = exporter.written - start
+                elapsed = progress.tasks[task].elapsed or 0.0
+                rate = f"{done / elapsed:,.0f} items/s" if elapsed > 0 else ""
+                progress.update(task, total=total, completed=done, rate=rate)
+
+            return await run_export(exporter, paginator_for, resume=resume, on_page=on_page)
+
+    def interrupted() -> str:
+        done = f"Interrupted after {exporter.committed_items:,} items"
+        return f"{done}; run the same command with --resume to continue." if output else f"{done}."
+
+    count = run(settings, main, interrupted)
+    if output is not None:
+        stderr.print(f"Exported {count:,} {collection} to {output}")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+# -- webhooks ----------------------------------------------------------------------------
+
+
+@cli.group()
+def webhooks() -> None:
+    """List, create, delete and replace webhook subscriptions."""
+
+
+def _event_types(values: tuple[str, ...]) -> list[str]:
+    return [value.upper() for value in values]
+
+
+EVENT_CHOICE = click.Choice([member.value for member in EventType], case_sensitive=False)
+
+
+def _print_subscriptions(subs: list[WebhookSubscription], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps([to_dict(s) for s in subs], indent=2))
+        return
+    table = Table()
+    table.add_column("ID", no_wrap=True, min_width=36)  # ids are copied: never wrapped
+    table.add_column("Event types")
+    table.add_column("Path", overflow="fold")
+    table.add_column("Active")
+    table.add_column("Created", no_wrap=True)
+    for sub in subs:
+        table.add_row(
+            str(sub.webhook_subscription_id),
+            "\n".join(str(t) for t in sub.webhook_event_types),
+            sub.path,
+            "yes" if sub.active else "no",
+            sub.created_at.strftime("%Y-%m-%d %H:%M %Z"),
+        )
+    stdout.print(table)
+
+
+def _print_subscription(sub: WebhookSubscription, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(to_dict(sub), indent=2))
+    else:
+        _print_subscriptions([sub], as_json=False)
+
+
+@webhooks.command("list")
+@click.option("--active/--inactive", default=None, help="Only active (or inactive) subscriptions.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.pass_obj
+def webhooks_list(settings: Settings, active: bool | None, as_json: bool) -> None:
+    """List webhook subscriptions."""
+
+    async def main(client: PayrollClient) -> list[WebhookSubscription]:
+        return await client.webhooks.list(active=active).collect()
+
+    _print_subscriptions(run(settings, main), as_json)
+
+
+@webhooks.command("create")
+@click.option(
+    "--event",
+    "events",
+    multiple=True,
+    required=True,
+    type=EVENT_CHOICE,
+    help="An event type to subscribe to (repeat for several).",
+)
+@click.option("--path", required=True, metavar="URL", help="The https URL notifications go to.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.pass_obj
+def webhooks_create(settings: Settings, events: tuple[str, ...], path: str, as_json: bool) -> None:
+    """Subscribe a URL to event types."""
+
+    async def main(client: PayrollClient) -> WebhookSubscription:
+        return await client.webhooks.create(event_types=_event_types(events), path=path)
+
+    _print_subscription(run(settings, main), as_json)
+
+
+@webhooks.command("delete")
+@click.argument("subscription_id")
+@click.pass_obj
+def webhooks_delete(settings: Settings, subscription_id: str) -> None:
+    """Delete a subscription (to change one, use replace: it leaves no gap)."""
+
+    async def main(client: PayrollClient) -> None:
+        await client.webhooks.delete(subscription_id)
+
+    run(settings, main)
+    stderr.print(f"Deleted webhook subscription {subscription_id}")
+
+
+@webhooks.command("replace")
+@click.argument("subscription_id")
+@click.option(
+    "--event",
+    "events",
+    multiple=True,
+    required=True,
+    type=EVENT_CHOICE,
+    help="An event type of the new subscription (repeat for several).",
+)
+@click.option("--path", required=True, metavar="URL", help="The https URL of the new subscription.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.pass_obj
+def webhooks_replace(
+    settings: Settings, subscription_id: str, events: tuple[str, ...], path: str, as_json: bool
+) -> None:
+    """Replace a subscription without a gap: create the new one, then delete the old."""
+
+    async def main(client: PayrollClient) -> WebhookSubscription:
+        return await client.webhooks.replace(
+            subscription_id, event_types=_event_types(events), path=path
+        )
+
+    _print_subscription(run(settings, main), as_json)
+
+
+# -- invite links and the emulator ----------------------------------------------------------------
+
+
+@cli.command("invite-link")
+@click.argument("employer_id")
+@click.argument("invite_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def invite_link(settings: Settings, employer_id: str, invite_id: str, as_json: bool) -> None:
+    """Generate a fresh onboarding link for an employer's invite (valid 30 minutes, single use)."""
+
+    async def main(client: PayrollClient) -> str:
+        session = await client.employer_identifiers.invites.create_session(employer_id, invite_id)
+        return session.onboarding_link
+
+    link = run(settings, main)
+    expires = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=30)
+    if as_json:
+        click.echo(
+            json.dumps({"onboardingLink": link, "expiresAt": expires.isoformat(timespec="seconds")})
+        )
+        return
+    click.echo(link)
+    stderr.print(
+        f"Valid for 30 minutes (until {expires:%H:%M} UTC) and for one use; "
+        "open it in the employer's browser."
+    )
+
+
+@cli.command(
+    context_settings={"ignore_unknown_options": True, "help_option_names": []},
+    add_help_option=False,
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def emulator(args: tuple[str, ...]) -> None:
+    """Serve the emulator (the options of python -m payroll_async.emulator; --help lists them)."""
+    from payroll_async.emulator.__main__ import main as emulator_main
+
+    raise SystemExit(emulator_main(list(args)))

@@ -1,0 +1,108 @@
+"""A real export process, interrupted mid-way and resumed: every id exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from payroll_async.emulator import Emulator
+
+TOTAL = 3000
+
+
+async def export(emu: Emulator, target: Path, *extra: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "payroll_async.cli",
+        "--base-url",
+        emu.base_url,
+        "--token",
+        emu.token,
+        "export",
+        "payroll-connections",
+        "-o",
+        str(target),
+        "--page-size",
+        "50",
+        *extra,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def wait_for_checkpoint(
+    process: asyncio.subprocess.Process, target: Path, at_least: int
+) -> int:
+    checkpoint = target.with_name(target.name + ".checkpoint")
+    for _ in range(600):
+        if process.returncode is not None:
+            _, err = await process.communicate()
+            raise AssertionError(f"the export ended early ({process.returncode}): {err.decode()}")
+        try:
+            items = int(json.loads(checkpoint.read_text())["items"])
+        except (FileNotFoundError, ValueError, KeyError):
+            items = 0
+        if items >= at_least:
+            return items
+        await asyncio.sleep(0.05)
+    raise AssertionError("the export never checkpointed")
+
+
+def exported_ids(target: Path, fmt: str) -> list[str]:
+    text = target.read_text()
+    if fmt == "jsonl":
+        return [json.loads(line)["id"] for line in text.splitlines()]
+    if fmt == "json":
+        return [item["id"] for item in json.loads(text)]
+    lines = text.splitlines()
+    assert lines[0].startswith("id,")
+    return [line.split(",")[0] for line in lines[1:]]
+
+
+@pytest.mark.parametrize(
+    ("how", "link_headers", "fmt"),
+    [
+        (signal.SIGINT, True, "jsonl"),
+        (signal.SIGINT, False, "csv"),
+        (signal.SIGKILL, False, "json"),
+    ],
+)
+async def test_interrupt_then_resume_gives_every_item_once(
+    tmp_path: Path, how: signal.Signals, link_headers: bool, fmt: str
+) -> None:
+    target = tmp_path / f"connections.{fmt}"
+    # Slow enough that the interruption lands mid-way: 60 pages, 50 ms each, 2 at a time.
+    async with Emulator(
+        seed=8, payroll_connections=TOTAL, latency=0.05, link_headers=link_headers
+    ) as emu:
+        first = await export(emu, target, "--format", fmt, "--concurrency", "2")
+        await wait_for_checkpoint(first, target, at_least=200)
+        first.send_signal(how)
+        _, err = await asyncio.wait_for(first.communicate(), 60)
+        if how == signal.SIGINT:
+            assert first.returncode == 130
+            lines = err.decode().strip().splitlines()
+            assert len(lines) == 1
+            assert lines[0].startswith("Interrupted after ")
+            assert "--resume" in lines[0]
+        else:
+            assert first.returncode == -signal.SIGKILL
+        assert not target.exists()  # a finished file is always whole: there is none yet
+        done = json.loads(target.with_name(target.name + ".checkpoint").read_text())["items"]
+        assert 0 < done < TOTAL
+
+        second = await export(emu, target, "--format", fmt, "--concurrency", "2", "--resume")
+        _, err = await asyncio.wait_for(second.communicate(), 120)
+        assert second.returncode == 0, err.decode()
+        expected = [emu.data.payroll_connection(i)["id"] for i in range(TOTAL)]
+
+    ids = exported_ids(target, fmt)
+    assert ids == expected  # every id, once, in order
+    assert sorted(os.listdir(tmp_path)) == [target.name]  # no partial file, no checkpoint
