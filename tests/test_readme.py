@@ -13,3 +13,13 @@ def test_readme_gives_the_test_command_and_ci_runs_it() -> None:
     assert "python3 -m pytest\n" in ci
     assert "scripts/check" in ci
     assert '"$status" -eq 5' in ci  # no tests collected fails the run
+
+
+MAIN_JOB = (
+    "python3 -m pip install -e '.[cli]' && "
+    "payroll-async --emulator export payroll-connections -o connections.jsonl"
+)
+
+
+def test_readme_gives_the_main_job_command() -> None:
+    assert MAIN_JOB in README
