@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import json
 import logging
+import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import attrs
 import click
+from aiohttp import web
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -44,6 +48,7 @@ from payroll_async import (
     to_dict,
 )
 from payroll_async.emulator import Emulator
+from payroll_async.events import EventRouter, WebhookEvent
 
 from ._export import FORMATS, Exporter, ExportError, run_export
 
@@ -80,7 +85,7 @@ COLLECTIONS: dict[str, type[Any]] = {
     "update-groups": UpdateGroup,
 }
 
-stderr = Console(stderr=True, highlight=False)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)  # one message, one line
 stdout = Console(highlight=False)
 if not stdout.is_terminal:  # piped: no screen to fit, so never wrap the table's cells
     stdout = Console(highlight=False, width=240)
@@ -116,14 +121,23 @@ def run(
     main: Callable[[PayrollClient], Awaitable[T]],
     interrupted: Callable[[], str] = lambda: "Interrupted.",
 ) -> T:
-    """Run one command: connect, map every failure to one line and its exit code."""
+    """Run one command with a client of the service (or of the --emulator)."""
 
     async def go() -> T:
         async with _client(settings) as client:
             return await main(client)
 
+    return execute(settings, go(), interrupted)
+
+
+def execute(
+    settings: Settings,
+    coroutine: Coroutine[Any, Any, T],
+    interrupted: Callable[[], str] = lambda: "Interrupted.",
+) -> T:
+    """Run a coroutine; map every failure to one line on stderr and its exit code."""
     try:
-        return asyncio.run(go())
+        return asyncio.run(coroutine)
     except KeyboardInterrupt:
         stderr.print(interrupted())
         raise SystemExit(EXIT_INTERRUPTED) from None
@@ -427,6 +441,142 @@ def webhooks_replace(
         )
 
     _print_subscription(run(settings, main), as_json)
+
+
+def _demo_event(n: int, employer_id: str) -> tuple[EventType, dict[str, Any]]:
+    kinds = list(EventType)
+    kind = kinds[n % len(kinds)]
+    if kind is EventType.PAYROLL_PROCESSED:
+        return kind, {"payrollId": str(uuid.uuid4()), "employerIdentifierId": employer_id}
+    if kind is EventType.UPDATE_GROUP_PROCESSED:
+        return kind, {"updateGroupId": str(uuid.uuid4()), "errorCount": n % 3}
+    return kind, {"employeeId": str(uuid.uuid4()), "employerIdentifierId": employer_id}
+
+
+def _show_event(event: WebhookEvent, as_json: bool) -> None:
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "eventId": event.event_id,
+                    "eventType": str(event.event_type),
+                    "occurredAt": event.occurred_at.isoformat() if event.occurred_at else None,
+                    "data": dict(event.data),
+                }
+            )
+        )
+        return
+    when = (event.occurred_at or datetime.datetime.now(datetime.timezone.utc)).strftime("%H:%M:%S")
+    kind = str(event.event_type)
+    click.echo(f"{when}  {kind:<27} {event.event_id or '-'}  {json.dumps(dict(event.data))}")
+
+
+@webhooks.command("listen")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8787,
+    show_default=True,
+    help="Port to listen on (0 picks a free one).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--path", "hook_path", default="/hooks", show_default=True, help="The receiving path."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print each event as a JSON line.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.01),
+    default=2.0,
+    show_default=True,
+    help="With --emulator: seconds between the demo events it emits.",
+)
+@click.option(
+    "--count", type=click.IntRange(min=1), default=None, help="Stop after this many events."
+)
+@click.pass_obj
+def webhooks_listen(
+    settings: Settings,
+    port: int,
+    host: str,
+    hook_path: str,
+    as_json: bool,
+    interval: float,
+    count: int | None,
+) -> None:
+    """Receive webhook notifications locally and print each one as it arrives.
+
+    With --emulator, it subscribes itself to every event type on an in-process emulator,
+    which then emits a demo event every --interval seconds. Ctrl-C stops it.
+    """
+    if not hook_path.startswith("/"):
+        raise click.BadParameter("must start with /", param_hint="--path")
+
+    async def listen() -> int:
+        router = EventRouter()
+        stop = asyncio.Event()
+        received = 0
+
+        @router.on()
+        async def show(event: WebhookEvent) -> None:
+            nonlocal received
+            _show_event(event, as_json)
+            received += 1
+            if count is not None and received >= count:
+                stop.set()
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        runner = web.AppRunner(router.app(path=hook_path), access_log=None)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, host, port)
+            await site.start()
+            bound = runner.addresses[0][1]
+            url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}{hook_path}"
+            stderr.print(f"Listening for webhook notifications on {url} (Ctrl-C to stop)")
+            if settings.emulator:
+                await _listen_on_emulator(url, interval, stop)
+            else:
+                stderr.print(
+                    "Point a subscription at this receiver's public URL (through a tunnel, say): "
+                    "payroll-async webhooks create --event TYPE --path https://..."
+                )
+                await stop.wait()
+        finally:
+            await runner.cleanup()
+        return received
+
+    received = execute(settings, listen())
+    stderr.print(f"Stopped after {received} event{'s' if received != 1 else ''}.")
+
+
+async def _listen_on_emulator(url: str, interval: float, stop: asyncio.Event) -> None:
+    async with demo_emulator() as emu, PayrollClient(emu.base_url, emu.token) as client:
+        sub = await client.webhooks.ensure(event_types=list(EventType), path=url)
+        stderr.print(
+            f"Subscribed {sub.webhook_subscription_id} to every event type on the emulator; "
+            f"it emits a demo event every {interval:g}s."
+        )
+        employer_id = emu.sample_ids().get("employer_identifier_id", "")
+
+        async def emit_demo_events() -> None:
+            n = 0
+            while True:
+                kind, data = _demo_event(n, employer_id)
+                await emu.emit(kind, data=data)
+                n += 1
+                await asyncio.sleep(interval)
+
+        emitter = asyncio.create_task(emit_demo_events())
+        try:
+            await stop.wait()
+        finally:
+            emitter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await emitter
+            await client.webhooks.delete(sub.webhook_subscription_id)
 
 
 # -- invite links and the emulator ----------------------------------------------------------------

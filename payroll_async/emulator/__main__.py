@@ -67,7 +67,24 @@ def parser() -> argparse.ArgumentParser:
         action="store_false",
         help="omit Link headers from list responses",
     )
+    p.add_argument(
+        "--delivery-header",
+        action="append",
+        default=[],
+        metavar="NAME:VALUE",
+        help="a header sent with every notification delivery (repeatable)",
+    )
     return p
+
+
+def _headers(values: Sequence[str]) -> dict[str, str]:
+    headers = {}
+    for value in values:
+        name, sep, content = value.partition(":")
+        if not sep or not name.strip():
+            raise ValueError(f"--delivery-header takes NAME:VALUE, got {value!r}")
+        headers[name.strip()] = content.strip()
+    return headers
 
 
 def emulator_from(args: argparse.Namespace) -> Emulator:
@@ -86,6 +103,7 @@ def emulator_from(args: argparse.Namespace) -> Emulator:
         host=args.host,
         port=args.port,
         token=args.token,
+        delivery_headers=_headers(args.delivery_header),
     )
 
 

@@ -16,13 +16,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any
 
+import aiohttp
+import attrs
 from aiohttp import web
 from yarl import URL
 
 from ..models import EventType
 from ._data import EPOCH, Collection, Dataset, SortSpec
 
-__all__ = ["Emulator"]
+__all__ = ["Delivery", "Emulator"]
 
 try:
     import orjson
@@ -95,6 +97,18 @@ def _now_iso() -> str:
     return now.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+@attrs.define
+class Delivery:
+    """One notification sent (or not) to one subscription by :meth:`Emulator.emit`."""
+
+    subscription_id: str
+    url: str
+    body: bytes
+    attempts: int = 0
+    delivered: bool = False
+    outcome: str = ""
+
+
 class _TokenBucket:
     def __init__(self, rate: float) -> None:
         self.rate = rate
@@ -145,6 +159,7 @@ class Emulator:
         host: str = "127.0.0.1",
         port: int = 0,
         token: str | None = None,
+        delivery_headers: Mapping[str, str] | None = None,
     ) -> None:
         for name, value in (
             ("payroll_connections", payroll_connections),
@@ -188,6 +203,10 @@ class Emulator:
         self._links: dict[str, tuple[float, str, bool]] = {}
         self._seed_subscriptions(webhook_subscriptions)
         self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self.delivery_headers = dict(delivery_headers or {})
+        self.deliveries: list[Delivery] = []
+        """Every notification delivery attempted by :meth:`emit`, in order."""
         self.base_url = ""
         self.app = self._build_app()
 
@@ -207,6 +226,9 @@ class Emulator:
         return self.base_url
 
     async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -244,6 +266,72 @@ class Emulator:
     def set_active(self, subscription_id: str, active: bool) -> None:
         """Switch a subscription on or off (the service's transitions of `active` are not shown)."""
         self._subscriptions[subscription_id]["active"] = active
+
+    # -- notifications -------------------------------------------------------------------------
+
+    async def emit(
+        self,
+        event_type: EventType | str,
+        data: Mapping[str, Any] | None = None,
+        *,
+        event_id: str | None = None,
+        occurred_at: datetime.datetime | None = None,
+        attempts: int = 3,
+    ) -> int:
+        """Notify every active subscription that lists ``event_type``; deliveries that succeeded.
+
+        The body is ``{"eventId", "eventType", "occurredAt", "data"}`` (ASSUMED: the
+        document does not show it), POSTed as JSON with ``delivery_headers``. A delivery
+        that fails (no 2xx, no connection) is tried again, up to ``attempts`` times in all.
+        Only loopback destinations are delivered to: a local emulator never sends data off
+        the machine; other subscriptions are recorded in ``deliveries`` as not delivered.
+        """
+        kind = event_type.value if isinstance(event_type, EventType) else str(event_type)
+        when = occurred_at or datetime.datetime.now(datetime.timezone.utc)
+        body = _dumps(
+            {
+                "eventId": event_id or f"evt_{secrets.token_hex(12)}",
+                "eventType": kind,
+                "occurredAt": when.isoformat(timespec="microseconds").replace("+00:00", "Z"),
+                "data": dict(data or {}),
+            }
+        )
+        targets = [
+            sub
+            for sub in list(self._subscriptions.values())
+            if sub["active"] and kind in sub["webhookEventTypes"]
+        ]
+        results = await asyncio.gather(*(self._deliver(sub, body, attempts) for sub in targets))
+        return sum(results)
+
+    async def _deliver(self, subscription: dict[str, Any], body: bytes, attempts: int) -> bool:
+        url = URL(subscription["path"])
+        record = Delivery(subscription["webhookSubscriptionId"], subscription["path"], body)
+        self.deliveries.append(record)
+        if not _loopback(url.host):
+            record.outcome = "not delivered: the emulator delivers to loopback hosts only"
+            return False
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "payroll-emulator",
+            **self.delivery_headers,
+        }
+        for attempt in range(1, max(1, attempts) + 1):
+            record.attempts = attempt
+            try:
+                async with self._session.post(url, data=body, headers=headers) as response:
+                    await response.read()
+                    record.outcome = f"HTTP {response.status}"
+                    if 200 <= response.status < 300:
+                        record.delivered = True
+                        return True
+            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                record.outcome = f"{type(exc).__name__}: {exc}"
+            if attempt < attempts:
+                await asyncio.sleep(0.05 * 2 ** (attempt - 1))
+        return False
 
     # -- the application --------------------------------------------------------------------
 

@@ -388,3 +388,46 @@ async def test_python_dash_m_serves_until_ctrl_c() -> None:
     assert proc.returncode == 0, err
     assert out.decode().rstrip().endswith("Emulator stopped.")
     assert b"Traceback" not in err
+
+
+def test_shell_options_reach_the_emulator() -> None:
+    from payroll_async.emulator.__main__ import emulator_from, parser
+
+    args = parser().parse_args(
+        [
+            "--port",
+            "0",
+            "--seed",
+            "4",
+            "--payroll-connections",
+            "12",
+            "--latency",
+            "0.5",
+            "--rate-limit",
+            "9",
+            "--error-rate",
+            "0.1",
+            "--drop-rate",
+            "0.2",
+            "--no-link-headers",
+            "--max-page-size",
+            "50",
+            "--delivery-header",
+            "X-Webhook-Secret: s",
+        ]
+    )
+    emu = emulator_from(args)
+    assert (
+        emu.seed,
+        emu.data.payroll_connections.size,
+        emu.latency,
+        emu.error_rate,
+        emu.drop_rate,
+    ) == (4, 12, 0.5, 0.1, 0.2)
+    assert (emu.link_headers, emu.max_page_size, emu.delivery_headers) == (
+        False,
+        50,
+        {"X-Webhook-Secret": "s"},
+    )
+    with pytest.raises(ValueError, match="NAME:VALUE"):
+        emulator_from(parser().parse_args(["--delivery-header", "nocolon"]))

@@ -1,0 +1,278 @@
+"""Receiving webhook notifications: parse, verify, deduplicate and route them.
+
+>>> from payroll_async import EventType
+>>> from payroll_async.events import EventRouter, WebhookEvent
+>>> router = EventRouter()
+>>> @router.on(EventType.PAYROLL_PROCESSED)
+... async def on_payroll(event: WebhookEvent) -> None:
+...     print(event.event_id, event.data)
+>>> app = router.app(path="/hooks")          # an aiohttp.web.Application
+
+Delivery semantics a receiver needs:
+
+- the answer is 2xx only after every matching handler succeeded; a handler that raises
+  makes the answer 500, so that the sender delivers again;
+- a delivery of an ``event_id`` already handled within ``dedupe_window`` seconds is
+  acknowledged without running the handlers again (a copy that arrives while the first is
+  still being handled waits for its outcome);
+- a body that is not JSON, or has no event type, gets 400 and a log line;
+- ``verify`` (the service's signing scheme is not shown) receives the request and the raw
+  body and can reject the delivery with 401.
+
+ASSUMED notification body (not shown by the interface document):
+``{"eventId", "eventType", "occurredAt", "data"}``. Unknown event types stay plain ``str``;
+other top-level fields are kept in ``data`` (without overwriting its own keys).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import hmac
+import inspect
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+from aiohttp import web
+
+from . import _assumed
+from ._converter import parse_datetime
+from ._json import loads
+from .models import EventType
+
+__all__ = [
+    "EventHandler",
+    "EventRouter",
+    "Verify",
+    "WebhookEvent",
+    "compare_secret",
+    "header_secret",
+]
+
+logger = logging.getLogger("payroll_async.events")
+
+EventHandler = Callable[["WebhookEvent"], Awaitable[None]]
+"""``async def handler(event: WebhookEvent) -> None``."""
+Verify = Callable[[web.Request, bytes], bool | Awaitable[bool]]
+"""``verify(request, raw_body) -> bool`` (or awaitable); False or an exception answers 401."""
+
+H = TypeVar("H", bound=EventHandler)
+_KNOWN = {member.value: member for member in EventType}
+_RESERVED = {
+    _assumed.EVENT_ID_KEY,
+    _assumed.EVENT_TYPE_KEY,
+    _assumed.EVENT_OCCURRED_AT_KEY,
+    _assumed.EVENT_DATA_KEY,
+}
+
+
+@attrs.frozen
+class WebhookEvent:
+    """One notification from the service."""
+
+    event_type: EventType | str
+    """An EventType, or the plain string of a type this SDK does not know."""
+    event_id: str | None
+    """The delivery's identifier, used to drop repeated deliveries (None if absent)."""
+    occurred_at: datetime.datetime | None
+    """When the event occurred (None if absent or unreadable)."""
+    data: Mapping[str, Any]
+    """The event's data, plus any other top-level fields of the body."""
+
+    @classmethod
+    def from_body(cls, body: Any) -> WebhookEvent:
+        """Build from a parsed JSON body; ValueError if it has no event type."""
+        if not isinstance(body, dict):
+            raise ValueError("the body is not a JSON object")
+        event_type = body.get(_assumed.EVENT_TYPE_KEY)
+        if not isinstance(event_type, str) or not event_type:
+            raise ValueError(f"the body has no {_assumed.EVENT_TYPE_KEY!r}")
+        event_id = body.get(_assumed.EVENT_ID_KEY)
+        occurred_at = None
+        raw_time = body.get(_assumed.EVENT_OCCURRED_AT_KEY)
+        if raw_time is not None:
+            try:
+                occurred_at = parse_datetime(raw_time)
+            except ValueError:
+                logger.warning(
+                    "notification %s has an unreadable occurredAt %r", event_id, raw_time
+                )
+        raw_data = body.get(_assumed.EVENT_DATA_KEY)
+        data: dict[str, Any] = dict(raw_data) if isinstance(raw_data, dict) else {}
+        if raw_data is not None and not isinstance(raw_data, dict):
+            data[_assumed.EVENT_DATA_KEY] = raw_data
+        for key, value in body.items():
+            if key not in _RESERVED:
+                data.setdefault(key, value)
+        return cls(
+            event_type=_KNOWN.get(event_type, event_type),
+            event_id=str(event_id) if event_id is not None else None,
+            occurred_at=occurred_at,
+            data=data,
+        )
+
+
+def compare_secret(provided: str | bytes | None, expected: str | bytes) -> bool:
+    """Constant-time comparison of a secret from a request with the expected one."""
+    if provided is None:
+        return False
+    a = provided.encode() if isinstance(provided, str) else provided
+    b = expected.encode() if isinstance(expected, str) else expected
+    return hmac.compare_digest(a, b)
+
+
+def header_secret(header: str, secret: str) -> Verify:
+    """A ``verify`` hook for a shared secret sent in a header, compared in constant time.
+
+    >>> router = EventRouter(verify=header_secret("X-Webhook-Secret", os.environ["HOOK_SECRET"]))
+    """
+
+    def verify(request: web.Request, body: bytes) -> bool:
+        return compare_secret(request.headers.get(header), secret)
+
+    return verify
+
+
+class EventRouter:
+    """Routes notifications to handlers by event type; an aiohttp handler and app.
+
+    ``dedupe_window``: seconds during which a handled ``event_id`` is not handled again
+    (0 turns deduplication off); at most ``dedupe_max`` ids are remembered.
+    """
+
+    def __init__(
+        self,
+        *,
+        verify: Verify | None = None,
+        dedupe_window: float = 24 * 3600.0,
+        dedupe_max: int = 100_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if dedupe_window < 0 or dedupe_max < 1:
+            raise ValueError("dedupe_window must be >= 0 and dedupe_max >= 1")
+        self._handlers: dict[str | None, list[EventHandler]] = {}
+        self._verify = verify
+        self._window = dedupe_window
+        self._max = dedupe_max
+        self._clock = clock
+        self._handled: OrderedDict[str, float] = OrderedDict()
+        self._in_flight: dict[str, asyncio.Future[None]] = {}
+
+    def on(self, *event_types: EventType | str) -> Callable[[H], H]:
+        """Register a handler for these event types; with none, for every event.
+
+        Several handlers may share a type; they run in the order registered, type-specific
+        ones before catch-alls.
+        """
+        keys: list[str | None] = [str(t) for t in event_types] or [None]
+
+        def register(handler: H) -> H:
+            is_async = inspect.iscoroutinefunction(handler)  # no narrowing of H
+            if not is_async:
+                raise TypeError(f"{handler!r} must be an async function")
+            for key in keys:
+                self._handlers.setdefault(key, []).append(handler)
+            return handler
+
+        return register
+
+    def handlers_for(self, event_type: EventType | str) -> list[EventHandler]:
+        return [*self._handlers.get(str(event_type), []), *self._handlers.get(None, [])]
+
+    async def dispatch(self, event: WebhookEvent) -> None:
+        """Run the handlers of ``event`` (no deduplication: ``handle`` does that)."""
+        for handler in self.handlers_for(event.event_type):
+            await handler(event)
+
+    def app(self, path: str = "/") -> web.Application:
+        """An aiohttp application that answers POST ``path`` with :meth:`handle`."""
+        application = web.Application()
+        application.router.add_post(path, self.handle)
+        return application
+
+    async def handle(self, request: web.Request) -> web.Response:
+        """The aiohttp handler: verify, parse, deduplicate, dispatch, answer."""
+        body = await request.read()
+        if self._verify is not None and not await self._verified(request, body):
+            logger.warning(
+                "rejected a notification that failed verification from %s", request.remote
+            )
+            return web.json_response({"error": "verification failed"}, status=401)
+        try:
+            event = WebhookEvent.from_body(loads(body))
+        except ValueError as exc:
+            logger.warning("rejected a notification: %s", exc)
+            return web.json_response({"error": f"bad notification: {exc}"}, status=400)
+        key = event.event_id
+        if key is not None and self._window > 0:
+            if self._seen(key):
+                logger.info(
+                    "notification %s (%s) already handled: acknowledged", key, event.event_type
+                )
+                return web.json_response({"status": "duplicate"})
+            pending = self._in_flight.get(key)
+            if pending is not None:  # the same event is being handled right now
+                try:
+                    await asyncio.shield(pending)
+                except Exception:
+                    return web.json_response({"error": "handler failed"}, status=500)
+                return web.json_response({"status": "duplicate"})
+        return await self._run(event)
+
+    async def _run(self, event: WebhookEvent) -> web.Response:
+        key = event.event_id if self._window > 0 else None
+        done: asyncio.Future[None] | None = None
+        if key is not None:
+            done = self._in_flight[key] = asyncio.get_running_loop().create_future()
+        try:
+            await self.dispatch(event)
+        except Exception as exc:
+            logger.exception(
+                "a handler of notification %s (%s) failed", event.event_id, event.event_type
+            )
+            if done is not None:
+                done.set_exception(exc)
+                done.exception()  # retrieved here, so an unawaited copy does not warn
+            return web.json_response({"error": "handler failed"}, status=500)
+        else:
+            if done is not None:
+                done.set_result(None)
+                self._remember(key)  # type: ignore[arg-type]
+            return web.json_response({"status": "ok"})
+        finally:
+            if key is not None:
+                self._in_flight.pop(key, None)
+
+    async def _verified(self, request: web.Request, body: bytes) -> bool:
+        assert self._verify is not None
+        try:
+            result = self._verify(request, body)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception:
+            logger.exception("the verify hook raised")
+            return False
+        return bool(result)
+
+    def _seen(self, key: str) -> bool:
+        when = self._handled.get(key)
+        if when is None:
+            return False
+        if self._clock() - when > self._window:
+            del self._handled[key]
+            return False
+        return True
+
+    def _remember(self, key: str) -> None:
+        self._handled[key] = self._clock()
+        self._handled.move_to_end(key)
+        while len(self._handled) > self._max:
+            self._handled.popitem(last=False)
+        # drop expired ids from the old end, so memory follows the window
+        cutoff = self._clock() - self._window
+        while self._handled and next(iter(self._handled.values())) < cutoff:
+            self._handled.popitem(last=False)

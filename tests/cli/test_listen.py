@@ -1,0 +1,79 @@
+"""payroll-async webhooks listen: a local receiver that prints each event."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+
+import aiohttp
+
+
+async def start(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "payroll_async.cli",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def test_with_the_emulator_it_subscribes_itself_and_prints_emitted_events() -> None:
+    proc = await start(
+        "--emulator",
+        "webhooks",
+        "listen",
+        "--port",
+        "0",
+        "--interval",
+        "0.05",
+        "--count",
+        "5",
+        "--json",
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    events = [json.loads(line) for line in out.decode().splitlines()]
+    assert [e["eventType"] for e in events] == [
+        "PAYROLL_PROCESSED",
+        "UPDATE_GROUP_PROCESSED",
+        "EMPLOYEE_CENSUS_HIRED",
+        "EMPLOYEE_CENSUS_UPDATED",
+        "EMPLOYEE_CENSUS_TERMINATED",
+    ]
+    assert len({e["eventId"] for e in events}) == 5
+    assert "payrollId" in events[0]["data"]
+    messages = err.decode()
+    assert "Subscribed" in messages
+    assert messages.rstrip().endswith("Stopped after 5 events.")
+
+
+async def test_it_prints_what_arrives_and_stops_on_ctrl_c() -> None:
+    proc = await start("webhooks", "listen", "--port", "0", "--path", "/in")
+    assert proc.stderr is not None
+    assert proc.stdout is not None
+    first = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
+    assert first.startswith("Listening for webhook notifications on http://127.0.0.1:")
+    url = first.split(" on ")[1].split()[0]
+    assert url.endswith("/in")
+    async with aiohttp.ClientSession() as session:
+        event = {
+            "eventId": "e-1",
+            "eventType": "PAYROLL_PROCESSED",
+            "occurredAt": "2026-11-22T05:00:00Z",
+            "data": {"payrollId": "p-7"},
+        }
+        async with session.post(url, json=event) as response:
+            assert response.status == 200
+        async with session.post(url, data=b"nope") as response:
+            assert response.status == 400
+    line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+    assert line.split() == ["05:00:00", "PAYROLL_PROCESSED", "e-1", '{"payrollId":', '"p-7"}']
+    proc.send_signal(signal.SIGINT)
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0
+    assert err.decode().rstrip().endswith("Stopped after 1 event.")
+    assert b"Traceback" not in err

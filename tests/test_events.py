@@ -1,0 +1,269 @@
+"""The webhook receiver: parsing, routing, delivery semantics, verification."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from hypothesis import given
+from hypothesis import strategies as st
+
+from payroll_async import EventType
+from payroll_async.events import EventRouter, WebhookEvent, compare_secret, header_secret
+from tests.conftest import FakeClock, Serve
+
+
+def body(
+    event_type: str = "PAYROLL_PROCESSED", event_id: str | None = "evt_1", **extra: Any
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "eventType": event_type,
+        "occurredAt": "2026-11-22T05:00:00Z",
+        "data": {"payrollId": "p1"},
+        **extra,
+    }
+    if event_id is not None:
+        out["eventId"] = event_id
+    return out
+
+
+Post = Callable[..., Awaitable[tuple[int, Any]]]
+
+
+@pytest.fixture
+async def post(serve: Serve) -> AsyncIterator[Callable[[EventRouter], Awaitable[Post]]]:
+    sessions: list[aiohttp.ClientSession] = []
+
+    async def start(router: EventRouter) -> Post:
+        base = await serve(router.app(path="/hooks"))
+        session = aiohttp.ClientSession()
+        sessions.append(session)
+
+        async def send(
+            payload: Any = None, *, raw: bytes | None = None, headers: dict[str, str] | None = None
+        ) -> tuple[int, Any]:
+            data = raw if raw is not None else json.dumps(payload).encode()
+            async with session.post(f"{base}/hooks", data=data, headers=headers) as response:
+                return response.status, await response.json()
+
+        return send
+
+    yield start
+    for session in sessions:
+        await session.close()
+
+
+def test_parsing_keeps_unknown_types_and_extra_fields() -> None:
+    event = WebhookEvent.from_body(
+        body("SOMETHING_NEW", tenant="t1", data={"a": 1, "tenant": "inner"})
+    )
+    assert event.event_type == "SOMETHING_NEW"
+    assert type(event.event_type) is str
+    assert event.data == {"a": 1, "tenant": "inner"}  # data's own keys win
+    known = WebhookEvent.from_body(body())
+    assert known.event_type is EventType.PAYROLL_PROCESSED
+    assert known.occurred_at == datetime.datetime(2026, 11, 22, 5, tzinfo=datetime.timezone.utc)
+    odd = WebhookEvent.from_body(
+        {"eventType": "PAYROLL_PROCESSED", "occurredAt": "yesterday", "data": [1]}
+    )
+    assert (odd.event_id, odd.occurred_at, odd.data) == (None, None, {"data": [1]})
+
+
+@pytest.mark.parametrize("value", [[], "x", {"data": {}}, {"eventType": ""}, {"eventType": 5}])
+def test_bodies_without_an_event_type_are_refused(value: Any) -> None:
+    with pytest.raises(ValueError, match=r"event|object"):
+        WebhookEvent.from_body(value)
+
+
+@given(
+    st.dictionaries(
+        st.text(max_size=12), st.none() | st.text(max_size=12) | st.integers(), max_size=6
+    )
+)
+def test_any_json_object_either_parses_or_is_refused_cleanly(value: dict[str, Any]) -> None:
+    try:
+        event = WebhookEvent.from_body(value)
+    except ValueError:
+        assert not isinstance(value.get("eventType"), str) or not value.get("eventType")
+    else:
+        assert str(event.event_type) == value["eventType"]
+
+
+async def test_routing_by_type_with_several_handlers_and_a_catch_all(post: Any) -> None:
+    router = EventRouter()
+    seen: list[tuple[str, str]] = []
+
+    @router.on(EventType.PAYROLL_PROCESSED)
+    async def first(event: WebhookEvent) -> None:
+        seen.append(("first", str(event.event_type)))
+
+    @router.on("PAYROLL_PROCESSED", EventType.EMPLOYEE_CENSUS_HIRED)
+    async def second(event: WebhookEvent) -> None:
+        seen.append(("second", str(event.event_type)))
+
+    @router.on()
+    async def every(event: WebhookEvent) -> None:
+        seen.append(("every", str(event.event_type)))
+
+    send = await post(router)
+    assert await send(body(event_id="a")) == (200, {"status": "ok"})
+    assert await send(body("EMPLOYEE_CENSUS_HIRED", event_id="b")) == (200, {"status": "ok"})
+    assert await send(body("UNKNOWN_KIND", event_id="c")) == (200, {"status": "ok"})
+    assert seen == [
+        ("first", "PAYROLL_PROCESSED"),
+        ("second", "PAYROLL_PROCESSED"),
+        ("every", "PAYROLL_PROCESSED"),
+        ("second", "EMPLOYEE_CENSUS_HIRED"),
+        ("every", "EMPLOYEE_CENSUS_HIRED"),
+        ("every", "UNKNOWN_KIND"),
+    ]
+
+
+async def test_bad_bodies_get_400_and_are_logged(
+    post: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    router = EventRouter()
+    send = await post(router)
+    status, _ = await send(raw=b"not json")
+    assert status == 400
+    status, _ = await send({"data": {}})
+    assert status == 400
+    assert len([r for r in caplog.records if "rejected a notification" in r.getMessage()]) == 2
+
+
+async def test_a_failing_handler_answers_500_and_a_redelivery_runs_again(post: Any) -> None:
+    router = EventRouter()
+    calls = 0
+
+    @router.on(EventType.PAYROLL_PROCESSED)
+    async def flaky(event: WebhookEvent) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("database down")
+
+    send = await post(router)
+    assert (await send(body()))[0] == 500
+    assert await send(body()) == (200, {"status": "ok"})
+    assert await send(body()) == (200, {"status": "duplicate"})
+    assert calls == 2
+
+
+async def test_duplicates_are_acknowledged_without_running_handlers(post: Any) -> None:
+    router = EventRouter()
+    started = asyncio.Event()
+    release = asyncio.Event()
+    calls = 0
+
+    @router.on()
+    async def slow(event: WebhookEvent) -> None:
+        nonlocal calls
+        calls += 1
+        started.set()
+        await release.wait()
+
+    send = await post(router)
+    first = asyncio.create_task(send(body(event_id="dup")))
+    await started.wait()
+    second = asyncio.create_task(send(body(event_id="dup")))  # arrives while the first runs
+    await asyncio.sleep(0.05)
+    release.set()
+    assert await first == (200, {"status": "ok"})
+    assert await second == (200, {"status": "duplicate"})
+    assert await send(body(event_id="dup")) == (200, {"status": "duplicate"})
+    assert await send(body(event_id=None)) == (200, {"status": "ok"})  # no id: never deduplicated
+    assert await send(body(event_id=None)) == (200, {"status": "ok"})
+    assert calls == 3
+
+
+async def test_the_dedupe_window_expires(post: Any, clock: FakeClock) -> None:
+    router = EventRouter(dedupe_window=60, clock=clock)
+    calls = 0
+
+    @router.on()
+    async def count(event: WebhookEvent) -> None:
+        nonlocal calls
+        calls += 1
+
+    send = await post(router)
+    await send(body(event_id="x"))
+    clock.now += 59
+    await send(body(event_id="x"))
+    clock.now += 2
+    await send(body(event_id="x"))
+    assert calls == 2
+
+
+def test_the_remembered_ids_are_bounded() -> None:
+    router = EventRouter(dedupe_max=3)
+    for key in "abcde":
+        router._remember(key)
+    assert list(router._handled) == ["c", "d", "e"]
+
+
+async def test_verification(post: Any) -> None:
+    router = EventRouter(verify=header_secret("X-Webhook-Secret", "s3cret"))
+    handled = []
+
+    @router.on()
+    async def record(event: WebhookEvent) -> None:
+        handled.append(event.event_id)
+
+    send = await post(router)
+    assert (await send(body(event_id="1")))[0] == 401
+    assert (await send(body(event_id="2"), headers={"X-Webhook-Secret": "wrong"}))[0] == 401
+    assert (await send(body(event_id="3"), headers={"X-Webhook-Secret": "s3cret"}))[0] == 200
+    assert handled == ["3"]
+
+
+async def test_async_and_raising_verify_hooks(post: Any) -> None:
+    async def async_verify(request: web.Request, raw: bytes) -> bool:
+        return b"ok" in raw
+
+    def broken(request: web.Request, raw: bytes) -> bool:
+        raise RuntimeError("boom")
+
+    send = await post(EventRouter(verify=async_verify))
+    assert (await send(body(event_id="ok")))[0] == 200
+    assert (await send(body(event_id="no")))[0] == 401
+    send = await post(EventRouter(verify=broken))
+    assert (await send(body()))[0] == 401
+
+
+def test_compare_secret() -> None:
+    assert compare_secret("abc", "abc")
+    assert compare_secret(b"abc", "abc")
+    assert not compare_secret("abd", "abc")
+    assert not compare_secret(None, "abc")
+    assert not compare_secret("", "abc")
+
+
+def test_handlers_must_be_async() -> None:
+    router = EventRouter()
+    with pytest.raises(TypeError, match="async"):
+        router.on()(lambda event: None)  # type: ignore[arg-type]
+
+
+async def test_router_handle_mounts_in_an_app_of_your_own(serve: Serve) -> None:
+    router = EventRouter()
+    got: list[WebhookEvent] = []
+
+    @router.on()
+    async def record(event: WebhookEvent) -> None:
+        got.append(event)
+
+    app = web.Application()
+    app.router.add_post("/payroll/events", router.handle)
+    base = await serve(app)
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{base}/payroll/events", json=body()) as response:
+            assert response.status == 200
+    assert got[0].data == {"payrollId": "p1"}
+    logging.getLogger("payroll_async.events").debug("ok")
