@@ -31,6 +31,7 @@ from .models import (
 __all__ = [
     "converter",
     "parse_datetime",
+    "parse_reference",
     "parse_uuid",
     "structure_hook",
     "to_camel",
@@ -46,29 +47,51 @@ _new = object.__new__
 _setattr = object.__setattr__
 
 
-def parse_uuid(value: object) -> uuid.UUID:
+_fromhex = bytes.fromhex
+_from_bytes = int.from_bytes
+
+
+def parse_uuid(value: object, _: object = None) -> uuid.UUID:
     """Parse the canonical 8-4-4-4-12 form only (no braces, no urn:, no bare hex)."""
     if type(value) is not str or len(value) != 36:
         raise ValueError(f"not a UUID: {value!r}")
-    hexdigits = value.replace("-", "")
-    if (
-        len(hexdigits) != 32
-        or value[8] != "-"
-        or value[13] != "-"
-        or value[18] != "-"
-        or value[23] != "-"
-        or not (hexdigits.isascii() and hexdigits.isalnum())
-    ):
+    if value[8] != "-" or value[13] != "-" or value[18] != "-" or value[23] != "-":
         raise ValueError(f"not a UUID: {value!r}")
-    # Same object uuid.UUID(value) builds, without its generic parsing: this runs for
-    # every identifier of every item of a bulk export.
+    hexdigits = value.replace("-", "")
+    # isalnum rules out spaces, signs and underscores, which fromhex or int() would let by.
+    if len(hexdigits) != 32 or not hexdigits.isalnum():
+        raise ValueError(f"not a UUID: {value!r}")
     try:
-        number = int(hexdigits, 16)
+        number = _from_bytes(_fromhex(hexdigits), "big")
     except ValueError:
         raise ValueError(f"not a UUID: {value!r}") from None
+    # The same object uuid.UUID(value) builds, without its generic parsing: this runs for
+    # every identifier of every item of a bulk export.
     result = _new(_UUID)
     _setattr(result, "int", number)
     _setattr(result, "is_safe", _SAFE_UNKNOWN)
+    return result
+
+
+_REFERENCE_CACHE_SIZE = 4096
+_references: dict[str, uuid.UUID] = {}
+
+
+def parse_reference(value: object, _: object = None) -> uuid.UUID:
+    """parse_uuid for identifiers of *other* resources, which repeat across items.
+
+    A page of payroll connections names the same few employers and platforms again and
+    again; a small cache turns their parsing into a dict lookup. Parsed values are
+    immutable, so sharing them is safe; the cache is emptied when it fills.
+    """
+    if type(value) is not str:
+        raise ValueError(f"not a UUID: {value!r}")
+    result = _references.get(value)
+    if result is None:
+        result = parse_uuid(value)
+        if len(_references) >= _REFERENCE_CACHE_SIZE:
+            _references.clear()
+        _references[value] = result
     return result
 
 
@@ -93,7 +116,7 @@ def _normalise_iso(value: str) -> str:
     return f"{match['base']}.{frac}{tz}"
 
 
-def parse_datetime(value: object) -> datetime.datetime:
+def parse_datetime(value: object, _: object = None) -> datetime.datetime:
     """Parse an ISO 8601 date-time that carries a time zone (``Z`` or an offset)."""
     if type(value) is not str:
         raise ValueError(f"not a date-time string: {value!r}")
@@ -156,8 +179,8 @@ def to_camel(name: str) -> str:
 
 
 converter = cattrs.Converter(forbid_extra_keys=False)
-converter.register_structure_hook(uuid.UUID, lambda value, _: parse_uuid(value))
-converter.register_structure_hook(datetime.datetime, lambda value, _: parse_datetime(value))
+converter.register_structure_hook(uuid.UUID, parse_uuid)
+converter.register_structure_hook(datetime.datetime, parse_datetime)
 converter.register_structure_hook(str, _strict(str, "a string"))
 converter.register_structure_hook(bool, _strict(bool, "a boolean"))
 converter.register_structure_hook(int, _structure_int)
@@ -179,13 +202,27 @@ _MODELS: tuple[type[Any], ...] = (
     ListMeta,
 )
 
+# Identifier fields that name another resource: parsed through the reference cache.
+_REFERENCES: dict[type[Any], frozenset[str]] = {
+    PayrollConnection: frozenset({"employer_identifier_id", "payroll_platform_id"}),
+}
+
 for _model in _MODELS:
     _renames: dict[str, Any] = {
         f.name: override(rename=to_camel(f.name)) for f in attrs.fields(_model)
     }
+    _struct_overrides: dict[str, Any] = {
+        name: override(
+            rename=to_camel(name),
+            struct_hook=parse_reference if name in _REFERENCES.get(_model, ()) else None,
+        )
+        for name in _renames
+    }
     converter.register_structure_hook(
         _model,
-        make_dict_structure_fn(_model, converter, _cattrs_detailed_validation=False, **_renames),
+        make_dict_structure_fn(
+            _model, converter, _cattrs_detailed_validation=False, **_struct_overrides
+        ),
     )
     converter.register_unstructure_hook(
         _model, make_dict_unstructure_fn(_model, converter, **_renames)

@@ -29,7 +29,7 @@ import aiohttp
 import attrs
 from yarl import URL
 
-from ._converter import structure_hook
+from ._converter import converter
 from ._exceptions import PaginationError
 from ._retry import RetryPolicy
 from ._transport import Transport, decode_error, decode_json
@@ -39,7 +39,7 @@ __all__ = ["AsyncPaginator", "Page"]
 
 T = TypeVar("T")
 
-_structure_meta = structure_hook(ListMeta)
+_structure_meta = converter.get_structure_hook(ListMeta)
 
 
 @attrs.frozen
@@ -78,7 +78,7 @@ class AsyncPaginator(Generic[T]):
         self,
         transport: Transport,
         path: str,
-        structure: Callable[[Any], T],
+        model: type[T],
         *,
         params: Mapping[str, Any],
         headers: Mapping[str, str],
@@ -90,7 +90,9 @@ class AsyncPaginator(Generic[T]):
     ) -> None:
         self._transport = transport
         self._path = path
-        self._structure = structure
+        self._model = model
+        # The generated cattrs function, called directly for every item of every page.
+        self._structure: Callable[[Any, type[T]], T] = converter.get_structure_hook(model)
         self._params = params
         self._headers = headers
         self._page_size = page_size
@@ -133,13 +135,13 @@ class AsyncPaginator(Generic[T]):
         )
         where = str(response.url)
         data = decode_json(body, status=response.status, url=where)
-        structure = self._structure
+        structure, model = self._structure, self._model
         try:
             raw_items = data["data"]
             if type(raw_items) is not list:
                 raise TypeError(f"'data' is a {type(raw_items).__name__}, not a list")
-            meta = _structure_meta(data["meta"])
-            items = [structure(raw) for raw in raw_items]
+            meta = _structure_meta(data["meta"], ListMeta)
+            items = [structure(raw, model) for raw in raw_items]
         except Exception as exc:
             raise decode_error(
                 f"list response is not of the expected shape ({type(exc).__name__}: {exc})",

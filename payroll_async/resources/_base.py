@@ -66,7 +66,7 @@ class Resource:
         return AsyncPaginator(
             ctx.transport,
             path,
-            structure_hook(model),
+            model,
             params=params,
             headers=check.check_extra_headers(extra_headers),
             page_size=size,

@@ -1,0 +1,63 @@
+"""Helpers shared by the benchmark scripts: servers in their own processes, medians, tables."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+@contextlib.contextmanager
+def process_serving(args: Sequence[str], ready_prefix: str) -> Iterator[str]:
+    """Start ``args``, wait for its ``ready_prefix`` line, yield the base URL; stop it after."""
+    proc = subprocess.Popen(
+        [sys.executable, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith(ready_prefix):
+                port = (
+                    line.split()[-1] if ready_prefix == "PORT" else line.rsplit(":", 1)[1].strip()
+                )
+                yield f"http://127.0.0.1:{port}"
+                break
+        else:
+            raise RuntimeError(f"server did not start: {proc.stderr.read() if proc.stderr else ''}")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def machine() -> str:
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}"
+    )
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |"
+    rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    body = [
+        "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows
+    ]
+    return "\n".join([line, rule, *body])
