@@ -61,3 +61,14 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
         "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows
     ]
     return "\n".join([line, rule, *body])
+
+
+def report_targets(checks: Sequence[tuple[str, float, float]]) -> int:
+    """Print PASS/FAIL for each (label, measured, upper limit); 1 if any failed, else 0."""
+    print("\nTargets")
+    failed = 0
+    for label, value, limit in checks:
+        ok = value <= limit
+        failed += not ok
+        print(f"  {'PASS' if ok else 'FAIL'}  {label} = {value:.2f} (target <= {limit:g})")
+    return 1 if failed else 0

@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _util import HERE, ROOT, machine, median, process_serving, table
+from _util import HERE, ROOT, machine, median, process_serving, report_targets, table
 
 CLIENTS = ["sdk", "floor", "hand_sequential", "httpx_sequential", "generated"]
 LABELS = {
@@ -189,13 +189,7 @@ def check_targets(results: dict[float, dict[str, dict[str, float]]], items: int)
                 0.25,
             )
         )
-    failed = 0
-    print("Targets")
-    for label, ratio, limit in checks:
-        ok = ratio <= limit
-        failed += not ok
-        print(f"  {'PASS' if ok else 'FAIL'}  {label} = {ratio:.2f} (target <= {limit})")
-    return 1 if failed else 0
+    return report_targets(checks)
 
 
 if __name__ == "__main__":

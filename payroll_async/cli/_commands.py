@@ -55,6 +55,7 @@ from ._export import FORMATS, Exporter, ExportError, run_export
 __all__ = ["EXIT_CODES", "cli"]
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 # Exit codes, one per kind of failure, so that scripts can tell them apart.
 EXIT_OK = 0
@@ -370,6 +371,24 @@ def _print_subscription(sub: WebhookSubscription, as_json: bool) -> None:
         _print_subscriptions([sub], as_json=False)
 
 
+def subscription_options(command: F) -> F:
+    """--event (repeatable), --path and --json, shared by create and replace."""
+    command = click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON instead of a table."
+    )(command)
+    command = click.option(
+        "--path", required=True, metavar="URL", help="The https URL notifications go to."
+    )(command)
+    return click.option(
+        "--event",
+        "events",
+        multiple=True,
+        required=True,
+        type=EVENT_CHOICE,
+        help="An event type to subscribe to (repeat for several).",
+    )(command)
+
+
 @webhooks.command("list")
 @click.option("--active/--inactive", default=None, help="Only active (or inactive) subscriptions.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
@@ -384,16 +403,7 @@ def webhooks_list(settings: Settings, active: bool | None, as_json: bool) -> Non
 
 
 @webhooks.command("create")
-@click.option(
-    "--event",
-    "events",
-    multiple=True,
-    required=True,
-    type=EVENT_CHOICE,
-    help="An event type to subscribe to (repeat for several).",
-)
-@click.option("--path", required=True, metavar="URL", help="The https URL notifications go to.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@subscription_options
 @click.pass_obj
 def webhooks_create(settings: Settings, events: tuple[str, ...], path: str, as_json: bool) -> None:
     """Subscribe a URL to event types."""
@@ -419,16 +429,7 @@ def webhooks_delete(settings: Settings, subscription_id: str) -> None:
 
 @webhooks.command("replace")
 @click.argument("subscription_id")
-@click.option(
-    "--event",
-    "events",
-    multiple=True,
-    required=True,
-    type=EVENT_CHOICE,
-    help="An event type of the new subscription (repeat for several).",
-)
-@click.option("--path", required=True, metavar="URL", help="The https URL of the new subscription.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@subscription_options
 @click.pass_obj
 def webhooks_replace(
     settings: Settings, subscription_id: str, events: tuple[str, ...], path: str, as_json: bool
