@@ -36,7 +36,6 @@ __all__ = [
     "structure_hook",
     "to_camel",
     "to_dict",
-    "unstructure",
 ]
 
 T = TypeVar("T")
@@ -237,11 +236,6 @@ def structure_hook(cls: type[T]) -> Callable[[Any], T]:
         return hook(data, cls)  # type: ignore[no-any-return]
 
     return structure
-
-
-def unstructure(obj: Any) -> Any:
-    """A model as the service's JSON shape (camelCase names, ISO timestamps)."""
-    return converter.unstructure(obj)
 
 
 def to_dict(model: Any) -> dict[str, Any]:

@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Final, Literal, TypeAlias
 
-__all__ = ["NOT_GIVEN", "Headers", "IdLike", "NotGiven", "Query", "QueryValue", "SortLike"]
+__all__ = ["NOT_GIVEN", "IdLike", "NotGiven", "SortLike"]
 
 IdLike: TypeAlias = uuid.UUID | str
 """An identifier: a ``uuid.UUID`` or its canonical string form."""
 
 SortLike: TypeAlias = str | Sequence[str]
 """``"-createdAt"``, ``"active,-createdAt"`` or ``["active", "-created_at"]``."""
-
-QueryValue: TypeAlias = str | int | float | bool
-Query: TypeAlias = Mapping[str, QueryValue | Sequence[QueryValue]]
-Headers: TypeAlias = Mapping[str, str]
 
 
 class NotGiven(enum.Enum):
