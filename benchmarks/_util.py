@@ -42,6 +42,17 @@ def process_serving(args: Sequence[str], ready_prefix: str) -> Iterator[str]:
         proc.wait(10)
 
 
+TOKEN = "bench-token"
+
+
+@contextlib.contextmanager
+def serving_emulator(*flags: str) -> Iterator[str]:
+    """The emulator in its own process with these extra flags; yields its base URL."""
+    command = ["-m", "payroll_async.emulator", "--port", "0", "--token", TOKEN, *flags]
+    with process_serving(command, "Payroll emulator listening on") as base:
+        yield base
+
+
 def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 

@@ -18,9 +18,7 @@ import resource
 import subprocess
 import sys
 
-from _util import HERE, machine, process_serving, report_targets, table
-
-TOKEN = "bench-token"
+from _util import HERE, TOKEN, machine, report_targets, serving_emulator, table
 
 
 def rss() -> int:
@@ -56,19 +54,8 @@ def main() -> int:
         print(json.dumps(asyncio.run(stream(args.client[0], int(args.client[1])))))
         return 0
     sizes = [int(s) for s in args.sizes.split(",")]
-    emulator = [
-        "-m",
-        "payroll_async.emulator",
-        "--port",
-        "0",
-        "--token",
-        TOKEN,
-        "--payroll-connections",
-        str(max(sizes)),
-        "--no-link-headers",
-    ]
     results = {}
-    with process_serving(emulator, "Payroll emulator listening on") as base:
+    with serving_emulator("--payroll-connections", str(max(sizes)), "--no-link-headers") as base:
         for size in sizes:
             out = subprocess.run(
                 [sys.executable, str(HERE / "memory.py"), "--client", base, str(size)],

@@ -25,11 +25,9 @@ import warnings
 from typing import Any
 
 import psutil
-from _util import machine, process_serving, report_targets, table
+from _util import TOKEN, machine, report_targets, serving_emulator, table
 
 from payroll_async import PayrollClient, PayrollError, RetryPolicy
-
-TOKEN = "bench-token"
 
 
 class CountRequests(logging.Handler):
@@ -158,24 +156,15 @@ def main() -> int:
     )
     parser.add_argument("--requests", type=int, default=200_000)
     args = parser.parse_args()
-    emulator = [
-        "-m",
-        "payroll_async.emulator",
-        "--port",
-        "0",
-        "--token",
-        TOKEN,
+    faults = ["--error-rate", "0.02", "--drop-rate", "0.01"]
+    with serving_emulator(
         "--payroll-connections",
         "100000",
-        "--error-rate",
-        "0.02",
-        "--drop-rate",
-        "0.01",
         "--no-link-headers",
         "--webhook-subscriptions",
         "30",
-    ]
-    with process_serving(emulator, "Payroll emulator listening on") as base:
+        *faults,
+    ) as base:
         return asyncio.run(soak(base, args.requests))
 
 
