@@ -240,7 +240,7 @@ class AsyncPaginator(Generic[T]):
     async def _follow_links(
         self, page: Page[T], url: str, want: int | None
     ) -> AsyncGenerator[Page[T], None]:
-        visited = {url}
+        visited = {_link_key(URL(url))}
         emitted = 0
         origin = self._transport.origin
         while True:
@@ -256,10 +256,16 @@ class AsyncPaginator(Generic[T]):
                     f"refusing to follow a next link to another origin ({target.origin()}); "
                     f"the client only talks to {origin}"
                 )
-            if next_link in visited:
+            key = _link_key(target)
+            if key in visited:
                 raise PaginationError(f"the next link {next_link} was already visited (a loop)")
-            visited.add(next_link)
+            visited.add(key)
             page, _ = await self._fetch(target, None)
+
+
+def _link_key(url: URL) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """A URL as compared for loops: the same link with its parameters reordered is the same."""
+    return (str(url.origin()), url.path, tuple(sorted(url.query.items())))
 
 
 def _with_items(page: Page[T], items: Sequence[T]) -> Page[T]:

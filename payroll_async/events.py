@@ -216,12 +216,22 @@ class EventRouter:
                 return web.json_response({"status": "duplicate"})
             pending = self._in_flight.get(key)
             if pending is not None:  # the same event is being handled right now
-                try:
-                    await asyncio.shield(pending)
-                except Exception:
-                    return web.json_response({"error": "handler failed"}, status=500)
-                return web.json_response({"status": "duplicate"})
+                return await self._outcome_of(pending)
         return await self._run(event)
+
+    @staticmethod
+    async def _outcome_of(pending: asyncio.Future[None]) -> web.Response:
+        """The answer for a copy of an event whose first delivery is still being handled."""
+        try:
+            await asyncio.shield(pending)
+        except asyncio.CancelledError:
+            if not pending.cancelled():
+                raise  # this request itself was cancelled
+            # the first delivery's handling was cancelled: the event was not handled
+            return web.json_response({"error": "handling was interrupted"}, status=503)
+        except Exception:
+            return web.json_response({"error": "handler failed"}, status=500)
+        return web.json_response({"status": "duplicate"})
 
     async def _run(self, event: WebhookEvent) -> web.Response:
         key = event.event_id if self._window > 0 else None
@@ -238,6 +248,10 @@ class EventRouter:
                 done.set_exception(exc)
                 done.exception()  # retrieved here, so an unawaited copy does not warn
             return web.json_response({"error": "handler failed"}, status=500)
+        except BaseException:
+            if done is not None:
+                done.cancel()  # cancelled mid-way: copies waiting on it must not hang
+            raise
         else:
             if done is not None:
                 done.set_result(None)

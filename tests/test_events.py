@@ -267,3 +267,25 @@ async def test_router_handle_mounts_in_an_app_of_your_own(serve: Serve) -> None:
             assert response.status == 200
     assert got[0].data == {"payrollId": "p1"}
     logging.getLogger("payroll_async.events").debug("ok")
+
+
+async def test_a_copy_waiting_on_a_cancelled_handling_does_not_hang() -> None:
+    router = EventRouter()
+    started = asyncio.Event()
+
+    @router.on()
+    async def slow(event: WebhookEvent) -> None:
+        started.set()
+        await asyncio.sleep(30)
+
+    first = asyncio.create_task(router._run(WebhookEvent.from_body(body(event_id="c"))))
+    await started.wait()
+    waiting = asyncio.create_task(router._outcome_of(router._in_flight["c"]))
+    await asyncio.sleep(0)
+    first.cancel()  # e.g. aiohttp cancelling the handler of a sender that hung up
+    answer = await asyncio.wait_for(waiting, 5)
+    assert answer.status == 503
+    assert "c" not in router._in_flight
+    assert not router._seen("c")  # not handled: a redelivery will run the handlers
+    with pytest.raises(asyncio.CancelledError):
+        await first

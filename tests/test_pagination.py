@@ -211,6 +211,15 @@ async def test_refuses_a_next_link_to_another_origin(
     assert len(calls(mock_api)) == 1  # the token never went to the other origin
 
 
+async def test_a_loop_is_found_whatever_the_order_of_parameters(
+    mock_api: aioresponses, client: PayrollClient
+) -> None:
+    mock_api.get(f"{PATH}?limit=3&offset=0", **link_page(range(3), f"{PATH}?offset=3&limit=3"))
+    mock_api.get(f"{PATH}?limit=3&offset=3", **link_page(range(3, 6), f"{PATH}?offset=0&limit=3"))
+    with pytest.raises(PaginationError, match="already visited"):
+        await client.payroll_connections.list(page_size=3).collect()
+
+
 async def test_refuses_a_next_link_loop(mock_api: aioresponses, client: PayrollClient) -> None:
     mock_api.get(f"{PATH}?limit=3&offset=0", **link_page(range(3), f"{PATH}?cursor=b"))
     mock_api.get(f"{PATH}?cursor=b", **link_page(range(3, 6), f"{PATH}?limit=3&offset=0"))
