@@ -67,15 +67,25 @@ class APIConnectionError(PayrollError):
 
     ``request_sent`` is False only when the failure happened before any byte of the
     request could have reached the service (a refused connection, a DNS failure); only
-    then is a POST safe to send again.
+    then is a POST safe to send again. ``retryable`` is False for failures that another
+    attempt cannot mend, such as a TLS certificate the client does not trust.
     """
 
-    def __init__(self, message: str, *, method: str, url: str, request_sent: bool = True) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        method: str,
+        url: str,
+        request_sent: bool = True,
+        retryable: bool = True,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.method = method
         self.url = url
         self.request_sent = request_sent
+        self.retryable = retryable
 
 
 class APITimeoutError(APIConnectionError):

@@ -99,6 +99,8 @@ def is_retryable(exc: BaseException, policy: RetryPolicy) -> bool:
     if isinstance(exc, APIStatusError):
         return False
     if isinstance(exc, APIConnectionError):
+        if not exc.retryable:
+            return False
         return exc.method in IDEMPOTENT_METHODS or not exc.request_sent
     return False
 

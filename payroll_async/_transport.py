@@ -301,6 +301,15 @@ class Transport:
                         url=_display(url, params),
                         request_sent=not isinstance(exc, aiohttp.ConnectionTimeoutError),
                     ) from exc
+                except aiohttp.ClientSSLError as exc:
+                    # A failed TLS handshake or certificate will fail the same way again.
+                    raise APIConnectionError(
+                        f"{method} {_display(url, params)}: TLS failed ({exc})",
+                        method=method,
+                        url=_display(url, params),
+                        request_sent=False,
+                        retryable=False,
+                    ) from exc
                 except aiohttp.ClientConnectorError as exc:
                     raise APIConnectionError(
                         f"{method} {_display(url, params)}: cannot connect ({exc.os_error})",

@@ -495,3 +495,14 @@ async def test_bad_request_is_never_retried(mock_api: aioresponses, client: Payr
     mock_api.get(LIST, status=400, payload=factories.error_body("limit: bad"))
     with pytest.raises(BadRequestError):
         await client.payroll_connections.list().collect()
+
+
+async def test_a_tls_failure_is_not_retried(serve: Serve, clock: FakeClock) -> None:
+    base = await serve(web.Application())  # plain HTTP: a TLS handshake with it fails
+    port = base.rsplit(":", 1)[1]
+    async with PayrollClient(f"https://127.0.0.1:{port}", TOKEN) as client:
+        use_clock(client, clock)
+        with pytest.raises(APIConnectionError, match="TLS failed") as info:
+            await client.payroll_connections.list().collect()
+    assert info.value.retryable is False
+    assert clock.sleeps == []
