@@ -1,6 +1,7 @@
 """Auto-pagination: exact requests with aioresponses, concurrency on a loopback server."""
 
 import asyncio
+import contextlib
 import logging
 import random
 import re
@@ -308,6 +309,18 @@ async def test_leaving_the_loop_early_cancels_what_is_in_flight(serve: Serve) ->
         sent = len(backend.requests)
         await asyncio.sleep(0.05)
         assert len(backend.requests) == sent <= 9
+
+
+async def test_aclosing_cancels_at_the_point_of_leaving(serve: Serve) -> None:
+    backend = Backend(total=100_000)
+    base = await serve(backend.app())
+    async with PayrollClient(base, TOKEN, concurrency=8) as client:
+        paginator = client.payroll_connections.list(page_size=10)
+        async with contextlib.aclosing(paginator.__aiter__()) as items:
+            async for _ in items:
+                assert page_tasks()
+                break
+        assert page_tasks() == []  # cancelled and awaited: no loop turn needed
 
 
 async def test_an_error_in_one_page_cancels_the_rest_and_is_raised(
