@@ -174,6 +174,7 @@ class Transport:
         self._resume_at = 0.0
         self._headers = {"User-Agent": USER_AGENT, "Accept": "application/json", **headers}
         self._retrying: dict[RetryPolicy, tenacity.AsyncRetrying] = {}
+        self._tracing = False
         # Tests replace these two to run retry waits on a fake clock.
         self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
         self.clock: Callable[[], float] = time.monotonic
@@ -194,6 +195,7 @@ class Transport:
                 trace = aiohttp.TraceConfig()
                 trace.on_request_headers_sent.append(_on_headers_sent)
                 traces.append(trace)
+            self._tracing = bool(traces)
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self.concurrency),
                 trace_configs=traces,
@@ -291,38 +293,11 @@ class Transport:
                         timeout=timeout,
                         allow_redirects=False,
                         raise_for_status=False,
-                        trace_request_ctx=[],
+                        trace_request_ctx=[] if self._tracing else None,
                     ) as response:
                         body = await response.read()
-                except asyncio.TimeoutError as exc:
-                    raise APITimeoutError(
-                        f"{method} {_display(url, params)} timed out after {timeout.total}s",
-                        method=method,
-                        url=_display(url, params),
-                        request_sent=not isinstance(exc, aiohttp.ConnectionTimeoutError),
-                    ) from exc
-                except aiohttp.ClientSSLError as exc:
-                    # A failed TLS handshake or certificate will fail the same way again.
-                    raise APIConnectionError(
-                        f"{method} {_display(url, params)}: TLS failed ({exc})",
-                        method=method,
-                        url=_display(url, params),
-                        request_sent=False,
-                        retryable=False,
-                    ) from exc
-                except aiohttp.ClientConnectorError as exc:
-                    raise APIConnectionError(
-                        f"{method} {_display(url, params)}: cannot connect ({exc.os_error})",
-                        method=method,
-                        url=_display(url, params),
-                        request_sent=False,
-                    ) from exc
-                except aiohttp.ClientError as exc:
-                    raise APIConnectionError(
-                        f"{method} {_display(url, params)}: {type(exc).__name__}: {exc}",
-                        method=method,
-                        url=_display(url, params),
-                    ) from exc
+                except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
+                    raise _connection_error(exc, method, url, params, timeout) from exc
             status = response.status
             if logger.isEnabledFor(logging.DEBUG):
                 logger.debug(
@@ -356,6 +331,43 @@ class Transport:
             ):
                 self.pause(error.retry_after)
             raise error
+
+
+def _connection_error(
+    exc: BaseException,
+    method: str,
+    url: str | URL,
+    params: Mapping[str, Any] | None,
+    timeout: aiohttp.ClientTimeout,
+) -> APIConnectionError:
+    """The typed error for a request that got no response, with what a retry needs to know."""
+    where = _display(url, params)
+    if isinstance(exc, asyncio.TimeoutError):  # aiohttp's timeouts are TimeoutErrors too
+        return APITimeoutError(
+            f"{method} {where} timed out after {timeout.total}s",
+            method=method,
+            url=where,
+            request_sent=not isinstance(exc, aiohttp.ConnectionTimeoutError),
+        )
+    if isinstance(exc, aiohttp.ClientSSLError):
+        # A failed TLS handshake or certificate will fail the same way again.
+        return APIConnectionError(
+            f"{method} {where}: TLS failed ({exc})",
+            method=method,
+            url=where,
+            request_sent=False,
+            retryable=False,
+        )
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return APIConnectionError(
+            f"{method} {where}: cannot connect ({exc.os_error})",
+            method=method,
+            url=where,
+            request_sent=False,
+        )
+    return APIConnectionError(
+        f"{method} {where}: {type(exc).__name__}: {exc}", method=method, url=where
+    )
 
 
 def _display(url: str | URL, params: Mapping[str, Any] | None) -> str:
