@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Collection", "Dataset", "SortSpec", "derived_uuid"]
+__all__ = ["Collection", "Dataset", "SortSpec", "derived_uuid", "uuid4_text"]
 
 SortSpec = tuple[tuple[str, bool], ...]
 """(field, descending) pairs, most significant first."""
@@ -48,11 +48,18 @@ _SUFFIXES = ("Inc.", "LLC", "Corp.", "Group", "Holdings", "& Co.")
 _PLATFORMS = 7
 
 
-def derived_uuid(seed: int, kind: str, index: int) -> str:
-    """A version-4 UUID string fixed by (seed, kind, index)."""
-    h = hashlib.blake2b(f"{seed}:{kind}:{index}".encode(), digest_size=16).hexdigest()
+def uuid4_text(hexdigits: str) -> str:
+    """32 hex digits as a version-4 UUID string (version and variant bits set)."""
+    h = hexdigits
     variant = "89ab"[int(h[16], 16) & 3]
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:32]}"
+
+
+def derived_uuid(seed: int, kind: str, index: int) -> str:
+    """A version-4 UUID string fixed by (seed, kind, index)."""
+    return uuid4_text(
+        hashlib.blake2b(f"{seed}:{kind}:{index}".encode(), digest_size=16).hexdigest()
+    )
 
 
 def timestamp(seconds: int) -> str:

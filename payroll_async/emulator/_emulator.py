@@ -22,7 +22,7 @@ from aiohttp import web
 from yarl import URL
 
 from ..models import EventType
-from ._data import EPOCH, Collection, Dataset, SortSpec
+from ._data import EPOCH, Collection, Dataset, SortSpec, uuid4_text
 
 __all__ = ["Delivery", "Emulator"]
 
@@ -82,6 +82,8 @@ def _json(body: Any, status: int = 200, headers: Mapping[str, str] | None = None
 
 
 def _loopback(host: str | None) -> bool:
+    # The SDK's validator has the same rule; the emulator keeps its own so that it never
+    # imports the SDK's internals and the two cannot agree by accident.
     if not host:
         return False
     if host.lower() == "localhost":
@@ -717,6 +719,4 @@ class Emulator:
 
 
 def _uuid_from_rng(rng: random.Random) -> str:
-    h = f"{rng.getrandbits(128):032x}"
-    variant = "89ab"[int(h[16], 16) & 3]
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:32]}"
+    return uuid4_text(f"{rng.getrandbits(128):032x}")
