@@ -19,7 +19,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-TOKEN = "bench-token"
+from _util import TOKEN
+
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
 PAGE = 100
 PATH = "/v1/payroll-connections"

@@ -19,9 +19,9 @@ from aiohttp import web
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from payroll_async.emulator import Emulator
+from _util import TOKEN
 
-TOKEN = "bench-token"
+from payroll_async.emulator import Emulator
 
 
 def main() -> None:
