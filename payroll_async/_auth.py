@@ -1,12 +1,19 @@
-"""Bearer tokens: a fixed string or a TokenProvider, refreshed once per 401 under a lock."""
+"""Bearer tokens: a fixed string or a TokenProvider, refreshed once per 401 under a lock.
+
+A provider is bounded like a request: ``get_token`` must answer within the attempt's
+timeout (30 s when the client has none), or the request fails with APITimeoutError, and
+it must return a clean, non-empty string, or the request fails with InvalidArgumentError.
+Neither message ever includes what the provider returned.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 from typing import Protocol, runtime_checkable
 
-from ._exceptions import InvalidArgumentError
+from ._exceptions import APITimeoutError, InvalidArgumentError
 
 __all__ = ["Auth", "TokenProvider"]
 
@@ -39,10 +46,31 @@ class _StaticToken:
         return "<static token>"
 
 
-class Auth:
-    """Gives out the current token; refreshes it at most once for a burst of 401s."""
+# A token goes into a header: no control characters (CR, LF, NUL, ...), no spaces around.
+_BAD_TOKEN_RE = re.compile(r"[\x00-\x1f\x7f]|\A\s|\s\Z")
+PROVIDER_TIMEOUT = 30.0
+"""Seconds a TokenProvider may take when the request itself has no timeout."""
 
-    __slots__ = ("_lock", "_provider", "_token", "can_refresh")
+
+def _check_token(token: object, source: str) -> str:
+    if not isinstance(token, str) or not token or _BAD_TOKEN_RE.search(token):
+        kind = "an empty string" if token == "" else type(token).__name__
+        if isinstance(token, str) and token:
+            kind = "a string with control characters or surrounding spaces"
+        raise InvalidArgumentError(
+            f"{source} must give a non-empty string without control characters, got {kind}"
+        )
+    return str.__str__(token)
+
+
+class Auth:
+    """Gives out the current token; refreshes it at most once for a burst of 401s.
+
+    After a refresh, a provider whose plain ``get_token()`` still returns the token the
+    service rejected gets the refreshed one substituted, until it returns something new.
+    """
+
+    __slots__ = ("_fresh", "_lock", "_provider", "_stale", "_token", "can_refresh")
 
     def __init__(self, token: str | TokenProvider | None) -> None:
         if token is None:
@@ -50,8 +78,7 @@ class Auth:
         if token is None:
             raise InvalidArgumentError("no token: pass token= or set PAYROLL_TOKEN")
         if isinstance(token, str):
-            if not token or any(ch in token for ch in "\r\n"):
-                raise InvalidArgumentError("token must be a non-empty string without line breaks")
+            token = _check_token(token, "token")
             self._provider: TokenProvider = _StaticToken(token)
             self.can_refresh = False
             self._token: str | None = token
@@ -64,21 +91,47 @@ class Auth:
                 f"token must be a string or a TokenProvider, not {type(token).__name__}"
             )
         self._lock = asyncio.Lock()
+        self._stale: str | None = None
+        self._fresh: str | None = None
 
-    async def token(self) -> str:
+    async def token(self, timeout: float | None, method: str, url: str) -> str:
+        """The token for the next request, asking the provider within ``timeout``."""
         if not self.can_refresh:
             assert self._token is not None
             return self._token
-        self._token = await self._provider.get_token()
-        return self._token
+        token = await self._ask(False, timeout, method, url)
+        if token == self._stale and self._fresh is not None:
+            token = self._fresh  # the provider has not caught up with the refresh yet
+        self._token = token
+        return token
 
-    async def refresh(self, rejected: str) -> str:
+    async def refresh(self, rejected: str, timeout: float | None, method: str, url: str) -> str:
         """A new token after ``rejected`` got a 401; concurrent callers share one refresh."""
         async with self._lock:
             if self._token is not None and self._token != rejected:
                 return self._token  # another request refreshed while this one waited
-            self._token = await self._provider.get_token(refresh=True)
-            return self._token
+            token = await self._ask(True, timeout, method, url)
+            self._stale, self._fresh, self._token = rejected, token, token
+            return token
+
+    async def _ask(self, refresh: bool, timeout: float | None, method: str, url: str) -> str:
+        name = f"{type(self._provider).__name__}.get_token(refresh={refresh})"
+        limit = PROVIDER_TIMEOUT if timeout is None else timeout
+        try:
+            token = await asyncio.wait_for(self._provider.get_token(refresh=refresh), limit)
+        except asyncio.TimeoutError:
+            token = None
+            timed_out = True
+        else:
+            timed_out = False
+        if timed_out:  # raised outside the except block: no provider frames in the chain
+            raise APITimeoutError(
+                f"the token provider {name} did not answer within {limit:g}s",
+                method=method,
+                url=url,
+                request_sent=False,
+            )
+        return _check_token(token, f"the token provider {name}")
 
     def __repr__(self) -> str:
         return f"<Auth provider={type(self._provider).__name__}>"

@@ -22,16 +22,7 @@ from .resources._base import Context
 __all__ = ["PayrollClient"]
 
 
-def _client_timeout(timeout: float | aiohttp.ClientTimeout | None) -> aiohttp.ClientTimeout:
-    if timeout is None:
-        return aiohttp.ClientTimeout(total=None)
-    if isinstance(timeout, aiohttp.ClientTimeout):
-        return timeout
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise InvalidArgumentError(
-            f"timeout must be seconds > 0, a ClientTimeout or None, got {timeout!r}"
-        )
-    return aiohttp.ClientTimeout(total=float(timeout))
+DEFAULT_MAX_RESPONSE_SIZE = 64 * 2**20
 
 
 class PayrollClient:
@@ -44,8 +35,10 @@ class PayrollClient:
     ``base_url`` falls back to ``PAYROLL_BASE_URL`` and ``token`` to ``PAYROLL_TOKEN``;
     ``token`` may be a :class:`TokenProvider`, asked again with ``refresh=True`` on a 401.
     ``timeout`` is per attempt, in seconds or an ``aiohttp.ClientTimeout``. ``concurrency``
-    caps the requests this client has in flight at once. A ``session`` passed in is borrowed
-    and never closed. Use the client from one event loop, and close it (``async with`` or
+    caps the requests this client has in flight at once. ``max_response_size`` bounds one
+    response body in bytes after decompression (64 MiB by default, None for no limit); a
+    larger body raises ResponseDecodeError. A ``session`` passed in is borrowed and never
+    closed. Use the client from one event loop, and close it (``async with`` or
     ``await client.close()``).
     """
 
@@ -67,6 +60,7 @@ class PayrollClient:
         concurrency: int = 8,
         session: aiohttp.ClientSession | None = None,
         headers: Mapping[str, str] | None = None,
+        max_response_size: int | None = DEFAULT_MAX_RESPONSE_SIZE,
     ) -> None:
         if base_url is None:
             base_url = os.environ.get("PAYROLL_BASE_URL") or None
@@ -83,11 +77,12 @@ class PayrollClient:
         self._transport = Transport(
             base_url=check.check_base_url(base_url),
             auth=Auth(token),
-            timeout=_client_timeout(timeout),
+            timeout=check.check_timeout(timeout),
             policy=retry or RetryPolicy(),
             concurrency=check.check_concurrency(concurrency),
             session=session,
             headers=check.check_extra_headers(headers),
+            max_response_size=check.check_max_response_size(max_response_size),
         )
         self._bind(RequestOptions())
 
@@ -127,7 +122,7 @@ class PayrollClient:
             policy=self._options.policy if isinstance(retry, NotGiven) else retry,
             timeout=self._options.timeout
             if isinstance(timeout, NotGiven)
-            else _client_timeout(timeout),
+            else check.check_timeout(timeout),
         )
         derived = object.__new__(PayrollClient)
         derived._transport = self._transport

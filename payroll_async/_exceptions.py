@@ -97,6 +97,8 @@ class APIStatusError(PayrollError):
 
     ``message`` and ``errors`` come from the service's error body when it has that shape
     (``{"message": ..., "errors": [...]}``), otherwise from the status line.
+    ``retry_after`` is the server's Retry-After in seconds, read on 429 and 503 (None if
+    absent or unreadable).
     """
 
     def __init__(
@@ -108,6 +110,7 @@ class APIStatusError(PayrollError):
         headers: Mapping[str, str] | None = None,
         method: str,
         url: str,
+        retry_after: float | None = None,
     ) -> None:
         detail = f"{message} ({'; '.join(errors)})" if errors else message
         super().__init__(f"{method} {url} -> {status}: {detail}")
@@ -117,6 +120,7 @@ class APIStatusError(PayrollError):
         self.headers: Mapping[str, str] = headers if headers is not None else {}
         self.method = method
         self.url = url
+        self.retry_after = retry_after
 
 
 class BadRequestError(APIStatusError):
@@ -153,13 +157,18 @@ class RateLimitError(APIStatusError):
         retry_after: float | None = None,
     ) -> None:
         super().__init__(
-            message, status=status, errors=errors, headers=headers, method=method, url=url
+            message,
+            status=status,
+            errors=errors,
+            headers=headers,
+            method=method,
+            url=url,
+            retry_after=retry_after,
         )
-        self.retry_after = retry_after
 
 
 class ServerError(APIStatusError):
-    """5xx: the service failed."""
+    """5xx: the service failed. A 503's ``retry_after`` is honoured by the retry policy."""
 
 
 class ResponseDecodeError(PayrollError):

@@ -34,7 +34,9 @@ logger = logging.getLogger("payroll_async")
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE", "PUT"})
 RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
-_DELTA_SECONDS = re.compile(r"\s*(\d+(?:\.\d+)?)\s*\Z")
+# ASCII digits only: \d would also take Arabic-Indic or fullwidth digits, which no HTTP
+# server means.
+_DELTA_SECONDS = re.compile(r"[ \t]*([0-9]+(?:\.[0-9]+)?)[ \t]*\Z", re.ASCII)
 
 
 def _non_negative(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
@@ -71,10 +73,11 @@ class RetryPolicy:
 def parse_retry_after(value: str | None, *, now: datetime.datetime | None = None) -> float | None:
     """Seconds to wait from a Retry-After header: delta-seconds or an HTTP-date.
 
-    A date in the past means 0. Returns None for a missing or unreadable value. Decimal
-    seconds ("1.5") are accepted too, as some servers send them.
+    A date in the past means 0. Returns None for a missing or unreadable value, including
+    one with other than ASCII digits. Decimal seconds ("1.5") are accepted too, as some
+    servers send them.
     """
-    if value is None:
+    if value is None or not value.isascii():
         return None
     match = _DELTA_SECONDS.match(value)
     if match is not None:
@@ -95,6 +98,8 @@ def is_retryable(exc: BaseException, policy: RetryPolicy) -> bool:
     if isinstance(exc, RateLimitError):
         return exc.retry_after is None or exc.retry_after <= policy.max_retry_after
     if isinstance(exc, ServerError):
+        if exc.retry_after is not None and exc.retry_after > policy.max_retry_after:
+            return False
         return exc.status in RETRYABLE_STATUSES and exc.method in IDEMPOTENT_METHODS
     if isinstance(exc, APIStatusError):
         return False
@@ -106,7 +111,10 @@ def is_retryable(exc: BaseException, policy: RetryPolicy) -> bool:
 
 
 class wait_retry_after_or_backoff(wait_base):
-    """The server's Retry-After when the failure carries one, else full-jitter backoff."""
+    """The server's Retry-After when the failure carries one (429, 503), else backoff.
+
+    The backoff is exponential with full jitter, capped at ``backoff_max``.
+    """
 
     def __init__(self, policy: RetryPolicy) -> None:
         self._backoff = tenacity.wait_random_exponential(
@@ -116,7 +124,7 @@ class wait_retry_after_or_backoff(wait_base):
     def __call__(self, retry_state: tenacity.RetryCallState) -> float:
         outcome = retry_state.outcome
         exc = outcome.exception() if outcome is not None else None
-        if isinstance(exc, RateLimitError) and exc.retry_after is not None:
+        if isinstance(exc, (RateLimitError, ServerError)) and exc.retry_after is not None:
             return exc.retry_after
         return float(self._backoff(retry_state))
 

@@ -17,6 +17,9 @@ from typing import Any
 
 import aiohttp
 import tenacity
+from aiohttp.client_reqrep import ClientRequest
+from aiohttp.connector import Connection
+from aiohttp.tracing import Trace
 from yarl import URL
 
 from . import _assumed
@@ -124,7 +127,15 @@ def status_error(
             retry_after=parse_retry_after(headers.get("Retry-After")),
         )
     cls = _STATUS_ERRORS.get(status) or (ServerError if status >= 500 else APIStatusError)
-    return cls(message, status=status, errors=errors, headers=headers, method=method, url=url)
+    return cls(
+        message,
+        status=status,
+        errors=errors,
+        headers=headers,
+        method=method,
+        url=url,
+        retry_after=parse_retry_after(headers.get("Retry-After")) if status == 503 else None,
+    )
 
 
 async def _on_headers_sent(
@@ -146,6 +157,64 @@ async def _on_headers_sent(
             )
 
 
+class _Gate:
+    """What every request of a client passes before it is sent: the client-wide 429 pause.
+
+    ``acquire()`` waits until no pause is in force; ``pause(seconds)`` holds every request
+    back until then (a later pause can only extend it).
+    """
+
+    def __init__(self) -> None:
+        self.clock: Callable[[], float] = time.monotonic
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+        self._resume_at = 0.0
+
+    def is_open(self) -> bool:
+        return self._resume_at <= self.clock()
+
+    async def acquire(self) -> None:
+        while True:
+            target = self._resume_at
+            delay = target - self.clock()
+            if delay <= 0:
+                return
+            await self.sleep(delay)
+            if self._resume_at == target:  # not extended by another 429 meanwhile
+                return
+
+    async def pause(self, seconds: float) -> None:
+        resume_at = self.clock() + seconds
+        if resume_at > self._resume_at:
+            self._resume_at = resume_at
+            logger.info("rate limited: pausing all requests for %.2fs", seconds)
+
+
+class _GateClosed(Exception):
+    """A pause began while this request waited for a connection: it was not sent."""
+
+
+class _GatedConnector(aiohttp.TCPConnector):
+    """A connector that looks at the gate again once it has a connection.
+
+    Between passing the gate and getting a connection a request can wait; a 429 answered
+    meanwhile must still hold it back. Checking here, the last await before the request is
+    written, closes that window without a per-request trace hook.
+    """
+
+    def __init__(self, gate: _Gate, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._gate = gate
+
+    async def connect(
+        self, req: ClientRequest, traces: list[Trace], timeout: aiohttp.ClientTimeout
+    ) -> Connection:
+        conn = await super().connect(req, traces, timeout)
+        if not self._gate.is_open():
+            conn.release()
+            raise _GateClosed
+        return conn
+
+
 class Transport:
     """Owns (or borrows) the aiohttp session; sends requests with the retry policy."""
 
@@ -159,6 +228,7 @@ class Transport:
         concurrency: int,
         session: aiohttp.ClientSession | None,
         headers: Mapping[str, str],
+        max_response_size: int | None = None,
     ) -> None:
         self.base_url = base_url
         self.origin = base_url.origin()
@@ -166,18 +236,33 @@ class Transport:
         self.timeout = timeout
         self.policy = policy
         self.concurrency = concurrency
+        self.max_response_size = max_response_size
         self._base = str(base_url)
         self._session = session
         self.owns_session = session is None
         self.closed = False
         self._semaphore = asyncio.Semaphore(concurrency)
-        self._resume_at = 0.0
+        self._gate = _Gate()
         self._headers = {"User-Agent": USER_AGENT, "Accept": "application/json", **headers}
         self._retrying: dict[RetryPolicy, tenacity.AsyncRetrying] = {}
         self._tracing = False
-        # Tests replace these two to run retry waits on a fake clock.
-        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-        self.clock: Callable[[], float] = time.monotonic
+
+    # Tests set these two to run retry waits and the pause on a fake clock.
+    @property
+    def sleep(self) -> Callable[[float], Awaitable[None]]:
+        return self._gate.sleep
+
+    @sleep.setter
+    def sleep(self, value: Callable[[float], Awaitable[None]]) -> None:
+        self._gate.sleep = value
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self._gate.clock
+
+    @clock.setter
+    def clock(self, value: Callable[[], float]) -> None:
+        self._gate.clock = value
 
     @property
     def session_started(self) -> bool:
@@ -197,7 +282,7 @@ class Transport:
                 traces.append(trace)
             self._tracing = bool(traces)
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.concurrency),
+                connector=_GatedConnector(self._gate, limit=self.concurrency),
                 trace_configs=traces,
             )
         return self._session
@@ -210,22 +295,9 @@ class Transport:
     def url(self, path: str) -> str:
         return self._base + path
 
-    def pause(self, seconds: float) -> None:
+    async def pause(self, seconds: float) -> None:
         """Hold back every request of this client for ``seconds`` (a 429's Retry-After)."""
-        resume_at = self.clock() + seconds
-        if resume_at > self._resume_at:
-            self._resume_at = resume_at
-            logger.info("rate limited: pausing all requests for %.2fs", seconds)
-
-    async def _wait_for_gate(self) -> None:
-        while True:
-            target = self._resume_at
-            delay = target - self.clock()
-            if delay <= 0:
-                return
-            await self.sleep(delay)
-            if self._resume_at == target:  # not extended by another 429 meanwhile
-                return
+        await self._gate.pause(seconds)
 
     async def request(
         self,
@@ -238,7 +310,11 @@ class Transport:
         policy: RetryPolicy | None = None,
         timeout: aiohttp.ClientTimeout | None = None,
     ) -> tuple[aiohttp.ClientResponse, bytes]:
-        """Send with retries; the response and its body for a 2xx, else a PayrollError."""
+        """Send with retries; the response and its body for a 2xx, else a PayrollError.
+
+        A DELETE answered 404 on a retry after an attempt that got no answer counts as
+        done: the attempt that got no answer deleted it.
+        """
         policy = policy or self.policy
         retrying = self._retrying.get(policy)
         if retrying is None:
@@ -248,18 +324,24 @@ class Transport:
         if json is not None:
             data = dumps(json)
             send_headers = {**send_headers, "Content-Type": "application/json"}
+        unanswered = False
         async for attempt in retrying.copy():
             with attempt:
-                return await self._attempt(
-                    method,
-                    url,
-                    params,
-                    data,
-                    send_headers,
-                    timeout or self.timeout,
-                    policy,
-                    attempt.retry_state.attempt_number,
-                )
+                try:
+                    return await self._attempt(
+                        method,
+                        url,
+                        params,
+                        data,
+                        send_headers,
+                        timeout or self.timeout,
+                        policy,
+                        attempt.retry_state.attempt_number,
+                        gone_is_done=unanswered and method == "DELETE",
+                    )
+                except APIConnectionError as exc:
+                    unanswered = unanswered or exc.request_sent
+                    raise
         raise AssertionError("unreachable: tenacity reraises the last failure")  # pragma: no cover
 
     async def _sleep(self, seconds: float) -> None:
@@ -275,14 +357,19 @@ class Transport:
         timeout: aiohttp.ClientTimeout,
         policy: RetryPolicy,
         attempt: int,
+        *,
+        gone_is_done: bool = False,
     ) -> tuple[aiohttp.ClientResponse, bytes]:
         session = self._get_session()
+        token: str | None = None
         refreshed = False
         while True:
             async with self._semaphore:
-                await self._wait_for_gate()
-                token = await self.auth.token()
+                await self._gate.acquire()
+                if token is None:
+                    token = await self.auth.token(_limit(timeout), method, _display(url, params))
                 started = time.perf_counter()
+                failure: APIConnectionError | None = None
                 try:
                     async with session.request(
                         method,
@@ -295,9 +382,15 @@ class Transport:
                         raise_for_status=False,
                         trace_request_ctx=[] if self._tracing else None,
                     ) as response:
-                        body = await response.read()
+                        body = await self._read(response, method)
+                except _GateClosed:
+                    continue  # not sent: wait for the pause to end, then try again
                 except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
-                    raise _connection_error(exc, method, url, params, timeout) from exc
+                    failure = _connection_error(exc, method, url, params, timeout)
+                if failure is not None:
+                    # Raised here, outside the except block, so that aiohttp's exception
+                    # (whose request info holds the Authorization header) is not chained.
+                    raise failure
             status = response.status
             if logger.isEnabledFor(logging.DEBUG):
                 logger.debug(
@@ -314,8 +407,17 @@ class Transport:
             if status == 401 and self.auth.can_refresh and not refreshed:
                 refreshed = True
                 logger.info("%s %s -> 401: refreshing the token", method, response.url.path)
-                await self.auth.refresh(token)
+                token = await self.auth.refresh(
+                    token, _limit(timeout), method, _display(url, params)
+                )
                 continue
+            if status == 404 and gone_is_done:
+                logger.info(
+                    "%s %s -> 404 after an attempt that got no answer: that attempt deleted it",
+                    method,
+                    response.url.path,
+                )
+                return response, b""
             error = status_error(
                 method=method,
                 url=str(response.url),
@@ -329,8 +431,54 @@ class Transport:
                 and error.retry_after is not None
                 and error.retry_after <= policy.max_retry_after
             ):
-                self.pause(error.retry_after)
+                await self._gate.pause(error.retry_after)
             raise error
+
+    async def _read(self, response: aiohttp.ClientResponse, method: str) -> bytes:
+        """The body, at most ``max_response_size`` bytes after decompression.
+
+        An error body is read only as far as its excerpt needs. Past the limit the
+        connection is closed (never reused half-read) and ResponseDecodeError is raised.
+        """
+        success = _assumed.SUCCESS_MIN <= response.status <= _assumed.SUCCESS_MAX
+        limit = self.max_response_size
+        if not success:
+            limit = _ERROR_BODY_MAX if limit is None else min(limit, _ERROR_BODY_MAX)
+        elif limit is None:
+            return await response.read()
+        length = response.content_length
+        if length is not None and length > limit and not response.headers.get("Content-Encoding"):
+            chunks: list[bytes] = []
+            size = length
+        else:
+            chunks = []
+            size = 0
+            async for chunk in response.content.iter_any():
+                size += len(chunk)
+                if size > limit:
+                    break
+                chunks.append(chunk)
+        if size <= limit:
+            return b"".join(chunks)
+        response.close()
+        if not success:  # the status error keeps what was read: its excerpt needs no more
+            return b"".join(chunks)
+        raise ResponseDecodeError(
+            f"the response body is larger than max_response_size ({limit:,} bytes); "
+            "reading stopped. Raise it with PayrollClient(max_response_size=...) "
+            "(None for no limit)",
+            status=response.status,
+            url=str(response.url),
+            body_excerpt=_excerpt(b"".join(chunks)),
+        )
+
+
+_ERROR_BODY_MAX = 64 * 1024
+
+
+def _limit(timeout: aiohttp.ClientTimeout) -> float | None:
+    """The longest an attempt may take under ``timeout``, for a token provider's answer."""
+    return timeout.total if timeout.total is not None else timeout.sock_read
 
 
 def _connection_error(
@@ -340,11 +488,15 @@ def _connection_error(
     params: Mapping[str, Any] | None,
     timeout: aiohttp.ClientTimeout,
 ) -> APIConnectionError:
-    """The typed error for a request that got no response, with what a retry needs to know."""
+    """The typed error for a request that got no response, with what a retry needs to know.
+
+    Its text keeps what aiohttp said, but none of aiohttp's request info: that holds the
+    request's headers, the token among them.
+    """
     where = _display(url, params)
     if isinstance(exc, asyncio.TimeoutError):  # aiohttp's timeouts are TimeoutErrors too
         return APITimeoutError(
-            f"{method} {where} timed out after {timeout.total}s",
+            f"{method} {where} timed out {_describe_timeout(exc, timeout)}",
             method=method,
             url=where,
             request_sent=not isinstance(exc, aiohttp.ConnectionTimeoutError),
@@ -352,7 +504,7 @@ def _connection_error(
     if isinstance(exc, aiohttp.ClientSSLError):
         # A failed TLS handshake or certificate will fail the same way again.
         return APIConnectionError(
-            f"{method} {where}: TLS failed ({exc})",
+            f"{method} {where}: TLS failed ({_describe(exc)})",
             method=method,
             url=where,
             request_sent=False,
@@ -366,8 +518,33 @@ def _connection_error(
             request_sent=False,
         )
     return APIConnectionError(
-        f"{method} {where}: {type(exc).__name__}: {exc}", method=method, url=where
+        f"{method} {where}: {type(exc).__name__}: {_describe(exc)}", method=method, url=where
     )
+
+
+def _describe(exc: BaseException) -> str:
+    """What an aiohttp exception says, without its request info (headers, token)."""
+    if isinstance(exc, aiohttp.ClientResponseError):
+        text = exc.message if isinstance(exc.message, str) else ""
+        return f"status {exc.status}, {text}" if exc.status else text or "malformed response"
+    return str(exc)
+
+
+def _describe_timeout(exc: BaseException, timeout: aiohttp.ClientTimeout) -> str:
+    """Which of the timeout's limits ran out, as far as aiohttp tells."""
+    names: tuple[str, ...]
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        names = ("sock_connect", "connect", "total")
+    elif isinstance(exc, aiohttp.SocketTimeoutError):
+        names = ("sock_read", "total")
+    else:
+        names = ("total", "sock_read", "connect", "sock_connect")
+    for name in names:
+        value = getattr(timeout, name)
+        if value is not None:
+            suffix = "" if name == "total" else f" ({name})"
+            return f"after {value:g}s{suffix}"
+    return "(no limit set)"
 
 
 def _display(url: str | URL, params: Mapping[str, Any] | None) -> str:

@@ -9,11 +9,13 @@ characters can ever reach a URL path.
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import aiohttp
 from yarl import URL
 
 from . import _assumed
@@ -30,11 +32,14 @@ __all__ = [
     "check_extra_query",
     "check_id",
     "check_max_items",
+    "check_max_response_size",
     "check_page_size",
     "check_sort",
     "check_start_offset",
+    "check_timeout",
     "check_webhook_path",
     "is_loopback",
+    "redact_url",
 ]
 
 # Versions 1-8 with the RFC 9562 variant, plus the nil and max UUIDs: what the service's
@@ -47,22 +52,62 @@ _MAX = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 _SORT_FIELD_RE = re.compile(r"(-?)([A-Za-z0-9_]{1,100})\Z")
 _SNAKE_RE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+\Z")
 _TOKEN_HEADER = "authorization"
+# RFC 9110 5.1: a field name is a token; a field value has no control characters but tab.
+_HEADER_NAME_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_HEADER_VALUE_BAD_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_USERINFO_RE = re.compile(r"(//)[^/?#@]*@")
+# The slot itself: a subclass cannot override what it reads.
+_UUID_INT: Any = uuid.UUID.__dict__["int"]
 
 
 def check_id(value: IdLike, name: str) -> str:
-    """An identifier as its canonical lowercase string."""
+    """An identifier as the canonical lowercase string of the parsed UUID.
+
+    The path is built from this canonical text, never from the caller's object, so a
+    ``str`` or ``uuid.UUID`` subclass with its own ``__str__``/``__format__`` cannot steer
+    the request elsewhere.
+    """
     if isinstance(value, uuid.UUID):
-        text = str(value)
-    elif isinstance(value, str):
-        text = value.lower()
-    else:
+        return str(uuid.UUID(int=_UUID_INT.__get__(value)))
+    if not isinstance(value, str):
         raise InvalidArgumentError(
             f"{name} must be a UUID or a UUID string, not {type(value).__name__}"
         )
+    text = str.lower(str.__str__(value))
     if text in (_NIL, _MAX) or _UUID_RE.match(text):
-        return text
+        return str(uuid.UUID(text))
     raise InvalidArgumentError(
-        f"{name} must be a UUID such as '123e4567-e89b-42d3-a456-426614174000', got {value!r}"
+        f"{name} must be a UUID such as '123e4567-e89b-42d3-a456-426614174000', "
+        f"got {str.__repr__(value)}"
+    )
+
+
+def check_timeout(value: object) -> aiohttp.ClientTimeout:
+    """Seconds per attempt (finite, > 0), an ``aiohttp.ClientTimeout``, or None (no limit)."""
+    if value is None:
+        return aiohttp.ClientTimeout(total=None)
+    if isinstance(value, aiohttp.ClientTimeout):
+        for field in ("total", "connect", "sock_read", "sock_connect"):
+            part = getattr(value, field)
+            if part is not None and not _is_seconds(part):
+                raise InvalidArgumentError(
+                    f"timeout.{field} must be finite seconds > 0 or None, got {part!r}"
+                )
+        return value
+    if not _is_seconds(value):
+        raise InvalidArgumentError(
+            f"timeout must be finite seconds > 0, a ClientTimeout or None, got {value!r}"
+        )
+    assert isinstance(value, (int, float))
+    return aiohttp.ClientTimeout(total=float(value))
+
+
+def _is_seconds(value: object) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
     )
 
 
@@ -121,6 +166,11 @@ def check_concurrency(value: int, name: str = "concurrency") -> int:
     return _check_int(value, name, 1, 1024)
 
 
+def check_max_response_size(value: int | None) -> int | None:
+    """Bytes of one response body after decompression, or None for no limit."""
+    return None if value is None else _check_int(value, "max_response_size", 1, 2**62)
+
+
 def check_event_types(event_types: Iterable[EventType | str]) -> list[str]:
     """Event types as their string values, at least one, duplicates dropped."""
     if isinstance(event_types, str) or not isinstance(event_types, Iterable):
@@ -135,6 +185,7 @@ def check_event_types(event_types: Iterable[EventType | str]) -> list[str]:
             raise InvalidArgumentError(
                 f"unknown event type {item!r}; known: {', '.join(sorted(known))}"
             )
+        value = EventType(value).value  # the enum's own text, not the caller's object
         if value not in out:
             out.append(value)
     if not out:
@@ -154,33 +205,42 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
+def redact_url(value: str) -> str:
+    """``value`` with any ``user:password@`` replaced, fit to appear in an error message."""
+    return _USERINFO_RE.sub(r"\1***@", value)
+
+
 def _parse_url(value: object, name: str) -> URL:
     if not isinstance(value, str):
         raise InvalidArgumentError(f"{name} must be a string URL, not {type(value).__name__}")
+    value = str.__str__(value)
+    shown = repr(redact_url(value))
     if not value or any(ch.isspace() or not ch.isprintable() for ch in value):
-        raise InvalidArgumentError(f"{name} must be a URL without spaces, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be a URL without spaces, got {shown}")
     if not value.isascii():
         raise InvalidArgumentError(
-            f"{name} must be an ASCII URI (percent-encode the path, punycode the host), "
-            f"got {value!r}"
+            f"{name} must be an ASCII URI (percent-encode the path, punycode the host), got {shown}"
         )
     try:
         url = URL(value)
-    except ValueError as exc:
-        raise InvalidArgumentError(f"{name} is not a valid URL: {value!r}") from exc
+    except ValueError:
+        # yarl's message may quote the URL, credentials included: not kept as the cause.
+        url = None
+    if url is None:
+        raise InvalidArgumentError(f"{name} is not a valid URL: {shown}")
     if not url.is_absolute() or not url.host:
-        raise InvalidArgumentError(f"{name} must be an absolute URL, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be an absolute URL, got {shown}")
     if url.scheme == "https" or (url.scheme == "http" and is_loopback(url.host)):
         return url
     raise InvalidArgumentError(
-        f"{name} must use https:// (plain http:// only for loopback hosts), got {value!r}"
+        f"{name} must use https:// (plain http:// only for loopback hosts), got {shown}"
     )
 
 
 def check_webhook_path(path: str) -> str:
     """A notification destination: an absolute https URL (loopback http allowed)."""
     _parse_url(path, "path")
-    return path
+    return str.__str__(path)
 
 
 def check_base_url(base_url: str) -> URL:
@@ -189,7 +249,9 @@ def check_base_url(base_url: str) -> URL:
     if url.user is not None or url.password is not None:
         raise InvalidArgumentError("base_url must not carry credentials; pass token= instead")
     if url.query_string or url.fragment:
-        raise InvalidArgumentError(f"base_url must not have a query or fragment: {base_url!r}")
+        raise InvalidArgumentError(
+            f"base_url must not have a query or fragment: {redact_url(base_url)!r}"
+        )
     return url.with_path(url.path.rstrip("/"))
 
 
@@ -204,9 +266,16 @@ def check_extra_query(extra_query: Mapping[str, Any] | None) -> dict[str, Any]:
             raise InvalidArgumentError(f"extra_query names must be strings, got {key!r}")
         if isinstance(value, bool):
             value = "true" if value else "false"
-        elif not isinstance(value, (str, int, float)):
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise InvalidArgumentError(f"extra_query[{key!r}] must be finite, got {value!r}")
+        elif isinstance(value, int):
+            value = int(value)
+        elif isinstance(value, str):
+            value = str.__str__(value)
+        else:
             raise InvalidArgumentError(f"extra_query[{key!r}] must be a str, int, float or bool")
-        out[key] = value
+        out[str.__str__(key)] = value
     return out
 
 
@@ -219,8 +288,16 @@ def check_extra_headers(extra_headers: Mapping[str, str] | None) -> dict[str, st
     for key, value in extra_headers.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise InvalidArgumentError("extra_headers names and values must be strings")
-        if "\r" in value or "\n" in value or "\r" in key or "\n" in key:
-            raise InvalidArgumentError(f"extra_headers[{key!r}] must not contain line breaks")
+        key, value = str.__str__(key), str.__str__(value)
+        if not _HEADER_NAME_RE.match(key):
+            raise InvalidArgumentError(
+                f"extra_headers name {key!r} is not a valid header name (RFC 9110 token)"
+            )
+        if _HEADER_VALUE_BAD_RE.search(value):
+            raise InvalidArgumentError(
+                f"extra_headers[{key!r}] must not contain line breaks "
+                "or other control characters (CR, LF, NUL)"
+            )
         if key.lower() == _TOKEN_HEADER:
             raise InvalidArgumentError("set the token with token=, not extra_headers")
         out[key] = value
