@@ -363,7 +363,15 @@ class Transport:
         session = self._get_session()
         token: str | None = None
         refreshed = False
+        # aiohttp sends an idempotent request again by itself when the connection drops
+        # before an answer. For a DELETE that matters (a 404 then means "deleted by the
+        # send that got no answer"), so its sends are counted; other methods pay nothing.
+        sends: list[None] = []
+        extra: dict[str, Any] = {}
+        if method == "DELETE":
+            extra["middlewares"] = (_counter(sends),)
         while True:
+            sends.clear()
             async with self._semaphore:
                 await self._gate.acquire()
                 if token is None:
@@ -381,6 +389,7 @@ class Transport:
                         allow_redirects=False,
                         raise_for_status=False,
                         trace_request_ctx=[] if self._tracing else None,
+                        **extra,
                     ) as response:
                         body = await self._read(response, method)
                 except _GateClosed:
@@ -411,7 +420,7 @@ class Transport:
                     token, _limit(timeout), method, _display(url, params)
                 )
                 continue
-            if status == 404 and gone_is_done:
+            if status == 404 and (gone_is_done or len(sends) > 1):
                 logger.info(
                     "%s %s -> 404 after an attempt that got no answer: that attempt deleted it",
                     method,
@@ -474,6 +483,16 @@ class Transport:
 
 
 _ERROR_BODY_MAX = 64 * 1024
+
+
+def _counter(sends: list[None]) -> aiohttp.ClientMiddlewareType:
+    async def count(
+        request: ClientRequest, handler: aiohttp.ClientHandlerType
+    ) -> aiohttp.ClientResponse:
+        sends.append(None)
+        return await handler(request)
+
+    return count
 
 
 def _limit(timeout: aiohttp.ClientTimeout) -> float | None:

@@ -9,7 +9,12 @@ from typing import Any
 
 from .. import _assumed
 from .. import _validation as check
-from .._exceptions import InvalidArgumentError, PayrollError, ReplaceIncompleteError
+from .._exceptions import (
+    InvalidArgumentError,
+    NotFoundError,
+    PayrollError,
+    ReplaceIncompleteError,
+)
 from .._pagination import AsyncPaginator
 from .._transport import decode_error
 from .._types import IdLike, SortLike
@@ -138,16 +143,30 @@ class Webhooks(Resource):
     ) -> WebhookSubscription:
         """Swap a subscription for a new one with no gap: create the new, then delete the old.
 
-        If the delete fails, raises ReplaceIncompleteError carrying ``new_subscription``
+        The old subscription is looked up first: if it does not exist, NotFoundError is
+        raised and nothing is created (so running the same replace twice cannot leave two
+        new subscriptions). A 404 on the final delete means it is already gone. If the
+        delete fails otherwise, raises ReplaceIncompleteError carrying ``new_subscription``
         (both are then live; retry the delete). Returns the new subscription.
         """
         sid = check.check_id(subscription_id, "subscription_id")
         types = check.check_event_types(event_types)
         path = check.check_webhook_path(path)
         extras = self._checked_extras(extra_query, extra_headers)
+        listing = self.list(extra_query=extras[0], extra_headers=extras[1])
+        if not [sub async for sub in listing if str(sub.webhook_subscription_id) == sid]:
+            transport = self._context.transport
+            raise NotFoundError(
+                f"webhook subscription {sid} does not exist; nothing was created",
+                status=404,
+                method="GET",
+                url=transport.url(_PATH),
+            )
         new = await self._create(types, path, extras)
         try:
             await self._send("DELETE", f"{_PATH}/{sid}", extras=extras)
+        except NotFoundError:
+            logger.info("webhook subscription %s was already deleted", sid)
         except PayrollError as exc:
             raise ReplaceIncompleteError(
                 f"created subscription {new.webhook_subscription_id} but could not delete "

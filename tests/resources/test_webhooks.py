@@ -9,6 +9,7 @@ from payroll_async import (
     InvalidArgumentError,
     NotFoundError,
     PayrollClient,
+    PermissionDeniedError,
     ReplaceIncompleteError,
     WebhookSubscription,
 )
@@ -126,30 +127,57 @@ async def test_delete_never_puts_a_non_uuid_in_the_path(
     assert calls(mock_api) == []
 
 
-async def test_replace_creates_first_then_deletes(
+LISTING = f"{SUBS}?limit=100&offset=0"
+
+
+async def test_replace_looks_up_creates_first_then_deletes(
     mock_api: aioresponses, client: PayrollClient
 ) -> None:
     old = factories.uid(1, 5)
+    mock_api.get(LISTING, payload=factories.envelope([factories.subscription(1)]))
     mock_api.post(SUBS, status=201, payload=factories.subscription(2, path=NEW_PATH))
     mock_api.delete(f"{SUBS}/{old}", status=204)
     new = await client.webhooks.replace(old, event_types=["PAYROLL_PROCESSED"], path=NEW_PATH)
     assert str(new.webhook_subscription_id) == factories.uid(2, 5)
-    assert [m for m, _, _ in calls(mock_api)] == ["POST", "DELETE"]
+    assert [m for m, _, _ in calls(mock_api)] == ["GET", "POST", "DELETE"]
+
+
+async def test_replace_of_a_missing_subscription_creates_nothing(
+    mock_api: aioresponses, client: PayrollClient
+) -> None:
+    mock_api.get(LISTING, payload=factories.envelope([factories.subscription(7)]))
+    with pytest.raises(NotFoundError, match="nothing was created"):
+        await client.webhooks.replace(
+            factories.uid(1, 5), event_types=["PAYROLL_PROCESSED"], path=NEW_PATH
+        )
+    assert [m for m, _, _ in calls(mock_api)] == ["GET"]
+
+
+async def test_replace_takes_a_404_on_the_delete_as_already_deleted(
+    mock_api: aioresponses, client: PayrollClient
+) -> None:
+    old = factories.uid(1, 5)
+    mock_api.get(LISTING, payload=factories.envelope([factories.subscription(1)]))
+    mock_api.post(SUBS, status=201, payload=factories.subscription(2, path=NEW_PATH))
+    mock_api.delete(
+        f"{SUBS}/{old}", status=404, payload=factories.error_body("no such subscription")
+    )
+    new = await client.webhooks.replace(old, event_types=["PAYROLL_PROCESSED"], path=NEW_PATH)
+    assert str(new.webhook_subscription_id) == factories.uid(2, 5)
 
 
 async def test_replace_reports_the_new_subscription_when_the_delete_fails(
     mock_api: aioresponses, client: PayrollClient
 ) -> None:
     old = factories.uid(1, 5)
+    mock_api.get(LISTING, payload=factories.envelope([factories.subscription(1)]))
     mock_api.post(SUBS, status=201, payload=factories.subscription(2, path=NEW_PATH))
-    mock_api.delete(
-        f"{SUBS}/{old}", status=404, payload=factories.error_body("no such subscription")
-    )
+    mock_api.delete(f"{SUBS}/{old}", status=403, payload=factories.error_body("no role"))
     with pytest.raises(ReplaceIncompleteError) as info:
         await client.webhooks.replace(old, event_types=["PAYROLL_PROCESSED"], path=NEW_PATH)
     assert str(info.value.new_subscription.webhook_subscription_id) == factories.uid(2, 5)
     assert info.value.old_subscription_id == old
-    assert isinstance(info.value.__cause__, NotFoundError)
+    assert isinstance(info.value.__cause__, PermissionDeniedError)
 
 
 async def test_replace_validates_everything_before_creating(
