@@ -14,6 +14,14 @@ Two ways to walk, chosen by the first response:
   answers with smaller pages than asked is followed at its own page size, and a page that
   comes back short is completed before the next one is yielded, so no item is skipped.
 
+A ``totalCount`` is trusted only while it agrees with the data: a total that is not an
+integer, or is smaller than the items already seen (-1, or 0 while items arrive), is not
+believed. The walk then goes on one page at a time until a page comes back empty, so a
+lying total can cost requests but never truncates the listing.
+
+A Link header that cannot be parsed, or a next link with credentials or another scheme,
+raises PaginationError: only PayrollErrors leave a walk.
+
 Leaving the loop early, or an error, cancels the requests in flight.
 """
 
@@ -159,8 +167,14 @@ class AsyncPaginator(Generic[T]):
             ) from None
         links: dict[str, str] = {}
         if "Link" in response.headers:
-            for rel, link in response.links.items():
-                links.setdefault(str(rel), str(link["url"]))
+            try:
+                for rel, link in response.links.items():
+                    links.setdefault(str(rel), str(link["url"]))
+            except (ValueError, TypeError, KeyError):
+                raise PaginationError(
+                    f"the Link header of {where} cannot be parsed: "
+                    f"{response.headers['Link'][:200]!r}"
+                ) from None
         return Page(items=items, meta=meta, links=links, headers=response.headers), where
 
     def _query(self, offset: int, limit: int) -> dict[str, Any]:
@@ -183,11 +197,11 @@ class AsyncPaginator(Generic[T]):
         if not items:
             yield first
             return
-        total = first.meta.total_count
         got = len(items)
         next_offset = offset + got
+        total = _trusted(first.meta.total_count, next_offset)
         # A first page shorter than asked, with more to come, tells the server's page size.
-        step = got if got < limit and next_offset < total else limit
+        step = got if got < limit and (total is None or next_offset < total) else limit
         end = None if want is None else offset + want
         width = self._concurrency
         # The first page goes through the window like any other, so that the pages after it
@@ -201,9 +215,10 @@ class AsyncPaginator(Generic[T]):
         )
         try:
             while True:
+                # Without a total to trust, one page at a time until an empty one.
                 while (
-                    len(window) < width
-                    and next_offset < total
+                    len(window) < (width if total is not None else 1)
+                    and (total is None or next_offset < total)
                     and (end is None or next_offset < end)
                 ):
                     size = step if end is None else min(step, end - next_offset)
@@ -217,14 +232,14 @@ class AsyncPaginator(Generic[T]):
                     return
                 page_offset, size, pending = window.popleft()
                 page = pending if isinstance(pending, Page) else self._parse(*await pending)[0]
-                total = page.meta.total_count
                 items = page.items[:size]
                 if not items:
                     return
+                total = _trusted(page.meta.total_count, page_offset + len(items))
                 yield _with_items(page, items)
                 # Complete a short page before moving on, so no item is skipped.
                 got = len(items)
-                while got < min(size, total - page_offset):
+                while got < (size if total is None else min(size, total - page_offset)):
                     gap, _ = await self._fetch(path_url, self._query(page_offset + got, size - got))
                     gap_items = gap.items[: size - got]
                     if not gap_items:
@@ -250,7 +265,7 @@ class AsyncPaginator(Generic[T]):
             next_link = page.links.get("next")
             if not items or next_link is None or (want is not None and emitted >= want):
                 return
-            target = URL(next_link)
+            target = _next_target(next_link)
             if target.origin() != origin:
                 raise PaginationError(
                     f"refusing to follow a next link to another origin ({target.origin()}); "
@@ -261,6 +276,27 @@ class AsyncPaginator(Generic[T]):
                 raise PaginationError(f"the next link {next_link} was already visited (a loop)")
             visited.add(key)
             page, _ = await self._fetch(target, None)
+
+
+def _trusted(total: object, seen: int) -> int | None:
+    """``totalCount`` if it agrees with the ``seen`` items so far, else None (unknown)."""
+    if type(total) is not int or total < seen:
+        return None
+    return total
+
+
+def _next_target(link: str) -> URL:
+    """A next link as a URL, or PaginationError for one no client should follow."""
+    try:
+        target = URL(link)
+        target.origin()
+    except (ValueError, TypeError):
+        raise PaginationError(f"the next link is not a valid URL: {link[:200]!r}") from None
+    if target.scheme not in ("http", "https") or not target.host:
+        raise PaginationError(f"refusing a next link that is not http(s): {link[:200]!r}")
+    if target.user is not None or target.password is not None:
+        raise PaginationError("refusing a next link that carries credentials (user:pass@)")
+    return target
 
 
 def _link_key(url: URL) -> tuple[str, str, tuple[tuple[str, str], ...]]:
