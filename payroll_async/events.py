@@ -15,7 +15,11 @@ Delivery semantics a receiver needs:
 - a delivery of an ``event_id`` already handled within ``dedupe_window`` seconds is
   acknowledged without running the handlers again (a copy that arrives while the first is
   still being handled waits for its outcome);
-- a body that is not JSON, or has no event type, gets 400 and a log line;
+- a body that is not JSON, has no event type, or has an ``eventId`` that is not a
+  non-empty string of at most 256 characters, gets 400 and a log line;
+- a handler that takes longer than ``handler_timeout`` seconds (30 by default) is
+  cancelled and the answer is 503, so that the sender delivers again; copies waiting on it
+  get 503 too;
 - ``verify`` (the service's signing scheme is not shown) receives the request and the raw
   body and can reject the delivery with 401.
 
@@ -31,6 +35,7 @@ import datetime
 import hmac
 import inspect
 import logging
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -41,6 +46,7 @@ from aiohttp import web
 
 from . import _assumed
 from ._converter import parse_datetime
+from ._exceptions import InvalidArgumentError
 from ._json import loads
 from .models import EventType
 
@@ -62,6 +68,9 @@ Verify = Callable[[web.Request, bytes], bool | Awaitable[bool]]
 
 H = TypeVar("H", bound=EventHandler)
 _KNOWN = {member.value: member for member in EventType}
+MAX_EVENT_ID_LENGTH = 256
+"""The longest ``eventId`` accepted: ids are remembered for a day, so they are bounded."""
+_ENTRY_OVERHEAD = 120  # bytes per remembered id besides the string: dict slot, float, links
 _RESERVED = {
     _assumed.EVENT_ID_KEY,
     _assumed.EVENT_TYPE_KEY,
@@ -85,13 +94,24 @@ class WebhookEvent:
 
     @classmethod
     def from_body(cls, body: Any) -> WebhookEvent:
-        """Build from a parsed JSON body; ValueError if it has no event type."""
+        """Build from a parsed JSON body.
+
+        InvalidArgumentError (a ValueError) if it has no event type, or an ``eventId`` that
+        is not a non-empty string of at most 256 characters.
+        """
         if not isinstance(body, dict):
-            raise ValueError("the body is not a JSON object")
+            raise InvalidArgumentError("the body is not a JSON object")
         event_type = body.get(_assumed.EVENT_TYPE_KEY)
         if not isinstance(event_type, str) or not event_type:
-            raise ValueError(f"the body has no {_assumed.EVENT_TYPE_KEY!r}")
+            raise InvalidArgumentError(f"the body has no {_assumed.EVENT_TYPE_KEY!r}")
         event_id = body.get(_assumed.EVENT_ID_KEY)
+        if event_id is not None and (
+            not isinstance(event_id, str) or not 1 <= len(event_id) <= MAX_EVENT_ID_LENGTH
+        ):
+            raise InvalidArgumentError(
+                f"{_assumed.EVENT_ID_KEY!r} must be a non-empty string of at most "
+                f"{MAX_EVENT_ID_LENGTH} characters"
+            )
         occurred_at = None
         raw_time = body.get(_assumed.EVENT_OCCURRED_AT_KEY)
         if raw_time is not None:
@@ -110,7 +130,7 @@ class WebhookEvent:
                 data.setdefault(key, value)
         return cls(
             event_type=_KNOWN.get(event_type, event_type),
-            event_id=str(event_id) if event_id is not None else None,
+            event_id=event_id,
             occurred_at=occurred_at,
             data=data,
         )
@@ -141,7 +161,12 @@ class EventRouter:
     """Routes notifications to handlers by event type; an aiohttp handler and app.
 
     ``dedupe_window``: seconds during which a handled ``event_id`` is not handled again
-    (0 turns deduplication off); at most ``dedupe_max`` ids are remembered.
+    (0 turns deduplication off). At most ``dedupe_max`` ids, and at most
+    ``dedupe_max_bytes`` of memory for them, are remembered; the oldest go first. An id is
+    at most 256 characters, so the defaults cost at most about 40 MB in the worst case
+    (100,000 ids of 256 non-ASCII characters) and about 17 MB for UUID ids.
+    ``handler_timeout``: seconds the handlers of one notification may take (None: no
+    limit); past it they are cancelled and the sender is answered 503.
     """
 
     def __init__(
@@ -150,10 +175,31 @@ class EventRouter:
         verify: Verify | None = None,
         dedupe_window: float = 24 * 3600.0,
         dedupe_max: int = 100_000,
+        dedupe_max_bytes: int = 64 * 2**20,
+        handler_timeout: float | None = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if dedupe_window < 0 or dedupe_max < 1:
-            raise ValueError("dedupe_window must be >= 0 and dedupe_max >= 1")
+        if not _number(dedupe_window) or dedupe_window < 0:
+            raise InvalidArgumentError(f"dedupe_window must be seconds >= 0, got {dedupe_window!r}")
+        if isinstance(dedupe_max, bool) or not isinstance(dedupe_max, int) or dedupe_max < 1:
+            raise InvalidArgumentError(f"dedupe_max must be an integer >= 1, got {dedupe_max!r}")
+        if (
+            isinstance(dedupe_max_bytes, bool)
+            or not isinstance(dedupe_max_bytes, int)
+            or dedupe_max_bytes < 1
+        ):
+            raise InvalidArgumentError(
+                f"dedupe_max_bytes must be an integer >= 1, got {dedupe_max_bytes!r}"
+            )
+        if handler_timeout is not None and (
+            not _number(handler_timeout) or not 0 < handler_timeout < float("inf")
+        ):
+            raise InvalidArgumentError(
+                f"handler_timeout must be finite seconds > 0 or None, got {handler_timeout!r}"
+            )
+        self._max_bytes = dedupe_max_bytes
+        self._bytes = 0
+        self._handler_timeout = handler_timeout
         self._handlers: dict[str | None, list[EventHandler]] = {}
         self._verify = verify
         self._window = dedupe_window
@@ -173,7 +219,7 @@ class EventRouter:
         def register(handler: H) -> H:
             is_async = inspect.iscoroutinefunction(handler)  # no narrowing of H
             if not is_async:
-                raise TypeError(f"{handler!r} must be an async function")
+                raise InvalidArgumentError(f"{handler!r} must be an async function")
             for key in keys:
                 self._handlers.setdefault(key, []).append(handler)
             return handler
@@ -229,6 +275,8 @@ class EventRouter:
                 raise  # this request itself was cancelled
             # the first delivery's handling was cancelled: the event was not handled
             return web.json_response({"error": "handling was interrupted"}, status=503)
+        except asyncio.TimeoutError:
+            return web.json_response({"error": "handler timed out"}, status=503)
         except Exception:
             return web.json_response({"error": "handler failed"}, status=500)
         return web.json_response({"status": "duplicate"})
@@ -239,7 +287,22 @@ class EventRouter:
         if key is not None:
             done = self._in_flight[key] = asyncio.get_running_loop().create_future()
         try:
-            await self.dispatch(event)
+            if self._handler_timeout is None:
+                await self.dispatch(event)
+            else:
+                await asyncio.wait_for(self.dispatch(event), self._handler_timeout)
+        except asyncio.TimeoutError as exc:
+            logger.error(
+                "the handlers of notification %s (%s) took longer than %gs: cancelled, "
+                "answered 503 so that it is delivered again",
+                event.event_id,
+                event.event_type,
+                self._handler_timeout,
+            )
+            if done is not None:
+                done.set_exception(exc)
+                done.exception()
+            return web.json_response({"error": "handler timed out"}, status=503)
         except Exception as exc:
             logger.exception(
                 "a handler of notification %s (%s) failed", event.event_id, event.event_type
@@ -278,15 +341,35 @@ class EventRouter:
             return False
         if self._clock() - when > self._window:
             del self._handled[key]
+            self._bytes -= _cost(key)
             return False
         return True
 
     def _remember(self, key: str) -> None:
+        if key not in self._handled:
+            self._bytes += _cost(key)
         self._handled[key] = self._clock()
         self._handled.move_to_end(key)
-        while len(self._handled) > self._max:
-            self._handled.popitem(last=False)
-        # drop expired ids from the old end, so memory follows the window
+        # drop expired ids from the old end, so memory follows the window, then the oldest
+        # while over either bound
         cutoff = self._clock() - self._window
-        while self._handled and next(iter(self._handled.values())) < cutoff:
-            self._handled.popitem(last=False)
+        while self._handled and (
+            len(self._handled) > self._max
+            or self._bytes > self._max_bytes
+            or next(iter(self._handled.values())) < cutoff
+        ):
+            old, _ = self._handled.popitem(last=False)
+            self._bytes -= _cost(old)
+
+    @property
+    def dedupe_memory(self) -> int:
+        """Approximate bytes held by the remembered event ids."""
+        return self._bytes
+
+
+def _cost(key: str) -> int:
+    return sys.getsizeof(key) + _ENTRY_OVERHEAD
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value

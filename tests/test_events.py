@@ -15,7 +15,7 @@ from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
-from payroll_async import EventType
+from payroll_async import EventType, InvalidArgumentError
 from payroll_async.events import EventRouter, WebhookEvent, compare_secret, header_secret
 from tests.conftest import FakeClock, Serve
 
@@ -247,7 +247,7 @@ def test_compare_secret() -> None:
 
 def test_handlers_must_be_async() -> None:
     router = EventRouter()
-    with pytest.raises(TypeError, match="async"):
+    with pytest.raises(InvalidArgumentError, match="async"):
         router.on()(lambda event: None)  # type: ignore[arg-type]
 
 
