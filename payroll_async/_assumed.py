@@ -40,3 +40,10 @@ WEBHOOK_SORT_FIELDS: Final = frozenset({"active", "createdAt"})
 # From the common list parameters of the document.
 LIMIT_MAX: Final = 4_294_967_295
 OFFSET_MAX: Final = 4_294_967_295
+
+# The emulator's own bounds, so that one request cannot overload it (the interface document
+# states no page-size cap for operations 5-7). A larger limit is clamped, and the page's
+# meta.limit says so; a sort other than the default order (or its reverse) over more items
+# than MAX_SORT_ITEMS is refused with a 400 saying why.
+EMULATOR_MAX_PAGE_SIZE: Final = 10_000
+EMULATOR_MAX_SORT_ITEMS: Final = 1_000_000

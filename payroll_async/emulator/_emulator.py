@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import ipaddress
-import json
 import math
 import random
 import re
@@ -21,21 +20,12 @@ import attrs
 from aiohttp import web
 from yarl import URL
 
+from .._assumed import EMULATOR_MAX_PAGE_SIZE, EMULATOR_MAX_SORT_ITEMS
+from .._json import dumps, loads
 from ..models import EventType
 from ._data import EPOCH, Collection, Dataset, SortSpec, uuid4_text
 
 __all__ = ["Delivery", "Emulator"]
-
-try:
-    import orjson
-
-    def _dumps(obj: Any) -> bytes:
-        return orjson.dumps(obj)
-
-except ImportError:  # pragma: no cover - without the speedups extra
-
-    def _dumps(obj: Any) -> bytes:
-        return json.dumps(obj, separators=(",", ":")).encode()
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -49,7 +39,8 @@ LIST_PAGE_DEFAULT = 20
 WEBHOOK_ROLE = "api-user-webhook-subscription"
 LINK_VALIDITY = datetime.timedelta(minutes=30)
 _SORT_RE = re.compile(r"-?[A-Za-z0-9_]{1,100}(?:,-?[A-Za-z0-9_]{1,100}){0,2}\Z")
-_UINT_RE = re.compile(r"\d{1,10}\Z")
+_UINT_RE = re.compile(r"[0-9]{1,10}\Z")  # ASCII digits only: int() would take "١٢" too
+LINKS_MAX = 100_000  # onboarding links remembered at once; the oldest go first
 _FILTER_RE = re.compile(r"filter\[([A-Za-z0-9_]+)\]\[([A-Za-z_]+)\]\Z")
 _PATH_UUID_RE = re.compile(
     r"(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}"
@@ -77,7 +68,7 @@ class ApiError(Exception):
 
 def _json(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
     return web.Response(
-        body=_dumps(body), status=status, content_type="application/json", headers=headers
+        body=dumps(body), status=status, content_type="application/json", headers=headers
     )
 
 
@@ -157,7 +148,7 @@ class Emulator:
         error_rate: float = 0.0,
         drop_rate: float = 0.0,
         link_headers: bool = True,
-        max_page_size: int | None = None,
+        max_page_size: int | None = EMULATOR_MAX_PAGE_SIZE,
         host: str = "127.0.0.1",
         port: int = 0,
         token: str | None = None,
@@ -290,7 +281,7 @@ class Emulator:
         """
         kind = event_type.value if isinstance(event_type, EventType) else str(event_type)
         when = occurred_at or datetime.datetime.now(datetime.timezone.utc)
-        body = _dumps(
+        body = dumps(
             {
                 "eventId": event_id or f"evt_{secrets.token_hex(12)}",
                 "eventType": kind,
@@ -323,9 +314,15 @@ class Emulator:
         for attempt in range(1, max(1, attempts) + 1):
             record.attempts = attempt
             try:
-                async with self._session.post(url, data=body, headers=headers) as response:
+                async with self._session.post(
+                    url, data=body, headers=headers, allow_redirects=False
+                ) as response:
                     await response.read()
                     record.outcome = f"HTTP {response.status}"
+                    if 300 <= response.status < 400:
+                        # Never followed: a redirect could send the notification anywhere.
+                        record.outcome += " (a redirect: not followed, not delivered)"
+                        return False
                     if 200 <= response.status < 300:
                         record.delivered = True
                         return True
@@ -537,6 +534,19 @@ class Emulator:
             default_limit=LIST_PAGE_DEFAULT,
             max_limit=self.max_page_size,
         )
+        default = collection.default_sort
+        if spec not in (((default, False),), ((default, True),)) and (
+            collection.size > EMULATOR_MAX_SORT_ITEMS
+        ):
+            raise ApiError(
+                400,
+                "Sort not available",
+                [
+                    f"sort: the emulator sorts at most {EMULATOR_MAX_SORT_ITEMS:,} items by "
+                    f"{sort!r}; this collection has {collection.size:,} (sort by "
+                    f"{default!r} or '-{default}' instead, or start a smaller emulator)"
+                ],
+            )
         items = collection.page(offset, limit, spec)
         return self._envelope(
             request,
@@ -579,9 +589,20 @@ class Emulator:
         if invite != self.data.invite_id(employer):
             raise ApiError(404, "Invite not found", [f"no invite {invite} for this employer"])
         token = secrets.token_urlsafe(24)
+        self._prune_links()
         self._links[token] = (time.monotonic() + LINK_VALIDITY.total_seconds(), invite, False)
         link = request.url.with_path("/onboarding").with_query(token=token)
         return _json({"onboardingLink": str(link)})
+
+    def _prune_links(self) -> None:
+        """Forget links expired for longer than their validity (410 until then), and the
+        oldest beyond LINKS_MAX; links are kept in the order they were made."""
+        horizon = time.monotonic() - LINK_VALIDITY.total_seconds()
+        while self._links:
+            token, (expires, _, _) = next(iter(self._links.items()))
+            if expires >= horizon and len(self._links) < LINKS_MAX:
+                break
+            del self._links[token]
 
     async def _onboarding(self, request: web.Request) -> web.Response:
         token = request.query.get("token", "")
@@ -655,7 +676,7 @@ class Emulator:
     async def _create_subscription(self, request: web.Request) -> web.Response:
         raw = await request.read()
         try:
-            body = json.loads(raw)
+            body = loads(raw)
         except ValueError:
             raise ApiError(400, "Invalid request body", ["the body is not valid JSON"]) from None
         if not isinstance(body, dict):
