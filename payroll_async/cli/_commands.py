@@ -7,16 +7,17 @@ import contextlib
 import datetime
 import json
 import logging
+import os
 import signal
 import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import attrs
 import click
+import rich.box
 from aiohttp import web
 from rich.console import Console
 from rich.progress import (
@@ -50,7 +51,7 @@ from payroll_async import (
 from payroll_async.emulator import Emulator
 from payroll_async.events import EventRouter, WebhookEvent
 
-from ._export import FORMATS, Exporter, ExportError, run_export
+from ._export import FORMATS, Exporter, ExportError, open_target, run_export
 
 __all__ = ["EXIT_CODES", "cli"]
 
@@ -64,13 +65,16 @@ EXIT_BAD_INPUT = 2
 EXIT_AUTH = 3
 EXIT_RATE_LIMITED = 4
 EXIT_SERVICE = 5
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a tool killed by the closed pipe reports
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 EXIT_CODES = {
     "bad input": EXIT_BAD_INPUT,
     "authentication or permission": EXIT_AUTH,
     "rate limited": EXIT_RATE_LIMITED,
     "other service error": EXIT_SERVICE,
     "interrupted": EXIT_INTERRUPTED,
+    "terminated": EXIT_TERMINATED,
 }
 
 
@@ -98,6 +102,7 @@ class Settings:
     token: str | None
     emulator: bool
     verbose: bool
+    concurrency: int | None = None
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -136,12 +141,42 @@ def execute(
     coroutine: Coroutine[Any, Any, T],
     interrupted: Callable[[], str] = lambda: "Interrupted.",
 ) -> T:
-    """Run a coroutine; map every failure to one line on stderr and its exit code."""
+    """Run a coroutine; map every failure to one line on stderr and its exit code.
+
+    SIGTERM (docker stop, systemd) is handled like Ctrl-C: the work is cancelled, so that
+    an export checkpoints what it wrote, one line is printed, and the exit code is 143.
+    """
+    terminated = False
+
+    async def main() -> T:
+        nonlocal terminated
+        task = asyncio.current_task()
+        assert task is not None
+
+        def on_term() -> None:
+            nonlocal terminated
+            terminated = True
+            task.cancel()
+
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_term)
+        return await coroutine
+
     try:
-        return asyncio.run(coroutine)
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        if not terminated:
+            raise
+        stderr.print(interrupted().replace("Interrupted", "Terminated", 1))
+        raise SystemExit(EXIT_TERMINATED) from None
     except KeyboardInterrupt:
         stderr.print(interrupted())
         raise SystemExit(EXIT_INTERRUPTED) from None
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(EXIT_BROKEN_PIPE) from None
     except (PayrollError, ExportError) as exc:
         if settings.verbose:
             stderr.print_exception()
@@ -157,8 +192,12 @@ def execute(
 
 @asynccontextmanager
 async def _client(settings: Settings) -> AsyncIterator[PayrollClient]:
+    concurrency = settings.concurrency or 8
     if settings.emulator:
-        async with demo_emulator() as emu, PayrollClient(emu.base_url, emu.token) as client:
+        async with (
+            demo_emulator() as emu,
+            PayrollClient(emu.base_url, emu.token, concurrency=concurrency) as client,
+        ):
             yield client
         return
     if not settings.base_url:
@@ -167,7 +206,7 @@ async def _client(settings: Settings) -> AsyncIterator[PayrollClient]:
         )
     if not settings.token:
         raise InvalidArgumentError("no token: pass --token (or set PAYROLL_TOKEN)")
-    async with PayrollClient(settings.base_url, settings.token) as client:
+    async with PayrollClient(settings.base_url, settings.token, concurrency=concurrency) as client:
         yield client
 
 
@@ -196,7 +235,8 @@ def cli(
 
     \b
     Exit codes: 0 success, 2 bad input, 3 authentication or permission,
-    4 rate limited, 5 other service errors, 130 interrupted.
+    4 rate limited, 5 other service errors, 130 interrupted (Ctrl-C),
+    141 output closed (| head), 143 terminated (SIGTERM).
     """
     if verbose:
         logging.basicConfig(
@@ -229,8 +269,9 @@ def _progress(enabled: bool) -> Progress:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write to FILE (atomically, resumable); default: standard output.",
+    metavar="FILE",
+    help="Write to FILE (atomically, resumable); - or a pipe or device: streamed. "
+    "Default: standard output.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(list(FORMATS)), default="jsonl", show_default=True
@@ -256,7 +297,7 @@ def _progress(enabled: bool) -> Progress:
 def export(
     settings: Settings,
     collection: str,
-    output: Path | None,
+    output: str | None,
     fmt: str,
     resume: bool,
     concurrency: int | None,
@@ -276,13 +317,20 @@ def export(
         raise click.UsageError("--employer applies to update-groups only")
     model = COLLECTIONS[collection]
     columns = [_camel(field.name) for field in attrs.fields(model)]
+    if sort is not None:
+        _check_sort(sort, columns)
     job = {"collection": collection, "format": fmt, "sort": sort, "employer": employer}
+    try:
+        target, stream = open_target(output if output is not None else "-")
+    except ExportError as exc:
+        _fail(str(exc), EXIT_BAD_INPUT)
+    settings = attrs.evolve(settings, concurrency=concurrency)
     exporter = Exporter(
-        target=output,
+        target=target,
         fmt=FORMATS[fmt],
         columns=columns,
         job=job,
-        stream=None if output else sys.stdout.buffer,
+        stream=stream or (None if target is not None else sys.stdout.buffer),
     )
 
     def listing(client: PayrollClient) -> Callable[[int], AsyncPaginator[Any]]:
@@ -316,11 +364,27 @@ def export(
 
     def interrupted() -> str:
         done = f"Interrupted after {exporter.committed_items:,} items"
-        return f"{done}; run the same command with --resume to continue." if output else f"{done}."
+        resumable = target is not None and exporter.committed_items > 0
+        return (
+            f"{done}; run the same command with --resume to continue." if resumable else f"{done}."
+        )
 
-    count = run(settings, main, interrupted)
-    if output is not None:
+    try:
+        count = run(settings, main, interrupted)
+    finally:
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+    if target is not None:
         stderr.print(f"Exported {count:,} {collection} to {output}")
+
+
+def _check_sort(sort: str, columns: list[str]) -> None:
+    """Sort fields must be fields of the model: bad input, before anything is sent."""
+    for part in sort.split(","):
+        name = part.strip().removeprefix("-")
+        if _camel(name) not in columns:
+            _fail(f"--sort: cannot sort by {name!r}; fields: {', '.join(columns)}", EXIT_BAD_INPUT)
 
 
 def _camel(name: str) -> str:
@@ -340,27 +404,41 @@ def _event_types(values: tuple[str, ...]) -> list[str]:
     return [value.upper() for value in values]
 
 
-EVENT_CHOICE = click.Choice([member.value for member in EventType], case_sensitive=False)
+class _EventTypeChoice(click.Choice[str]):
+    """Event types as the service spells them in --help, accepted in any case."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return super().convert(value.upper() if isinstance(value, str) else value, param, ctx)
+
+
+EVENT_CHOICE = _EventTypeChoice([member.value for member in EventType])
 
 
 def _print_subscriptions(subs: list[WebhookSubscription], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([to_dict(s) for s in subs], indent=2))
         return
-    table = Table()
-    table.add_column("ID", no_wrap=True, min_width=36)  # ids are copied: never wrapped
-    table.add_column("Event types")
-    table.add_column("Path", overflow="fold")
-    table.add_column("Active")
-    table.add_column("Created", no_wrap=True)
+    # Fit the terminal: the ID is never cut (it is copied into other commands); below
+    # 120 columns the creation time goes, below 100 the table is drawn without borders.
+    width = stdout.width
+    table = Table(box=None if width < 100 else rich.box.HEAVY_HEAD, pad_edge=width >= 100)
+    table.add_column("ID", no_wrap=True, min_width=36)
+    table.add_column("Event types", overflow="fold")
+    table.add_column("Path", overflow="fold", min_width=12)
+    table.add_column("Active", no_wrap=True)
+    show_created = width >= 120
+    if show_created:
+        table.add_column("Created", no_wrap=True)
     for sub in subs:
-        table.add_row(
+        row = [
             str(sub.webhook_subscription_id),
             "\n".join(str(t) for t in sub.webhook_event_types),
             sub.path,
             "yes" if sub.active else "no",
-            sub.created_at.strftime("%Y-%m-%d %H:%M %Z"),
-        )
+        ]
+        if show_created:
+            row.append(sub.created_at.strftime("%Y-%m-%d %H:%M %Z"))
+        table.add_row(*row)
     stdout.print(table)
 
 
@@ -390,14 +468,18 @@ def subscription_options(command: F) -> F:
 
 
 @webhooks.command("list")
-@click.option("--active/--inactive", default=None, help="Only active (or inactive) subscriptions.")
+@click.option("--active", is_flag=True, help="Only active subscriptions.")
+@click.option("--inactive", is_flag=True, help="Only inactive subscriptions.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.pass_obj
-def webhooks_list(settings: Settings, active: bool | None, as_json: bool) -> None:
+def webhooks_list(settings: Settings, active: bool, inactive: bool, as_json: bool) -> None:
     """List webhook subscriptions."""
+    if active and inactive:
+        raise click.UsageError("--active and --inactive exclude each other")
+    only: bool | None = True if active else False if inactive else None
 
     async def main(client: PayrollClient) -> list[WebhookSubscription]:
-        return await client.webhooks.list(active=active).collect()
+        return await client.webhooks.list(active=only).collect()
 
     _print_subscriptions(run(settings, main), as_json)
 
@@ -513,6 +595,8 @@ def webhooks_listen(
     if not hook_path.startswith("/"):
         raise click.BadParameter("must start with /", param_hint="--path")
 
+    stopped_by: list[int] = []
+
     async def listen() -> int:
         router = EventRouter()
         stop = asyncio.Event()
@@ -526,9 +610,13 @@ def webhooks_listen(
             if count is not None and received >= count:
                 stop.set()
 
+        def on_signal(code: int) -> None:
+            stopped_by.append(code)
+            stop.set()
+
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(signal.SIGINT, on_signal, EXIT_INTERRUPTED)
+        loop.add_signal_handler(signal.SIGTERM, on_signal, EXIT_TERMINATED)
         runner = web.AppRunner(router.app(path=hook_path), access_log=None)
         await runner.setup()
         try:
@@ -551,6 +639,8 @@ def webhooks_listen(
 
     received = execute(settings, listen())
     stderr.print(f"Stopped after {received} event{'s' if received != 1 else ''}.")
+    if stopped_by:  # Ctrl-C (130) or SIGTERM (143), as the exit-code table says
+        raise SystemExit(stopped_by[0])
 
 
 async def _listen_on_emulator(url: str, interval: float, stop: asyncio.Event) -> None:

@@ -6,6 +6,15 @@ the run stops, for whatever reason) it records in ``FILE.checkpoint`` how many i
 how many bytes of ``FILE.partial``, are complete and on disk. ``--resume`` cuts the partial
 file back to that length and continues the listing at that offset: nothing is lost and
 nothing is written twice.
+
+Only a regular file (or a symlink to one, resolved: the link stays a link) gets the
+partial file and the checkpoint. ``-`` is standard output, and a target that exists and is
+not a regular file (a FIFO, a character device such as /dev/null, a socket, /dev/fd/N) is
+written directly, streaming; such an export cannot be resumed.
+
+A run that wrote no item leaves no partial file or checkpoint behind, and a checkpoint
+left by a run killed between its final rename and the checkpoint's removal is recognised
+(the partial file is gone, the target is there) and cleaned up.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ import csv
 import io
 import json
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,7 +34,15 @@ import attrs
 
 from payroll_async import AsyncPaginator, Page, to_dict
 
-__all__ = ["CHECKPOINT_VERSION", "ExportError", "Exporter", "Format", "paths_for"]
+__all__ = [
+    "CHECKPOINT_VERSION",
+    "AlreadyComplete",
+    "ExportError",
+    "Exporter",
+    "Format",
+    "open_target",
+    "paths_for",
+]
 
 CHECKPOINT_VERSION = 1
 CHECKPOINT_EVERY = 0.5  # seconds between checkpoints while the export runs
@@ -45,6 +63,34 @@ class ExportError(Exception):
     """The export cannot start or resume as asked (bad input: exit code 2)."""
 
 
+class AlreadyComplete(Exception):
+    """``--resume`` of an export that had finished: nothing to do."""
+
+
+def open_target(output: str) -> tuple[Path | None, IO[bytes] | None]:
+    """Where an export goes: (the real file to write atomically, None) or (None, a stream).
+
+    ``-`` is standard output; an existing target that is not a regular file is opened and
+    written directly; a symlink to a regular file is resolved to that file.
+    """
+    if output == "":
+        raise ExportError("-o needs a file name (or - for standard output)")
+    if output == "-":
+        return None, None
+    path = Path(output)
+    try:
+        mode = path.stat().st_mode  # follows symlinks
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise ExportError(f"cannot use {path}: {exc.strerror or exc}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        if stat.S_ISDIR(mode):
+            raise ExportError(f"{path} is a directory; -o takes a file")
+        return None, path.open("wb")  # FIFO, device, socket: streamed, nothing beside it
+    return (path.resolve() if path.is_symlink() else path), None
+
+
 @attrs.frozen
 class Format:
     """How items become bytes: a header, each item, a footer."""
@@ -62,6 +108,8 @@ def _csv_row(values: list[Any]) -> bytes:
 
 
 def _csv_cell(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as in the JSON formats
     if isinstance(value, list):
         return " ".join(str(v) for v in value)
     if isinstance(value, dict):
@@ -104,6 +152,7 @@ class Exporter:
     columns: list[str]
     job: dict[str, Any]
     stream: IO[bytes] | None = None
+    resumed_from: int = 0
     written: int = 0
     committed_items: int = 0
     committed_bytes: int = 0
@@ -116,35 +165,46 @@ class Exporter:
         """Open the output; the offset to start the listing at."""
         if self.target is None:
             if resume:
-                raise ExportError("--resume needs an output file (-o FILE)")
+                raise ExportError(
+                    "--resume needs a regular file to resume (-o FILE); standard output, "
+                    "pipes and devices are written straight through and cannot be resumed"
+                )
             assert self.stream is not None
             self._file = self.stream
             self._write_raw(self.fmt.header(self.columns))
             return 0
         partial, checkpoint = paths_for(self.target)
         state = self._read_checkpoint(checkpoint)
+        if state is not None and not partial.exists() and self.target.exists():
+            # Killed after the final rename, before the checkpoint went: it had finished.
+            checkpoint.unlink(missing_ok=True)
+            if resume:
+                raise AlreadyComplete(state.get("items", 0))
+            state = None
         if state is not None and not resume:
             raise ExportError(
                 f"{partial} holds an interrupted export ({state['items']} items): pass --resume "
-                f"to continue it, or delete {partial.name} and {checkpoint.name} to start over"
+                f"to continue it, or delete {partial} and {checkpoint} to start over"
             )
         if state is not None:
             if state.get("job") != self.job:
                 raise ExportError(
-                    f"{checkpoint} is the checkpoint of another export "
-                    f"({state.get('job')}); delete it or export with the same options"
+                    f"{checkpoint} belongs to another export "
+                    f"({_describe_job(state.get('job'))}), not this one "
+                    f"({_describe_job(self.job)}); run that export with --resume, or delete "
+                    f"{partial} and {checkpoint} to start over"
                 )
             size = partial.stat().st_size if partial.exists() else -1
             if size < state["bytes"]:
                 raise ExportError(
                     f"{partial} is shorter than its checkpoint says "
                     f"({size} < {state['bytes']} bytes); "
-                    f"delete {partial.name} and {checkpoint.name} to start over"
+                    f"delete {partial} and {checkpoint} to start over"
                 )
             self._file = partial.open("r+b")
             self._file.truncate(state["bytes"])  # drop whatever was written after the checkpoint
             self._file.seek(state["bytes"])
-            self.written = self.committed_items = state["items"]
+            self.written = self.committed_items = self.resumed_from = state["items"]
             self.committed_bytes = state["bytes"]
             return self.written
         self._file = partial.open("wb")
@@ -223,12 +283,33 @@ class Exporter:
         checkpoint.unlink(missing_ok=True)
 
     def stop(self) -> None:
-        """After a failure or an interruption: checkpoint what is complete, close."""
+        """After a failure or an interruption: checkpoint what is complete, close.
+
+        A run that wrote no item at all leaves nothing behind, so the next run starts
+        afresh without --resume.
+        """
         if self._file is None or self.target is None:
+            return
+        if self.committed_items == 0 and self.resumed_from == 0:
+            self._file.close()
+            self._file = None
+            for path in paths_for(self.target):
+                path.unlink(missing_ok=True)
             return
         self.checkpoint(force=True)
         self._file.close()
         self._file = None
+
+
+def _describe_job(job: object) -> str:
+    if not isinstance(job, dict):
+        return "an unknown export"
+    text = f"{job.get('collection')} as {job.get('format')}"
+    if job.get("sort"):
+        text += f" sorted by {job['sort']}"
+    if job.get("employer"):
+        text += f" of employer {job['employer']}"
+    return text
 
 
 @contextmanager
@@ -249,7 +330,10 @@ async def run_export(
     on_page: Callable[[Page[Any], int], None] | None = None,
 ) -> int:
     """Export every item; returns how many the output holds."""
-    start = exporter.start(resume=resume)
+    try:
+        start = exporter.start(resume=resume)
+    except AlreadyComplete as done:
+        return int(done.args[0])
     with exporting(exporter):
         async for page in paginator_for(start).pages():
             exporter.write_page(page.items)

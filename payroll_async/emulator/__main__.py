@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -13,6 +14,16 @@ from ._emulator import Emulator
 __all__ = ["main", "parser"]
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535, got {text!r}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m payroll_async.emulator",
@@ -20,7 +31,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s)")
     p.add_argument(
-        "--port", type=int, default=8080, help="port; 0 picks a free one (default %(default)s)"
+        "--port", type=_port, default=8080, help="port; 0 picks a free one (default %(default)s)"
     )
     p.add_argument("--token", help="the bearer token with every role (default: a random one)")
     p.add_argument(
@@ -143,6 +154,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         asyncio.run(serve(emulator))
+    except BrokenPipeError:
+        # The banner's reader went away (`| head`): stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except OSError as exc:
         print(
             f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",

@@ -214,6 +214,11 @@ class Emulator:
         self._runner = runner
         host, port = runner.addresses[0][:2]
         self.port = port
+        # Listening on every address: the URL to call it by is the loopback one.
+        if host in ("0.0.0.0", ""):
+            host = "127.0.0.1"
+        elif host == "::":
+            host = "::1"
         host_text = f"[{host}]" if ":" in host else host
         self.base_url = f"http://{host_text}:{port}"
         return self.base_url

@@ -167,7 +167,7 @@ def test_an_interrupted_export_is_not_overwritten_without_resume(
         emu, "export", "payroll-connections", "-o", str(target), "--format", "csv", "--resume"
     )
     assert result.exit_code == 2
-    assert "checkpoint of another export" in result.stderr
+    assert "belongs to another export (payroll-connections as jsonl)" in result.stderr
     result = invoke(emu, "export", "payroll-connections", "-o", str(target), "--resume")
     assert result.exit_code == 0
     assert len(target.read_text().splitlines()) == 730
@@ -176,14 +176,14 @@ def test_an_interrupted_export_is_not_overwritten_without_resume(
 def test_resume_needs_a_file(emu: Emulator) -> None:
     result = invoke(emu, "export", "payroll-connections", "--resume")
     assert result.exit_code == 2
-    assert "--resume needs an output file" in result.stderr
+    assert "--resume needs a regular file" in result.stderr
 
 
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
         (["webhooks", "delete", "not-a-uuid"], 2, "subscription_id must be a UUID"),
-        (["export", "payroll-connections", "--sort", "nope"], 5, "cannot sort by 'nope'"),
+        (["export", "payroll-connections", "--sort", "nope"], 2, "cannot sort by 'nope'"),
         (["webhooks", "delete", str(uuid.uuid4())], 5, "404"),
         (["export", "payroll-connections", "--page-size", "0"], 2, "page-size"),
         (
@@ -201,6 +201,8 @@ def test_failures_are_one_line_with_their_exit_code(
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert emu.token not in result.stderr
+    if not result.stderr.startswith("Usage:"):  # click usage errors show the usage too
+        assert result.stderr.count("\n") == 1  # one line
 
 
 def test_authentication_and_permission_failures_exit_3(emu: Emulator) -> None:
@@ -212,10 +214,10 @@ def test_authentication_and_permission_failures_exit_3(emu: Emulator) -> None:
     assert "api-user-webhook-subscription" in result.stderr
 
 
-def test_rate_limited_exits_4() -> None:
+def test_rate_limited_exits_4(tmp_path: Path) -> None:
     with EmulatorThread(rate_limit=0.01) as slow:  # Retry-After 100 s: above the client's ceiling
         invoke(
-            slow, "export", "payroll-connections", "-o", "/dev/null"
+            slow, "export", "payroll-connections", "-o", str(tmp_path / "first.jsonl")
         )  # uses the one token of the bucket
         result = invoke(slow, "export", "payroll-connections")
     assert result.exit_code == 4

@@ -70,6 +70,7 @@ def exported_ids(target: Path, fmt: str) -> list[str]:
     ("how", "link_headers", "fmt"),
     [
         (signal.SIGINT, True, "jsonl"),
+        (signal.SIGTERM, True, "jsonl"),
         (signal.SIGINT, False, "csv"),
         (signal.SIGKILL, False, "json"),
     ],
@@ -86,11 +87,12 @@ async def test_interrupt_then_resume_gives_every_item_once(
         await wait_for_checkpoint(first, target, at_least=200)
         first.send_signal(how)
         _, err = await asyncio.wait_for(first.communicate(), 60)
-        if how == signal.SIGINT:
-            assert first.returncode == 130
+        if how in (signal.SIGINT, signal.SIGTERM):
+            assert first.returncode == (130 if how == signal.SIGINT else 143)
             lines = err.decode().strip().splitlines()
             assert len(lines) == 1
-            assert lines[0].startswith("Interrupted after ")
+            word = "Interrupted" if how == signal.SIGINT else "Terminated"
+            assert lines[0].startswith(f"{word} after ")
             assert "--resume" in lines[0]
         else:
             assert first.returncode == -signal.SIGKILL
