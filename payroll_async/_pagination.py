@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Generic, TypeVar
 
@@ -116,7 +116,8 @@ class AsyncPaginator(Generic[T]):
             f"max_items={self._max_items} start_offset={self._start_offset}>"
         )
 
-    def __aiter__(self) -> AsyncIterator[T]:
+    def __aiter__(self) -> AsyncGenerator[T, None]:
+        """A fresh walk; ``contextlib.aclosing(aiter(paginator))`` closes it on exit."""
         return self._items()
 
     async def _items(self) -> AsyncGenerator[T, None]:
@@ -125,7 +126,7 @@ class AsyncPaginator(Generic[T]):
                 for item in page.items:
                     yield item
 
-    def pages(self) -> AsyncIterator[Page[T]]:
+    def pages(self) -> AsyncGenerator[Page[T], None]:
         """The listing page by page, each a :class:`Page` with its meta, links and headers."""
         return self._pages()
 

@@ -316,7 +316,7 @@ async def test_aclosing_cancels_at_the_point_of_leaving(serve: Serve) -> None:
     base = await serve(backend.app())
     async with PayrollClient(base, TOKEN, concurrency=8) as client:
         paginator = client.payroll_connections.list(page_size=10)
-        async with contextlib.aclosing(paginator.__aiter__()) as items:
+        async with contextlib.aclosing(aiter(paginator)) as items:
             async for _ in items:
                 assert page_tasks()
                 break
