@@ -26,7 +26,7 @@ headers are never included.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .models import WebhookSubscription
@@ -145,26 +145,8 @@ class RateLimitError(APIStatusError):
     ``retry_after`` is the server's Retry-After in seconds (None if absent or unreadable).
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int = 429,
-        errors: tuple[str, ...] = (),
-        headers: Mapping[str, str] | None = None,
-        method: str,
-        url: str,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(
-            message,
-            status=status,
-            errors=errors,
-            headers=headers,
-            method=method,
-            url=url,
-            retry_after=retry_after,
-        )
+    def __init__(self, message: str, *, status: int = 429, **kwargs: Any) -> None:
+        super().__init__(message, status=status, **kwargs)
 
 
 class ServerError(APIStatusError):

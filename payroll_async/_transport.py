@@ -117,15 +117,6 @@ def status_error(
 ) -> APIStatusError:
     """The typed error for a non-2xx response."""
     message, errors = _error_details(status, reason, headers, body)
-    if status == 429:
-        return RateLimitError(
-            message,
-            errors=errors,
-            headers=headers,
-            method=method,
-            url=url,
-            retry_after=parse_retry_after(headers.get("Retry-After")),
-        )
     cls = _STATUS_ERRORS.get(status) or (ServerError if status >= 500 else APIStatusError)
     return cls(
         message,
@@ -134,7 +125,8 @@ def status_error(
         headers=headers,
         method=method,
         url=url,
-        retry_after=parse_retry_after(headers.get("Retry-After")) if status == 503 else None,
+        # Retry-After means "wait this long" on a 429 and on a 503 (RFC 9110 10.2.3).
+        retry_after=parse_retry_after(headers.get("Retry-After")) if status in (429, 503) else None,
     )
 
 

@@ -136,6 +136,7 @@ MALFORMED = {
         b"5\r\nhello\r\n0\r\n\r\n"
     ),
     "not http at all": b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n",
+    "dropped mid-body": b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"data"',
 }
 
 
@@ -152,19 +153,6 @@ async def test_a_malformed_response_chains_no_token(raw_serve: RawServe, answer:
             await client.payroll_connections.list().collect()
     assert_secret_free(caught.value, TOKEN)
     assert "Bearer" not in repr(caught.value.__cause__)
-
-
-async def test_a_dropped_connection_chains_no_token(raw_serve: RawServe) -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"data"')
-        await writer.drain()
-
-    base = await raw_serve(handler)
-    async with PayrollClient(base, TOKEN, retry=ONCE) as client:
-        with pytest.raises(APIConnectionError) as caught:
-            await client.payroll_connections.list().collect()
-    assert_secret_free(caught.value, TOKEN)
 
 
 # --- 5. only PayrollError escapes ----------------------------------------------------------
