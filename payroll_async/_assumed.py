@@ -33,7 +33,6 @@ EVENT_OCCURRED_AT_KEY: Final = "occurredAt"
 EVENT_DATA_KEY: Final = "data"
 
 # Stated by the document for operation 1 only (list webhook subscriptions).
-WEBHOOK_PAGE_SIZE_DEFAULT: Final = 20
 WEBHOOK_PAGE_SIZE_MAX: Final = 100
 WEBHOOK_SORT_FIELDS: Final = frozenset({"active", "createdAt"})
 

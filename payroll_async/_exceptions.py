@@ -88,8 +88,8 @@ class APIConnectionError(PayrollError):
         self.retryable = retryable
 
 
-class APITimeoutError(APIConnectionError):
-    """No response arrived within the client's timeout."""
+class APITimeoutError(APIConnectionError, TimeoutError):
+    """No response arrived within the client's timeout (also a ``TimeoutError``)."""
 
 
 class APIStatusError(PayrollError):
@@ -156,10 +156,13 @@ class ServerError(APIStatusError):
 class ResponseDecodeError(PayrollError):
     """A 2xx response whose body is not the JSON shape expected."""
 
-    def __init__(self, message: str, *, status: int, url: str, body_excerpt: str) -> None:
-        super().__init__(f"{message} (status {status}, {url}): {body_excerpt!r}")
+    def __init__(
+        self, message: str, *, status: int, url: str, body_excerpt: str, method: str = "GET"
+    ) -> None:
+        super().__init__(f"{message} ({method} {url}, status {status}): {body_excerpt!r}")
         self.message = message
         self.status = status
+        self.method = method
         self.url = url
         self.body_excerpt = body_excerpt
 

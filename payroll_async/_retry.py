@@ -32,7 +32,8 @@ __all__ = ["RetryPolicy", "build_retrying", "is_retryable", "parse_retry_after"]
 
 logger = logging.getLogger("payroll_async")
 
-IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE", "PUT"})
+# The methods this SDK sends that are safe to repeat (it sends no PUT, HEAD or OPTIONS).
+IDEMPOTENT_METHODS = frozenset({"GET", "DELETE"})
 RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
 # ASCII digits only: \d would also take Arabic-Indic or fullwidth digits, which no HTTP
 # server means.

@@ -63,18 +63,22 @@ def _excerpt(body: bytes) -> str:
     return text + ("..." if len(body) > _EXCERPT else "")
 
 
-def decode_error(message: str, *, status: int, url: str, body: bytes) -> ResponseDecodeError:
+def decode_error(
+    message: str, *, status: int, url: str, body: bytes, method: str = "GET"
+) -> ResponseDecodeError:
     """The error for a 2xx body that is not what was expected, with an excerpt of it."""
-    return ResponseDecodeError(message, status=status, url=url, body_excerpt=_excerpt(body))
+    return ResponseDecodeError(
+        message, status=status, url=url, body_excerpt=_excerpt(body), method=method
+    )
 
 
-def decode_json(body: bytes, *, status: int, url: str) -> Any:
+def decode_json(body: bytes, *, status: int, url: str, method: str = "GET") -> Any:
     """A 2xx body as JSON, or ResponseDecodeError with an excerpt of what came instead."""
     try:
         return loads(body)
     except ValueError as exc:
         raise decode_error(
-            f"response is not valid JSON ({exc})", status=status, url=url, body=body
+            f"response is not valid JSON ({exc})", status=status, url=url, body=body, method=method
         ) from None
 
 
@@ -471,6 +475,7 @@ class Transport:
             status=response.status,
             url=str(response.url),
             body_excerpt=_excerpt(b"".join(chunks)),
+            method=method,
         )
 
 

@@ -125,3 +125,15 @@ async def test_decode_error_excerpt_is_short(mock_api: aioresponses, client: Pay
     with pytest.raises(ResponseDecodeError) as info:
         await client.payroll_connections.list().collect()
     assert len(info.value.body_excerpt) < 300
+
+
+def test_timeouts_are_timeout_errors_and_decode_errors_name_the_method() -> None:
+    from payroll_async import APITimeoutError, ResponseDecodeError
+
+    timeout = APITimeoutError("t", method="GET", url="https://x.example")
+    assert isinstance(timeout, TimeoutError)
+    decode = ResponseDecodeError(
+        "bad", status=201, url="https://x.example", body_excerpt="", method="POST"
+    )
+    assert decode.method == "POST"
+    assert "POST https://x.example" in str(decode)

@@ -53,13 +53,12 @@ from payroll_async.events import EventRouter, WebhookEvent
 
 from ._export import FORMATS, Exporter, ExportError, open_target, run_export
 
-__all__ = ["EXIT_CODES", "cli"]
+__all__ = ["cli"]
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 # Exit codes, one per kind of failure, so that scripts can tell them apart.
-EXIT_OK = 0
 EXIT_UNEXPECTED = 1
 EXIT_BAD_INPUT = 2
 EXIT_AUTH = 3
@@ -68,14 +67,6 @@ EXIT_SERVICE = 5
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a tool killed by the closed pipe reports
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
-EXIT_CODES = {
-    "bad input": EXIT_BAD_INPUT,
-    "authentication or permission": EXIT_AUTH,
-    "rate limited": EXIT_RATE_LIMITED,
-    "other service error": EXIT_SERVICE,
-    "interrupted": EXIT_INTERRUPTED,
-    "terminated": EXIT_TERMINATED,
-}
 
 
 def demo_emulator() -> Emulator:

@@ -111,8 +111,8 @@ class Resource:
         return check.check_extra_query(extra_query), check.check_extra_headers(extra_headers)
 
     @staticmethod
-    def _structure(model: type[T], body: bytes, *, status: int, url: str) -> T:
-        data = decode_json(body, status=status, url=url)
+    def _structure(model: type[T], body: bytes, *, status: int, url: str, method: str) -> T:
+        data = decode_json(body, status=status, url=url, method=method)
         try:
             return structure_hook(model)(data)
         except Exception as exc:
@@ -121,4 +121,5 @@ class Resource:
                 status=status,
                 url=url,
                 body=body,
+                method=method,
             ) from None

@@ -74,7 +74,7 @@ class Invites(Resource):
             f"{_PATH}/{eid}/invites/{iid}/session",
             extras=self._checked_extras(extra_query, extra_headers),
         )
-        return self._structure(InviteSession, body, status=status, url=url)
+        return self._structure(InviteSession, body, status=status, url=url, method="POST")
 
 
 class EmployerIdentifiers(Resource):

@@ -105,7 +105,7 @@ class Webhooks(Resource):
             "POST", _PATH, json={"event_types": types, "path": path}, extras=extras
         )
         if body.strip():
-            return self._structure(WebhookSubscription, body, status=status, url=url)
+            return self._structure(WebhookSubscription, body, status=status, url=url, method="POST")
         # ASSUMED: an empty 201 body; the new subscription is the newest with these values.
         newest = self.list(sort=_assumed.CREATE_FALLBACK_SORT, extra_headers=extras[1])
         async for sub in newest:
@@ -117,6 +117,7 @@ class Webhooks(Resource):
             status=status,
             url=url,
             body=body,
+            method="POST",
         )
 
     async def delete(
