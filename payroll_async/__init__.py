@@ -6,11 +6,10 @@
 ...         print(conn.id)
 """
 
+import importlib as _importlib
 import logging as _logging
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from ._auth import TokenProvider
-from ._client import PayrollClient
-from ._converter import to_dict
 from ._exceptions import (
     APIConnectionError,
     APIStatusError,
@@ -28,8 +27,6 @@ from ._exceptions import (
     ResponseDecodeError,
     ServerError,
 )
-from ._pagination import AsyncPaginator, Page
-from ._retry import RetryPolicy
 from ._types import NOT_GIVEN, NotGiven
 from ._version import __version__
 from .models import (
@@ -41,6 +38,38 @@ from .models import (
     UpdateGroup,
     WebhookSubscription,
 )
+
+if _TYPE_CHECKING:
+    from ._auth import TokenProvider
+    from ._client import PayrollClient
+    from ._converter import to_dict
+    from ._pagination import AsyncPaginator, Page
+    from ._retry import RetryPolicy
+
+# The client and what it needs (aiohttp sessions, tenacity, cattrs) load on first use, so
+# that `payroll_async.emulator` and `payroll_async.events` do not load the transport.
+_LAZY = {
+    "AsyncPaginator": "._pagination",
+    "Page": "._pagination",
+    "PayrollClient": "._client",
+    "RetryPolicy": "._retry",
+    "TokenProvider": "._auth",
+    "to_dict": "._converter",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'payroll_async' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 # A library logs; the application decides where it goes (the logging HOWTO's advice).
 _logging.getLogger("payroll_async").addHandler(_logging.NullHandler())

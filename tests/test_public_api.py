@@ -30,3 +30,26 @@ def test_py_typed_is_shipped() -> None:
     from importlib.resources import files
 
     assert files("payroll_async").joinpath("py.typed").is_file()
+
+
+def test_the_emulator_and_the_receiver_do_not_load_the_transport() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, payroll_async.emulator, payroll_async.events; "
+        "print(sorted(m for m in sys.modules if m.startswith('payroll_async')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    for heavy in ("_transport", "_client", "_pagination", "resources"):
+        assert f"payroll_async.{heavy}" not in loaded
+
+
+def test_lazy_names_resolve_and_unknown_ones_raise() -> None:
+    import pytest
+
+    assert payroll_async.PayrollClient.__name__ == "PayrollClient"
+    with pytest.raises(AttributeError, match="NoSuchThing"):
+        payroll_async.NoSuchThing  # type: ignore[attr-defined]  # noqa: B018
