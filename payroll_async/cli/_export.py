@@ -33,6 +33,7 @@ from typing import IO, Any
 import attrs
 
 from payroll_async import AsyncPaginator, Page, to_dict
+from payroll_async._json import dumps  # the package's one JSON module (orjson if installed)
 
 __all__ = [
     "CHECKPOINT_VERSION",
@@ -46,17 +47,6 @@ __all__ = [
 
 CHECKPOINT_VERSION = 1
 CHECKPOINT_EVERY = 0.5  # seconds between checkpoints while the export runs
-
-try:
-    import orjson
-
-    def _json_line(obj: Any) -> bytes:
-        return orjson.dumps(obj)
-
-except ImportError:  # pragma: no cover - without the speedups extra
-
-    def _json_line(obj: Any) -> bytes:
-        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 class ExportError(Exception):
@@ -118,11 +108,11 @@ def _csv_cell(value: Any) -> Any:
 
 
 FORMATS: dict[str, Format] = {
-    "jsonl": Format("jsonl", lambda _: b"", lambda d, _, first: _json_line(d) + b"\n", b""),
+    "jsonl": Format("jsonl", lambda _: b"", lambda d, _, first: dumps(d) + b"\n", b""),
     "json": Format(
         "json",
         lambda _: b"[\n",
-        lambda d, _, first: (b"" if first else b",\n") + _json_line(d),
+        lambda d, _, first: (b"" if first else b",\n") + dumps(d),
         b"\n]\n",
     ),
     "csv": Format(
