@@ -27,6 +27,7 @@ from ._exceptions import (
     ResponseDecodeError,
     ServerError,
 )
+from ._clock import Clock
 from ._types import NOT_GIVEN, NotGiven
 from ._version import __version__
 from .models import (
@@ -41,7 +42,7 @@ from .models import (
 
 if _TYPE_CHECKING:
     from ._auth import TokenProvider
-    from ._client import PayrollClient
+    from ._client import ClientState, PayrollClient
     from ._converter import to_dict
     from ._pagination import AsyncPaginator, Page
     from ._retry import RetryPolicy
@@ -50,6 +51,7 @@ if _TYPE_CHECKING:
 # that `payroll_async.emulator` and `payroll_async.events` do not load the transport.
 _LAZY = {
     "AsyncPaginator": "._pagination",
+    "ClientState": "._client",
     "Page": "._pagination",
     "PayrollClient": "._client",
     "RetryPolicy": "._retry",
@@ -82,6 +84,8 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "ClientClosedError",
+    "ClientState",
+    "Clock",
     "EmployerIdentifier",
     "EventType",
     "InvalidArgumentError",

@@ -9,7 +9,6 @@ Neither message ever includes what the provider returned.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 from typing import Protocol, runtime_checkable
 
@@ -72,11 +71,7 @@ class Auth:
 
     __slots__ = ("_fresh", "_lock", "_provider", "_stale", "_token", "can_refresh")
 
-    def __init__(self, token: str | TokenProvider | None) -> None:
-        if token is None:
-            token = os.environ.get("PAYROLL_TOKEN") or None
-        if token is None:
-            raise InvalidArgumentError("no token: pass token= or set PAYROLL_TOKEN")
+    def __init__(self, token: str | TokenProvider) -> None:
         if isinstance(token, str):
             token = _check_token(token, "token")
             self._provider: TokenProvider = _StaticToken(token)

@@ -1,28 +1,41 @@
-"""PayrollClient: owns the transport and exposes the resources."""
+"""PayrollClient: owns the transport, holds the lifecycle state, and exposes the resources."""
 
 from __future__ import annotations
 
-import os
+import enum
 import warnings
 from collections.abc import Mapping
 from types import TracebackType
 
 import aiohttp
 
+from . import _env
 from . import _validation as check
 from ._auth import Auth, TokenProvider
+from ._clock import SYSTEM_CLOCK, Clock
 from ._exceptions import ClientClosedError, InvalidArgumentError
-from ._pagination import RequestOptions
 from ._retry import RetryPolicy
 from ._transport import Transport
-from ._types import NOT_GIVEN, NotGiven
+from ._types import NOT_GIVEN, NotGiven, RequestOptions, TimeoutLike, given
 from .resources import EmployerIdentifiers, PayrollConnections, Webhooks
-from .resources._base import Context
+from .resources._base import Binding
 
-__all__ = ["PayrollClient"]
+__all__ = ["ClientState", "PayrollClient"]
 
 
 DEFAULT_MAX_RESPONSE_SIZE = 64 * 2**20
+_SINGLE_ATTEMPT = RetryPolicy(max_attempts=1)
+
+
+class ClientState(enum.Enum):
+    """Where a client is in its life: made, used (session open), or closed."""
+
+    UNOPENED = "unopened"
+    """Made; no request sent and no session started yet."""
+    OPEN = "open"
+    """Entered with ``async with`` or used to send a request."""
+    CLOSED = "closed"
+    """Closed: every call raises ClientClosedError."""
 
 
 class PayrollClient:
@@ -34,12 +47,15 @@ class PayrollClient:
 
     ``base_url`` falls back to ``PAYROLL_BASE_URL`` and ``token`` to ``PAYROLL_TOKEN``;
     ``token`` may be a :class:`TokenProvider`, asked again with ``refresh=True`` on a 401.
-    ``timeout`` is per attempt, in seconds or an ``aiohttp.ClientTimeout``. ``concurrency``
-    caps the requests this client has in flight at once. ``max_response_size`` bounds one
-    response body in bytes after decompression (64 MiB by default, None for no limit); a
-    larger body raises ResponseDecodeError. A ``session`` passed in is borrowed and never
-    closed. Use the client from one event loop, and close it (``async with`` or
-    ``await client.close()``).
+    ``timeout`` is per attempt, in seconds or an ``aiohttp.ClientTimeout`` (None: no
+    limit). ``retry`` is a :class:`RetryPolicy` (left out: the default policy; None: a
+    single attempt). ``page_size`` is what listings ask for (None: the service's own page
+    size). ``concurrency`` caps the requests this client has in flight at once.
+    ``max_response_size`` bounds one response body in bytes after decompression (64 MiB
+    by default, None for no limit); a larger body raises ResponseDecodeError. A
+    ``session`` passed in is borrowed and never closed. ``clock`` is the time source of
+    retry waits and pauses (for tests on virtual time). Use the client from one event
+    loop, and close it (``async with`` or ``await client.close()``).
     """
 
     webhooks: Webhooks
@@ -54,98 +70,120 @@ class PayrollClient:
         base_url: str | None = None,
         token: str | TokenProvider | None = None,
         *,
-        timeout: float | aiohttp.ClientTimeout | None = 30.0,
-        retry: RetryPolicy | None = None,
-        page_size: int = 100,
+        timeout: TimeoutLike = 30.0,
+        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
+        page_size: int | None = 100,
         concurrency: int = 8,
         session: aiohttp.ClientSession | None = None,
         headers: Mapping[str, str] | None = None,
         max_response_size: int | None = DEFAULT_MAX_RESPONSE_SIZE,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
+        base_url = base_url if base_url is not None else _env.read(_env.BASE_URL)
         if base_url is None:
-            base_url = os.environ.get("PAYROLL_BASE_URL") or None
-        if base_url is None:
-            raise InvalidArgumentError("no base_url: pass base_url= or set PAYROLL_BASE_URL")
-        if retry is not None and not isinstance(retry, RetryPolicy):
-            raise InvalidArgumentError(f"retry must be a RetryPolicy, got {type(retry).__name__}")
+            raise InvalidArgumentError(f"no base_url: pass base_url= or set {_env.BASE_URL}")
+        token = token if token is not None else _env.read(_env.TOKEN)
+        if token is None:
+            raise InvalidArgumentError(f"no token: pass token= or set {_env.TOKEN}")
+        policy = given(check.check_retry(retry), RetryPolicy())
         if session is not None and not isinstance(session, aiohttp.ClientSession):
             raise InvalidArgumentError(
                 f"session must be an aiohttp.ClientSession, got {type(session).__name__}"
             )
-        self._page_size = check.check_page_size(page_size)
-        self._derived = False
-        self._transport = Transport(
+        if not isinstance(clock, Clock):
+            raise InvalidArgumentError(f"clock must be a Clock, got {type(clock).__name__}")
+        transport = Transport(
             base_url=check.check_base_url(base_url),
             auth=Auth(token),
             timeout=check.check_timeout(timeout),
-            policy=retry or RetryPolicy(),
+            policy=policy or _SINGLE_ATTEMPT,
             concurrency=check.check_concurrency(concurrency),
             session=session,
             headers=check.check_extra_headers(headers),
             max_response_size=check.check_max_response_size(max_response_size),
+            clock=clock,
         )
-        self._bind(RequestOptions())
+        page = None if page_size is None else check.check_page_size(page_size)
+        self._setup(transport, RequestOptions(), page, parent=None)
 
-    def _bind(self, options: RequestOptions) -> None:
-        context = Context(
-            transport=self._transport,
-            page_size=self._page_size,
-            concurrency=self._transport.concurrency,
-            options=options,
-        )
+    def _setup(
+        self,
+        transport: Transport,
+        options: RequestOptions,
+        page_size: int | None,
+        parent: PayrollClient | None,
+    ) -> None:
+        self._transport = transport
         self._options = options
-        self.webhooks = Webhooks(context)
-        self.employer_identifiers = EmployerIdentifiers(context)
-        self.payroll_connections = PayrollConnections(context)
+        self._page_size = page_size
+        self._parent = parent  # a copy shares its parent's transport and never closes it
+        self._state = ClientState.UNOPENED
+        binding = Binding(transport, options=options, page_size=page_size, closed=self._closed)
+        self.webhooks = Webhooks(binding)
+        self.employer_identifiers = EmployerIdentifiers(binding)
+        self.payroll_connections = PayrollConnections(binding)
 
     @classmethod
     def demo(cls, token: str | TokenProvider | None = None, **kwargs: object) -> PayrollClient:
         """A client of the service's demo environment, at ``PAYROLL_DEMO_BASE_URL``."""
-        base_url = os.environ.get("PAYROLL_DEMO_BASE_URL") or None
+        base_url = _env.read(_env.DEMO_BASE_URL)
         if base_url is None:
-            raise InvalidArgumentError("PAYROLL_DEMO_BASE_URL is not set")
+            raise InvalidArgumentError(f"{_env.DEMO_BASE_URL} is not set")
         return cls(base_url, token, **kwargs)  # type: ignore[arg-type]
 
     def with_options(
         self,
         *,
-        retry: RetryPolicy | NotGiven = NOT_GIVEN,
-        timeout: float | aiohttp.ClientTimeout | NotGiven | None = NOT_GIVEN,
+        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
+        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
     ) -> PayrollClient:
-        """The same client (same session, same rate-limit pause) with other per-call options.
+        """A copy with other defaults for its calls, on the same session and rate-limit pause.
+
+        Closing the copy closes only the copy; closing this client closes both.
 
         >>> await client.with_options(retry=RetryPolicy(max_attempts=1)).webhooks.delete(sid)
         """
-        if not isinstance(retry, (RetryPolicy, NotGiven)):
-            raise InvalidArgumentError(f"retry must be a RetryPolicy, got {type(retry).__name__}")
         options = RequestOptions(
-            policy=self._options.policy if isinstance(retry, NotGiven) else retry,
-            timeout=self._options.timeout
-            if isinstance(timeout, NotGiven)
-            else check.check_timeout(timeout),
-        )
-        derived = object.__new__(PayrollClient)
-        derived._transport = self._transport
-        derived._page_size = self._page_size
-        derived._derived = True
-        derived._bind(options)
-        return derived
+            timeout=NOT_GIVEN if isinstance(timeout, NotGiven) else check.check_timeout(timeout),
+            retry=check.check_retry(retry),
+        ).over(self._options)
+        copy = object.__new__(PayrollClient)
+        copy._setup(self._transport, options, self._page_size, parent=self)
+        return copy
 
     @property
     def base_url(self) -> str:
         return str(self._transport.base_url)
 
     @property
+    def state(self) -> ClientState:
+        """:class:`ClientState`: unopened, open or closed (a copy is closed with its parent)."""
+        if self._closed():
+            return ClientState.CLOSED
+        if self._state is ClientState.UNOPENED and self._transport.session_started:
+            return ClientState.OPEN
+        return self._state
+
+    @property
     def is_closed(self) -> bool:
-        return self._transport.closed
+        return self._closed()
+
+    def _closed(self) -> bool:
+        return self._state is ClientState.CLOSED or self._transport.closed
 
     async def close(self) -> None:
-        """Close the session this client created (a borrowed one is left open)."""
-        await self._transport.close()
+        """Close the client; the session it created too (a borrowed one is left open).
+
+        A copy made by :meth:`with_options` closes only itself.
+        """
+        self._state = ClientState.CLOSED
+        if self._parent is None:
+            await self._transport.close()
 
     async def __aenter__(self) -> PayrollClient:
-        if self._transport.closed:
+        if self._closed():
             raise ClientClosedError("this PayrollClient is closed; create a new one")
+        self._state = ClientState.OPEN
         return self
 
     async def __aexit__(
@@ -157,14 +195,13 @@ class PayrollClient:
         await self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._transport.closed else "open"
-        return f"<PayrollClient base_url={self.base_url!r} {state}>"
+        return f"<PayrollClient base_url={self.base_url!r} {self.state.value}>"
 
     def __del__(self) -> None:
         transport = getattr(self, "_transport", None)
         if (
             transport is not None
-            and not getattr(self, "_derived", True)
+            and getattr(self, "_parent", self) is None
             and transport.owns_session
             and transport.session_started
             and not transport.closed

@@ -29,26 +29,41 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-import aiohttp
 import attrs
 from yarl import URL
 
-from ._converter import converter
+from ._decode import PageDecoder
 from ._exceptions import PaginationError
-from ._retry import RetryPolicy
-from ._transport import Transport, decode_error, decode_json
+from ._response import Response
+from ._types import RequestOptions
 from .models import ListMeta
 
-__all__ = ["AsyncPaginator", "Page"]
+__all__ = ["AsyncPaginator", "Page", "Sender"]
 
 T = TypeVar("T")
-_Raw = tuple[aiohttp.ClientResponse, bytes]
 
-_structure_meta = converter.get_structure_hook(ListMeta)
+
+class Sender(Protocol):
+    """What a paginator sends its GETs through: one client's transport, options and state."""
+
+    @property
+    def origin(self) -> URL: ...
+
+    def url(self, path: str) -> str: ...
+
+    def send(
+        self,
+        method: str,
+        url: str | URL,
+        *,
+        options: RequestOptions,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+    ) -> Awaitable[Response]: ...
 
 
 @attrs.frozen
@@ -65,14 +80,6 @@ class Page(Generic[T]):
     """The response headers."""
 
 
-@attrs.frozen
-class RequestOptions:
-    """Per-call overrides of the client's retry policy and timeout (None: the client's)."""
-
-    policy: RetryPolicy | None = None
-    timeout: aiohttp.ClientTimeout | None = None
-
-
 class AsyncPaginator(Generic[T]):
     """The items of a listing, fetched page by page as they are consumed.
 
@@ -85,25 +92,21 @@ class AsyncPaginator(Generic[T]):
 
     def __init__(
         self,
-        transport: Transport,
+        sender: Sender,
         path: str,
         model: type[T],
         *,
         params: Mapping[str, Any],
-        headers: Mapping[str, str],
-        page_size: int,
+        page_size: int | None,
         max_items: int | None,
         start_offset: int,
         concurrency: int,
         options: RequestOptions,
     ) -> None:
-        self._transport = transport
+        self._sender = sender
         self._path = path
-        self._model = model
-        # The generated cattrs function, called directly for every item of every page.
-        self._structure: Callable[[Any, type[T]], T] = converter.get_structure_hook(model)
+        self._decoder = PageDecoder(model)
         self._params = params
-        self._headers = headers
         self._page_size = page_size
         self._max_items = max_items
         self._start_offset = start_offset
@@ -134,51 +137,21 @@ class AsyncPaginator(Generic[T]):
         """Every item in a list (mind the memory for large collections)."""
         return [item async for item in self]
 
-    async def _download(
-        self, url: str | URL, params: Mapping[str, Any] | None
-    ) -> tuple[aiohttp.ClientResponse, bytes]:
-        return await self._transport.request(
-            "GET",
-            url,
-            params=params,
-            headers=self._headers,
-            policy=self._options.policy,
-            timeout=self._options.timeout,
-        )
+    async def _download(self, url: str | URL, params: Mapping[str, Any] | None) -> Response:
+        return await self._sender.send("GET", url, options=self._options, params=params)
 
-    async def _fetch(self, url: str | URL, params: Mapping[str, Any] | None) -> tuple[Page[T], str]:
-        return self._parse(*await self._download(url, params))
+    async def _fetch(self, url: str | URL, params: Mapping[str, Any] | None) -> Page[T]:
+        return self._parse(await self._download(url, params))
 
-    def _parse(self, response: aiohttp.ClientResponse, body: bytes) -> tuple[Page[T], str]:
-        where = str(response.url)
-        data = decode_json(body, status=response.status, url=where)
-        structure, model = self._structure, self._model
-        try:
-            raw_items = data["data"]
-            if type(raw_items) is not list:
-                raise TypeError(f"'data' is a {type(raw_items).__name__}, not a list")
-            meta = _structure_meta(data["meta"], ListMeta)
-            items = [structure(raw, model) for raw in raw_items]
-        except Exception as exc:
-            raise decode_error(
-                f"list response is not of the expected shape ({type(exc).__name__}: {exc})",
-                status=response.status,
-                url=where,
-                body=body,
-            ) from None
-        links: dict[str, str] = {}
-        if "Link" in response.headers:
-            try:
-                for rel, link in response.links.items():
-                    links.setdefault(str(rel), str(link["url"]))
-            except (ValueError, TypeError, KeyError):
-                raise PaginationError(
-                    f"the Link header of {where} cannot be parsed: "
-                    f"{response.headers['Link'][:200]!r}"
-                ) from None
-        return Page(items=items, meta=meta, links=links, headers=response.headers), where
+    def _parse(self, response: Response) -> Page[T]:
+        items, meta = self._decoder.decode(response)
+        if response.link_error is not None:
+            raise PaginationError(f"the Link header of {response.url} {response.link_error}")
+        return Page(items=items, meta=meta, links=response.links, headers=response.headers)
 
-    def _query(self, offset: int, limit: int) -> dict[str, Any]:
+    def _query(self, offset: int, limit: int | None) -> dict[str, Any]:
+        if limit is None:  # the service's own page size
+            return {**self._params, "offset": offset}
         return {**self._params, "limit": limit, "offset": offset}
 
     async def _pages(self) -> AsyncGenerator[Page[T], None]:
@@ -186,23 +159,36 @@ class AsyncPaginator(Generic[T]):
         if want == 0:
             return
         offset = self._start_offset
-        limit = self._page_size if want is None else min(self._page_size, want)
-        path_url = self._transport.url(self._path)
-        first, first_url = await self._fetch(path_url, self._query(offset, limit))
+        limit = (
+            self._page_size
+            if want is None or self._page_size is None
+            else min(self._page_size, want)
+        )
+        url = self._sender.url(self._path)
+        response = await self._download(url, self._query(offset, limit))
+        first = self._parse(response)
         if "next" in first.links:
-            async with aclosing(self._follow_links(first, first_url, want)) as pages:
-                async for page in pages:
-                    yield page
-            return
-        items = first.items[:limit]
+            walk = self._follow_links(first, response.url, want)
+        else:
+            walk = self._walk_offsets(first, url, offset, limit, want)
+        async with aclosing(walk) as pages:
+            async for page in pages:
+                yield page
+
+    async def _walk_offsets(
+        self, first: Page[T], url: str, offset: int, limit: int | None, want: int | None
+    ) -> AsyncGenerator[Page[T], None]:
+        """Offset/limit pages after ``first``: concurrent once a total can be trusted."""
+        items = first.items if want is None else first.items[:want]
+        if limit is not None:
+            items = items[:limit]
         if not items:
             yield first
             return
         got = len(items)
         next_offset = offset + got
         total = _trusted(first.meta.total_count, next_offset)
-        # A first page shorter than asked, with more to come, tells the server's page size.
-        step = got if got < limit and (total is None or next_offset < total) else limit
+        step = _step(limit, got, first.meta.limit, more=total is None or next_offset < total)
         end = None if want is None else offset + want
         width = self._concurrency
         # The first page goes through the window like any other, so that the pages after it
@@ -211,8 +197,8 @@ class AsyncPaginator(Generic[T]):
         # objects are then made just before use and die young, instead of piling up in the
         # window and being promoted through the collector's generations (a third of the
         # CPU of a long walk, measured).
-        window: deque[tuple[int, int, Page[T] | asyncio.Task[_Raw]]] = deque(
-            [(offset, step, first)]
+        window: deque[tuple[int, int, Page[T] | asyncio.Task[Response]]] = deque(
+            [(offset, got if limit is None else step, first)]
         )
         try:
             while True:
@@ -224,7 +210,7 @@ class AsyncPaginator(Generic[T]):
                 ):
                     size = step if end is None else min(step, end - next_offset)
                     task = asyncio.create_task(
-                        self._download(path_url, self._query(next_offset, size)),
+                        self._download(url, self._query(next_offset, size)),
                         name=f"payroll_async page {self._path} offset={next_offset}",
                     )
                     window.append((next_offset, size, task))
@@ -232,7 +218,7 @@ class AsyncPaginator(Generic[T]):
                 if not window:
                     return
                 page_offset, size, pending = window.popleft()
-                page = pending if isinstance(pending, Page) else self._parse(*await pending)[0]
+                page = pending if isinstance(pending, Page) else self._parse(await pending)
                 items = page.items[:size]
                 if not items:
                     return
@@ -241,7 +227,7 @@ class AsyncPaginator(Generic[T]):
                 # Complete a short page before moving on, so no item is skipped.
                 got = len(items)
                 while got < (size if total is None else min(size, total - page_offset)):
-                    gap, _ = await self._fetch(path_url, self._query(page_offset + got, size - got))
+                    gap = await self._fetch(url, self._query(page_offset + got, size - got))
                     gap_items = gap.items[: size - got]
                     if not gap_items:
                         break
@@ -256,9 +242,10 @@ class AsyncPaginator(Generic[T]):
     async def _follow_links(
         self, page: Page[T], url: str, want: int | None
     ) -> AsyncGenerator[Page[T], None]:
+        """Pages one after another by their ``rel="next"`` links, on this origin only."""
         visited = {_link_key(URL(url))}
         emitted = 0
-        origin = self._transport.origin
+        origin = self._sender.origin
         while True:
             items = page.items if want is None else page.items[: want - emitted]
             yield _with_items(page, items)
@@ -276,7 +263,20 @@ class AsyncPaginator(Generic[T]):
             if key in visited:
                 raise PaginationError(f"the next link {next_link} was already visited (a loop)")
             visited.add(key)
-            page, _ = await self._fetch(target, None)
+            page = await self._fetch(target, None)
+
+
+def _step(limit: int | None, got: int, meta_limit: object, *, more: bool) -> int:
+    """The page size to walk on after a first page of ``got`` items.
+
+    A first page shorter than asked, with more to come, tells the server's page size;
+    without a size of our own, the page's ``meta.limit`` tells it (or the page's length).
+    """
+    if limit is None:
+        if type(meta_limit) is int and meta_limit >= got:
+            return max(meta_limit, 1)
+        return got
+    return got if got < limit and more else limit
 
 
 def _trusted(total: object, seen: int) -> int | None:

@@ -8,11 +8,7 @@ jitter), ``stop=`` (attempts) and ``before_sleep=`` (a log line per retry).
 
 from __future__ import annotations
 
-import datetime
-import email.utils
 import logging
-import math
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -28,16 +24,13 @@ from ._exceptions import (
     ServerError,
 )
 
-__all__ = ["RetryPolicy", "build_retrying", "is_retryable", "parse_retry_after"]
+__all__ = ["RetryPolicy", "build_retrying", "is_retryable"]
 
 logger = logging.getLogger("payroll_async")
 
 # The methods this SDK sends that are safe to repeat (it sends no PUT, HEAD or OPTIONS).
 IDEMPOTENT_METHODS = frozenset({"GET", "DELETE"})
 RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
-# ASCII digits only: \d would also take Arabic-Indic or fullwidth digits, which no HTTP
-# server means.
-_DELTA_SECONDS = re.compile(r"[ \t]*([0-9]+(?:\.[0-9]+)?)[ \t]*\Z", re.ASCII)
 
 
 def _non_negative(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
@@ -69,29 +62,6 @@ class RetryPolicy:
     """Cap of any backoff wait, in seconds."""
     max_retry_after: float = attrs.field(default=60.0, validator=_non_negative)
     """A Retry-After longer than this raises RateLimitError at once instead of sleeping."""
-
-
-def parse_retry_after(value: str | None, *, now: datetime.datetime | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP-date.
-
-    A date in the past means 0. Returns None for a missing or unreadable value, including
-    one with other than ASCII digits. Decimal seconds ("1.5") are accepted too, as some
-    servers send them.
-    """
-    if value is None or not value.isascii():
-        return None
-    match = _DELTA_SECONDS.match(value)
-    if match is not None:
-        seconds = float(match[1])
-        return seconds if math.isfinite(seconds) else math.inf
-    try:
-        when = email.utils.parsedate_to_datetime(value.strip())
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if when.tzinfo is None:  # "-0000" in an HTTP-date means UTC as well
-        when = when.replace(tzinfo=datetime.timezone.utc)
-    current = now or datetime.datetime.now(datetime.timezone.utc)
-    return max(0.0, (when - current).total_seconds())
 
 
 def is_retryable(exc: BaseException, policy: RetryPolicy) -> bool:

@@ -11,6 +11,7 @@ from aiohttp import web
 from aioresponses import aioresponses
 
 from payroll_async import PayrollClient
+from payroll_async._clock import Clock
 
 BASE = "https://api.example.test"
 TOKEN = "tok_secret_0123456789"
@@ -42,19 +43,22 @@ def mock_api() -> Iterator[aioresponses]:
         yield mocked
 
 
-class FakeClock:
+class FakeClock(Clock):
     """A monotonic clock that only moves when the code under test sleeps."""
 
     def __init__(self) -> None:
-        self.now = 1000.0
+        self.time = 1000.0
         self.sleeps: list[float] = []
 
-    def __call__(self) -> float:
-        return self.now
+    def now(self) -> float:
+        return self.time
+
+    def __call__(self) -> float:  # EventRouter(clock=...) takes a plain callable
+        return self.time
 
     async def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
-        self.now += seconds
+        self.time += seconds
 
 
 @pytest.fixture
@@ -62,17 +66,11 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-def use_clock(client: PayrollClient, clock: FakeClock) -> PayrollClient:
-    client._transport.sleep = clock.sleep
-    client._transport.clock = clock
-    return client
-
-
 @pytest.fixture
 async def client(clock: FakeClock) -> AsyncIterator[PayrollClient]:
     """A client of BASE whose retry waits run on the fake clock."""
-    async with PayrollClient(base_url=BASE, token=TOKEN) as c:
-        yield use_clock(c, clock)
+    async with PayrollClient(base_url=BASE, token=TOKEN, clock=clock) as c:
+        yield c
 
 
 Serve = Callable[[web.Application], Awaitable[str]]

@@ -3,11 +3,19 @@ import logging
 
 import aiohttp
 import pytest
+from aiohttp import web
 from aioresponses import aioresponses
 
-from payroll_async import ClientClosedError, InvalidArgumentError, PayrollClient, RetryPolicy
+from payroll_async import (
+    ClientClosedError,
+    ClientState,
+    InvalidArgumentError,
+    PayrollClient,
+    RetryPolicy,
+    ServerError,
+)
 from tests import factories
-from tests.conftest import BASE, TOKEN
+from tests.conftest import BASE, TOKEN, Serve
 
 URL = f"{BASE}/v1/payroll-connections?limit=100&offset=0"
 
@@ -64,7 +72,17 @@ def test_repr_never_shows_the_token() -> None:
     client = PayrollClient(BASE, TOKEN)
     assert TOKEN not in repr(client)
     assert TOKEN not in repr(client._transport.auth)
-    assert repr(client) == f"<PayrollClient base_url='{BASE}' open>"
+    assert repr(client) == f"<PayrollClient base_url='{BASE}' unopened>"
+
+
+async def test_the_client_state_moves_from_unopened_to_open_to_closed() -> None:
+    client = PayrollClient(BASE, TOKEN)
+    assert client.state is ClientState.UNOPENED
+    async with client:
+        assert client.state is ClientState.OPEN
+        assert repr(client).endswith(" open>")
+    assert client.state is ClientState.CLOSED
+    assert client.is_closed
 
 
 async def test_closed_client_refuses_use(mock_api: aioresponses) -> None:
@@ -109,9 +127,48 @@ async def test_with_options_shares_the_session(mock_api: aioresponses) -> None:
         quick = client.with_options(retry=RetryPolicy(max_attempts=1), timeout=5)
         await quick.payroll_connections.list().collect()
         await client.payroll_connections.list().collect()
-        assert quick._transport is client._transport
         await quick.close()
-        assert client.is_closed
+        assert quick.is_closed
+        with pytest.raises(ClientClosedError):
+            await quick.payroll_connections.list().collect()
+        # Closing the copy leaves its parent (and the session they share) working.
+        assert not client.is_closed
+        await client.payroll_connections.list().collect()
+        other = client.with_options(timeout=None)
+    # Closing the parent closes its copies too.
+    assert other.is_closed
+    with pytest.raises(ClientClosedError):
+        await other.payroll_connections.list().collect()
+
+
+async def test_per_call_timeout_and_retry_override_the_client(serve: Serve) -> None:
+    attempts = 0
+
+    async def flaky(request: web.Request) -> web.Response:
+        nonlocal attempts
+        attempts += 1
+        return web.json_response({"message": "down"}, status=503)
+
+    app = web.Application()
+    app.router.add_delete("/v1/webhooks/subscriptions/{sid}", flaky)
+    base = await serve(app)
+    sid = "7c3d6f59-2d1c-4f38-a2a4-0f5b2f0b6a11"
+    fast = RetryPolicy(max_attempts=3, backoff_initial=0)
+    async with PayrollClient(base, TOKEN, retry=fast) as client:
+        with pytest.raises(ServerError):
+            await client.webhooks.delete(sid)
+        assert attempts == 3
+        with pytest.raises(ServerError):
+            await client.webhooks.delete(sid, retry=None)  # None: a single attempt
+        assert attempts == 4
+        with pytest.raises(ServerError):
+            await client.webhooks.delete(sid, retry=RetryPolicy(max_attempts=2, backoff_initial=0))
+        assert attempts == 6
+        with pytest.raises(InvalidArgumentError, match="retry must be"):
+            await client.webhooks.delete(sid, retry=3)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentError, match="timeout"):
+            await client.webhooks.delete(sid, timeout=-1)
+        assert attempts == 6
 
 
 async def test_token_never_reaches_the_log(

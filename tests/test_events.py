@@ -194,9 +194,9 @@ async def test_the_dedupe_window_expires(post: Any, clock: FakeClock) -> None:
 
     send = await post(router)
     await send(body(event_id="x"))
-    clock.now += 59
+    clock.time += 59
     await send(body(event_id="x"))
-    clock.now += 2
+    clock.time += 2
     await send(body(event_id="x"))
     assert calls == 2
 

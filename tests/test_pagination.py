@@ -346,3 +346,22 @@ async def test_a_paginator_can_be_walked_twice(serve: Serve) -> None:
         paginator = client.payroll_connections.list(page_size=10)
         assert await paginator.collect() == await paginator.collect()
     assert len(backend.requests) == 6
+
+
+async def test_page_size_none_walks_at_the_services_own_page_size(
+    mock_api: aioresponses, client: PayrollClient
+) -> None:
+    # No limit is sent at first; the page's meta.limit tells the service's page size.
+    first = [factories.connection(i) for i in range(3)]
+    mock_api.get(f"{PATH}?offset=0", payload=factories.envelope(first, limit=3, total=7))
+    for offset in (3, 6):
+        items = [factories.connection(i) for i in range(offset, min(offset + 3, 7))]
+        mock_api.get(
+            f"{PATH}?limit=3&offset={offset}",
+            payload=factories.envelope(items, offset=offset, limit=3, total=7),
+        )
+    got = await client.payroll_connections.list(page_size=None).collect()
+    assert [str(c.id) for c in got] == [factories.connection(i)["id"] for i in range(7)]
+    sent = [url.query.get("limit") for _, url, _ in calls(mock_api)]
+    assert sent[0] is None
+    assert sorted(sent[1:]) == ["3", "3"]

@@ -26,9 +26,10 @@ from payroll_async import (
     RetryPolicy,
     ServerError,
 )
-from payroll_async._retry import parse_retry_after, wait_retry_after_or_backoff
+from payroll_async._retry import wait_retry_after_or_backoff
+from payroll_async._status import parse_retry_after
 from tests import factories
-from tests.conftest import BASE, TOKEN, FakeClock, Serve, use_clock
+from tests.conftest import BASE, TOKEN, FakeClock, Serve
 from tests.resources.helpers import calls
 
 LIST = f"{BASE}/v1/payroll-connections?limit=100&offset=0"
@@ -230,8 +231,7 @@ async def test_post_is_retried_when_the_connection_was_refused(
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # closed again at once: nothing listens there
     caplog.set_level(logging.WARNING, logger="payroll_async")
-    async with PayrollClient(f"http://127.0.0.1:{port}", TOKEN) as client:
-        use_clock(client, clock)
+    async with PayrollClient(f"http://127.0.0.1:{port}", TOKEN, clock=clock) as client:
         with pytest.raises(APIConnectionError, match="cannot connect") as info:
             await client.webhooks.create(
                 event_types=["PAYROLL_PROCESSED"], path="https://h.example.test/x"
@@ -323,10 +323,10 @@ async def test_the_pause_is_shared_by_unrelated_calls(
     mock_api.get(LIST, payload=factories.envelope([]))
     mock_api.delete(f"{SUBS}/{SID}", status=204)
     await client.payroll_connections.list().collect()
-    before = clock.now
+    before = clock.time
     await client._transport.pause(5)
     await client.webhooks.delete(SID)
-    assert clock.now - before == 5
+    assert clock.time - before == 5
     assert clock.sleeps == [7.0, 5]
 
 
@@ -346,9 +346,8 @@ async def test_timeouts_are_per_attempt_and_typed(serve: Serve, clock: FakeClock
     app.router.add_post("/v1/webhooks/subscriptions", slow)
     base = await serve(app)
     async with PayrollClient(
-        base, TOKEN, timeout=0.05, retry=RetryPolicy(max_attempts=3)
+        base, TOKEN, timeout=0.05, retry=RetryPolicy(max_attempts=3), clock=clock
     ) as client:
-        use_clock(client, clock)
         with pytest.raises(APITimeoutError, match=r"timed out after 0\.05s"):
             await client.payroll_connections.list().collect()
         with pytest.raises(APITimeoutError):
@@ -500,8 +499,7 @@ async def test_bad_request_is_never_retried(mock_api: aioresponses, client: Payr
 async def test_a_tls_failure_is_not_retried(serve: Serve, clock: FakeClock) -> None:
     base = await serve(web.Application())  # plain HTTP: a TLS handshake with it fails
     port = base.rsplit(":", 1)[1]
-    async with PayrollClient(f"https://127.0.0.1:{port}", TOKEN) as client:
-        use_clock(client, clock)
+    async with PayrollClient(f"https://127.0.0.1:{port}", TOKEN, clock=clock) as client:
         with pytest.raises(APIConnectionError, match="TLS failed") as info:
             await client.payroll_connections.list().collect()
     assert info.value.retryable is False

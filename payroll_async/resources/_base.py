@@ -1,38 +1,90 @@
-"""What every resource shares: the client's transport and defaults, and the list helper."""
+"""What every resource shares: one client's binding (transport, options, state) and helpers."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-import attrs
+from yarl import URL
 
 from .. import _validation as check
-from .._converter import structure_hook
-from .._pagination import AsyncPaginator, RequestOptions
-from .._transport import Transport, decode_error, decode_json
-from .._types import SortLike
+from .._decode import structure_body
+from .._exceptions import ClientClosedError
+from .._pagination import AsyncPaginator
+from .._response import Response
+from .._retry import RetryPolicy
+from .._transport import Transport
+from .._types import NOT_GIVEN, NotGiven, RequestOptions, SortLike, TimeoutLike
 
-__all__ = ["Context", "Resource"]
+__all__ = ["Binding", "Resource"]
 
 T = TypeVar("T")
 
 
-@attrs.frozen
-class Context:
-    """The client's transport, defaults and per-call overrides, as resources see them."""
+class Binding:
+    """One client as its resources and paginators see it.
 
-    transport: Transport
-    page_size: int
-    concurrency: int
-    options: RequestOptions
+    Every request goes through :meth:`send`, which refuses to send once this client (or
+    the client it was copied from) is closed, and lays the call's options over the
+    client's.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        options: RequestOptions,
+        page_size: int | None,
+        closed: Callable[[], bool],
+    ) -> None:
+        self.transport = transport
+        self.options = options
+        self.page_size = page_size
+        self._closed = closed
+
+    @property
+    def origin(self) -> URL:
+        return self.transport.origin
+
+    def url(self, path: str) -> str:
+        return self.transport.url(path)
+
+    async def send(
+        self,
+        method: str,
+        url: str | URL,
+        *,
+        options: RequestOptions,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+    ) -> Response:
+        if self._closed():
+            raise ClientClosedError("this PayrollClient is closed; create a new one")
+        return await self.transport.send(
+            method, url, options=options.over(self.options), params=params, json=json
+        )
+
+
+def request_options(
+    timeout: TimeoutLike | NotGiven,
+    retry: RetryPolicy | NotGiven | None,
+    extra_query: Mapping[str, Any] | None,
+    extra_headers: Mapping[str, str] | None,
+) -> RequestOptions:
+    """A call's options, validated (InvalidArgumentError before anything is sent)."""
+    return RequestOptions(
+        timeout=NOT_GIVEN if isinstance(timeout, NotGiven) else check.check_timeout(timeout),
+        retry=check.check_retry(retry),
+        extra_query=check.check_extra_query(extra_query),
+        extra_headers=check.check_extra_headers(extra_headers),
+    )
 
 
 class Resource:
-    """A group of operations; holds the client's context."""
+    """A group of operations, bound to one client."""
 
-    def __init__(self, context: Context) -> None:
-        self._context = context
+    def __init__(self, binding: Binding) -> None:
+        self._binding = binding
 
     def _paginate(
         self,
@@ -42,18 +94,21 @@ class Resource:
         filters: Mapping[str, Any] | None = None,
         sort: SortLike | None,
         sort_fields: frozenset[str] | None = None,
-        page_size: int | None,
+        page_size: int | NotGiven | None,
         page_size_max: int | None = None,
         max_items: int | None,
         start_offset: int,
-        concurrency: int | None,
-        extra_query: Mapping[str, Any] | None,
-        extra_headers: Mapping[str, str] | None,
+        concurrency: int | NotGiven | None,
+        options: RequestOptions,
     ) -> AsyncPaginator[T]:
         """Validate every listing option now, so bad input fails before iteration."""
-        ctx = self._context
-        if page_size is None:
-            size = ctx.page_size if page_size_max is None else min(ctx.page_size, page_size_max)
+        binding = self._binding
+        if isinstance(page_size, NotGiven):
+            size = binding.page_size
+            if size is not None and page_size_max is not None:
+                size = min(size, page_size_max)
+        elif page_size is None:
+            size = None
         else:
             size = check.check_page_size(
                 page_size, *(() if page_size_max is None else (page_size_max,))
@@ -62,20 +117,19 @@ class Resource:
         sort_value = check.check_sort(sort, sort_fields)
         if sort_value is not None:
             params["sort"] = sort_value
-        params.update(check.check_extra_query(extra_query))
+        width = binding.transport.concurrency
+        if not isinstance(concurrency, NotGiven) and concurrency is not None:
+            width = check.check_concurrency(concurrency)
         return AsyncPaginator(
-            ctx.transport,
+            binding,
             path,
             model,
             params=params,
-            headers=check.check_extra_headers(extra_headers),
             page_size=size,
             max_items=check.check_max_items(max_items),
             start_offset=check.check_start_offset(start_offset),
-            concurrency=ctx.concurrency
-            if concurrency is None
-            else check.check_concurrency(concurrency),
-            options=ctx.options,
+            concurrency=width,
+            options=options,
         )
 
     async def _send(
@@ -83,43 +137,21 @@ class Resource:
         method: str,
         path: str,
         *,
+        options: RequestOptions,
         json: Any = None,
-        extras: tuple[dict[str, Any], dict[str, str]],
-    ) -> tuple[int, str, bytes]:
-        """One non-list request; the status, the URL and the body of its 2xx response.
+    ) -> Response:
+        """One non-list request; the Response of its 2xx."""
+        binding = self._binding
+        return await binding.send(method, binding.url(path), options=options, json=json)
 
-        ``extras`` is ``checked_extras(extra_query, extra_headers)``, validated by the
-        caller before anything is sent.
-        """
-        ctx = self._context
-        query, headers = extras
-        response, body = await ctx.transport.request(
-            method,
-            ctx.transport.url(path),
-            params=query or None,
-            json=json,
-            headers=headers,
-            policy=ctx.options.policy,
-            timeout=ctx.options.timeout,
-        )
-        return response.status, str(response.url), body
-
-    @staticmethod
-    def _checked_extras(
-        extra_query: Mapping[str, Any] | None, extra_headers: Mapping[str, str] | None
-    ) -> tuple[dict[str, Any], dict[str, str]]:
-        return check.check_extra_query(extra_query), check.check_extra_headers(extra_headers)
-
-    @staticmethod
-    def _structure(model: type[T], body: bytes, *, status: int, url: str, method: str) -> T:
-        data = decode_json(body, status=status, url=url, method=method)
-        try:
-            return structure_hook(model)(data)
-        except Exception as exc:
-            raise decode_error(
-                f"response is not a {model.__name__} ({type(exc).__name__}: {exc})",
-                status=status,
-                url=url,
-                body=body,
-                method=method,
-            ) from None
+    async def _send_for(
+        self,
+        model: type[T],
+        method: str,
+        path: str,
+        *,
+        options: RequestOptions,
+        json: Any = None,
+    ) -> T:
+        """One non-list request whose 2xx body is a ``model``."""
+        return structure_body(model, await self._send(method, path, options=options, json=json))

@@ -7,9 +7,10 @@ from typing import Any
 
 from .. import _validation as check
 from .._pagination import AsyncPaginator
-from .._types import IdLike, SortLike
+from .._retry import RetryPolicy
+from .._types import NOT_GIVEN, IdLike, NotGiven, SortLike, TimeoutLike
 from ..models import EmployerIdentifier, InviteSession, UpdateGroup
-from ._base import Context, Resource
+from ._base import Binding, Resource, request_options
 
 __all__ = ["EmployerIdentifiers", "Invites", "UpdateGroups"]
 
@@ -24,10 +25,12 @@ class UpdateGroups(Resource):
         employer_identifier_id: IdLike,
         *,
         sort: SortLike | None = None,
-        page_size: int | None = None,
+        page_size: int | NotGiven | None = NOT_GIVEN,
         max_items: int | None = None,
         start_offset: int = 0,
-        concurrency: int | None = None,
+        concurrency: int | NotGiven | None = NOT_GIVEN,
+        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
+        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
         extra_query: Mapping[str, Any] | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> AsyncPaginator[UpdateGroup]:
@@ -45,8 +48,7 @@ class UpdateGroups(Resource):
             max_items=max_items,
             start_offset=start_offset,
             concurrency=concurrency,
-            extra_query=extra_query,
-            extra_headers=extra_headers,
+            options=request_options(timeout, retry, extra_query, extra_headers),
         )
 
 
@@ -58,6 +60,8 @@ class Invites(Resource):
         employer_identifier_id: IdLike,
         invite_id: IdLike,
         *,
+        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
+        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
         extra_query: Mapping[str, Any] | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> InviteSession:
@@ -69,30 +73,32 @@ class Invites(Resource):
         """
         eid = check.check_id(employer_identifier_id, "employer_identifier_id")
         iid = check.check_id(invite_id, "invite_id")
-        status, url, body = await self._send(
+        return await self._send_for(
+            InviteSession,
             "POST",
             f"{_PATH}/{eid}/invites/{iid}/session",
-            extras=self._checked_extras(extra_query, extra_headers),
+            options=request_options(timeout, retry, extra_query, extra_headers),
         )
-        return self._structure(InviteSession, body, status=status, url=url, method="POST")
 
 
 class EmployerIdentifiers(Resource):
     """``client.employer_identifiers``, with ``.update_groups`` and ``.invites``."""
 
-    def __init__(self, context: Context) -> None:
-        super().__init__(context)
-        self.update_groups = UpdateGroups(context)
-        self.invites = Invites(context)
+    def __init__(self, binding: Binding) -> None:
+        super().__init__(binding)
+        self.update_groups = UpdateGroups(binding)
+        self.invites = Invites(binding)
 
     def list(
         self,
         *,
         sort: SortLike | None = None,
-        page_size: int | None = None,
+        page_size: int | NotGiven | None = NOT_GIVEN,
         max_items: int | None = None,
         start_offset: int = 0,
-        concurrency: int | None = None,
+        concurrency: int | NotGiven | None = NOT_GIVEN,
+        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
+        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
         extra_query: Mapping[str, Any] | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> AsyncPaginator[EmployerIdentifier]:
@@ -109,6 +115,5 @@ class EmployerIdentifiers(Resource):
             max_items=max_items,
             start_offset=start_offset,
             concurrency=concurrency,
-            extra_query=extra_query,
-            extra_headers=extra_headers,
+            options=request_options(timeout, retry, extra_query, extra_headers),
         )

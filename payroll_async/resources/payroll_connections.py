@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._pagination import AsyncPaginator
-from .._types import SortLike
+from .._retry import RetryPolicy
+from .._types import NOT_GIVEN, NotGiven, SortLike, TimeoutLike
 from ..models import PayrollConnection
-from ._base import Resource
+from ._base import Resource, request_options
 
 __all__ = ["PayrollConnections"]
 
@@ -20,10 +21,12 @@ class PayrollConnections(Resource):
         self,
         *,
         sort: SortLike | None = None,
-        page_size: int | None = None,
+        page_size: int | NotGiven | None = NOT_GIVEN,
         max_items: int | None = None,
         start_offset: int = 0,
-        concurrency: int | None = None,
+        concurrency: int | NotGiven | None = NOT_GIVEN,
+        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
+        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
         extra_query: Mapping[str, Any] | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> AsyncPaginator[PayrollConnection]:
@@ -40,6 +43,5 @@ class PayrollConnections(Resource):
             max_items=max_items,
             start_offset=start_offset,
             concurrency=concurrency,
-            extra_query=extra_query,
-            extra_headers=extra_headers,
+            options=request_options(timeout, retry, extra_query, extra_headers),
         )

@@ -7,8 +7,11 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import attrs
+
 from .. import _assumed
 from .. import _validation as check
+from .._decode import decode_error, structure_body
 from .._exceptions import (
     InvalidArgumentError,
     NotFoundError,
@@ -16,10 +19,10 @@ from .._exceptions import (
     ReplaceIncompleteError,
 )
 from .._pagination import AsyncPaginator
-from .._transport import decode_error
-from .._types import IdLike, SortLike
+from .._retry import RetryPolicy
+from .._types import NOT_GIVEN, IdLike, NotGiven, RequestOptions, SortLike, TimeoutLike
 from ..models import EventType, WebhookSubscription
-from ._base import Resource
+from ._base import Resource, request_options
 
 __all__ = ["Webhooks"]
 
@@ -30,6 +33,16 @@ _PATH = "/v1/webhooks/subscriptions"
 
 def _matches(sub: WebhookSubscription, event_types: list[str], path: str) -> bool:
     return sub.path == path and {str(t) for t in sub.webhook_event_types} == set(event_types)
+
+
+def _keywords(options: RequestOptions) -> dict[str, Any]:
+    """A call's validated options as the keywords of another operation in the same call."""
+    return {
+        "timeout": options.timeout,
+        "retry": options.retry,
+        "extra_query": options.extra_query,
+        "extra_headers": options.extra_headers,
+    }
 
 
 class Webhooks(Resource):
@@ -44,10 +57,12 @@ class Webhooks(Resource):
         *,
         active: bool | None = None,
         sort: SortLike | None = None,
-        page_size: int | None = None,
+        page_size: int | NotGiven | None = NOT_GIVEN,
         max_items: int | None = None,
         start_offset: int = 0,
-        concurrency: int | None = None,
+        concurrency: int | NotGiven | None = NOT_GIVEN,
+        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
+        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
         extra_query: Mapping[str, Any] | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> AsyncPaginator[WebhookSubscription]:
@@ -75,8 +90,7 @@ class Webhooks(Resource):
             max_items=max_items,
             start_offset=start_offset,
             concurrency=concurrency,
-            extra_query=extra_query,
-            extra_headers=extra_headers,
+            options=request_options(timeout, retry, extra_query, extra_headers),
         )
 
     async def create(
@@ -84,6 +98,8 @@ class Webhooks(Resource):
         *,
         event_types: Iterable[EventType | str],
         path: str,
+        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
+        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
         extra_query: Mapping[str, Any] | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> WebhookSubscription:
@@ -95,43 +111,41 @@ class Webhooks(Resource):
         """
         types = check.check_event_types(event_types)
         path = check.check_webhook_path(path)
-        extras = self._checked_extras(extra_query, extra_headers)
-        return await self._create(types, path, extras)
+        options = request_options(timeout, retry, extra_query, extra_headers)
+        return await self._create(types, path, options)
 
     async def _create(
-        self, types: builtins.list[str], path: str, extras: tuple[dict[str, Any], dict[str, str]]
+        self, types: builtins.list[str], path: str, options: RequestOptions
     ) -> WebhookSubscription:
-        status, url, body = await self._send(
-            "POST", _PATH, json={"event_types": types, "path": path}, extras=extras
+        response = await self._send(
+            "POST", _PATH, json={"event_types": types, "path": path}, options=options
         )
-        if body.strip():
-            return self._structure(WebhookSubscription, body, status=status, url=url, method="POST")
+        if response.body.strip():
+            return structure_body(WebhookSubscription, response)
         # ASSUMED: an empty 201 body; the new subscription is the newest with these values.
-        newest = self.list(sort=_assumed.CREATE_FALLBACK_SORT, extra_headers=extras[1])
-        async for sub in newest:
+        fallback = attrs.evolve(options, extra_query={})  # the query was the POST's
+        async for sub in self.list(sort=_assumed.CREATE_FALLBACK_SORT, **_keywords(fallback)):
             if _matches(sub, types, path):
                 return sub
         raise decode_error(
             "the service answered the create with an empty body, and no subscription with "
             "that path and those event types was found by listing",
-            status=status,
-            url=url,
-            body=body,
-            method="POST",
+            response,
         )
 
     async def delete(
         self,
         subscription_id: IdLike,
         *,
+        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
+        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
         extra_query: Mapping[str, Any] | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> None:
         """Delete a subscription. To change one, :meth:`replace` it instead: no gap."""
         sid = check.check_id(subscription_id, "subscription_id")
-        await self._send(
-            "DELETE", f"{_PATH}/{sid}", extras=self._checked_extras(extra_query, extra_headers)
-        )
+        options = request_options(timeout, retry, extra_query, extra_headers)
+        await self._send("DELETE", f"{_PATH}/{sid}", options=options)
 
     async def replace(
         self,
@@ -139,6 +153,8 @@ class Webhooks(Resource):
         *,
         event_types: Iterable[EventType | str],
         path: str,
+        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
+        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
         extra_query: Mapping[str, Any] | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> WebhookSubscription:
@@ -153,19 +169,18 @@ class Webhooks(Resource):
         sid = check.check_id(subscription_id, "subscription_id")
         types = check.check_event_types(event_types)
         path = check.check_webhook_path(path)
-        extras = self._checked_extras(extra_query, extra_headers)
-        listing = self.list(extra_query=extras[0], extra_headers=extras[1])
+        options = request_options(timeout, retry, extra_query, extra_headers)
+        listing = self.list(**_keywords(options))
         if not [sub async for sub in listing if str(sub.webhook_subscription_id) == sid]:
-            transport = self._context.transport
             raise NotFoundError(
                 f"webhook subscription {sid} does not exist; nothing was created",
                 status=404,
                 method="GET",
-                url=transport.url(_PATH),
+                url=self._binding.url(_PATH),
             )
-        new = await self._create(types, path, extras)
+        new = await self._create(types, path, options)
         try:
-            await self._send("DELETE", f"{_PATH}/{sid}", extras=extras)
+            await self._send("DELETE", f"{_PATH}/{sid}", options=options)
         except NotFoundError:
             logger.info("webhook subscription %s was already deleted", sid)
         except PayrollError as exc:
@@ -183,6 +198,8 @@ class Webhooks(Resource):
         *,
         event_types: Iterable[EventType | str],
         path: str,
+        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
+        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
         extra_query: Mapping[str, Any] | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> WebhookSubscription:
@@ -192,8 +209,8 @@ class Webhooks(Resource):
         """
         types = check.check_event_types(event_types)
         path = check.check_webhook_path(path)
-        extras = self._checked_extras(extra_query, extra_headers)
-        async for sub in self.list(active=True, extra_query=extras[0], extra_headers=extras[1]):
+        options = request_options(timeout, retry, extra_query, extra_headers)
+        async for sub in self.list(active=True, **_keywords(options)):
             if sub.active and _matches(sub, types, path):
                 return sub
-        return await self._create(types, path, extras)
+        return await self._create(types, path, options)

@@ -18,9 +18,9 @@ from payroll_async import (
     RetryPolicy,
     ServerError,
 )
-from payroll_async._retry import parse_retry_after
+from payroll_async._status import parse_retry_after
 from tests import factories
-from tests.conftest import TOKEN, FakeClock, Serve, use_clock
+from tests.conftest import TOKEN, FakeClock, Serve
 from tests.hostile.conftest import RawServe, read_request
 
 ONCE = RetryPolicy(max_attempts=1)
@@ -124,8 +124,7 @@ async def test_a_503_retry_after_is_honoured(serve: Serve, clock: FakeClock) -> 
     app = web.Application()
     app.router.add_get("/v1/employer-identifiers", handle)
     base = await serve(app)
-    async with PayrollClient(base, TOKEN) as client:
-        use_clock(client, clock)
+    async with PayrollClient(base, TOKEN, clock=clock) as client:
         await client.employer_identifiers.list().collect()
     assert clock.sleeps == [3.0]
 
@@ -144,8 +143,9 @@ async def test_a_503_retry_after_beyond_the_ceiling_raises_at_once(
     app = web.Application()
     app.router.add_get("/v1/employer-identifiers", handle)
     base = await serve(app)
-    async with PayrollClient(base, TOKEN, retry=RetryPolicy(max_retry_after=60)) as client:
-        use_clock(client, clock)
+    async with PayrollClient(
+        base, TOKEN, retry=RetryPolicy(max_retry_after=60), clock=clock
+    ) as client:
         with pytest.raises(ServerError) as caught:
             await client.employer_identifiers.list().collect()
     assert caught.value.retry_after == 600
@@ -241,8 +241,7 @@ async def test_a_delete_retried_after_a_drop_that_gets_404_is_done(
             await writer.drain()
 
     base = await raw_serve(handler)
-    async with PayrollClient(base, TOKEN) as client:
-        use_clock(client, clock)
+    async with PayrollClient(base, TOKEN, clock=clock) as client:
         await client.webhooks.delete(sid)  # no NotFoundError: the first attempt deleted it
     assert len(deleted) == 1
 

@@ -161,9 +161,10 @@ async def test_a_malformed_response_chains_no_token(raw_serve: RawServe, answer:
 async def test_deeply_nested_json_is_a_decode_error_on_the_stdlib_path(
     serve: Serve, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from payroll_async import _json, _transport
+    from payroll_async import _decode, _json, _status
 
-    monkeypatch.setattr(_transport, "loads", _json._stdlib_loads)
+    monkeypatch.setattr(_decode, "loads", _json._stdlib_loads)
+    monkeypatch.setattr(_status, "loads", _json._stdlib_loads)
     deep = b"[" * 200_000 + b"]" * 200_000
 
     async def handle(request: web.Request) -> web.Response:

@@ -1,0 +1,85 @@
+"""The one place where response bytes become models: a single object, or a page of a listing.
+
+Both paths raise :class:`ResponseDecodeError` (with the status, URL, method and an excerpt
+of the body) for a body that is not JSON or not of the model's shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from ._converter import converter
+from ._exceptions import ResponseDecodeError
+from ._json import loads
+from ._response import Response
+from ._status import excerpt
+from .models import ListMeta
+
+__all__ = ["decode_error", "structure_body", "structure_page"]
+
+T = TypeVar("T")
+
+_structure_meta = converter.get_structure_hook(ListMeta)
+
+
+def decode_error(message: str, response: Response) -> ResponseDecodeError:
+    """The error for a 2xx body that is not what was expected, with an excerpt of it."""
+    return ResponseDecodeError(
+        message,
+        status=response.status,
+        url=response.url,
+        body_excerpt=excerpt(response.body),
+        method=response.method,
+    )
+
+
+def _json(response: Response) -> Any:
+    try:
+        return loads(response.body)
+    except ValueError as exc:
+        raise decode_error(f"response is not valid JSON ({exc})", response) from None
+
+
+def structure_body(model: type[T], response: Response) -> T:
+    """The body of a single-object response as ``model``."""
+    data = _json(response)
+    try:
+        return converter.structure(data, model)
+    except Exception as exc:
+        raise decode_error(
+            f"response is not a {model.__name__} ({type(exc).__name__}: {exc})", response
+        ) from None
+
+
+class PageDecoder(Generic[T]):
+    """Pages of one listing's ``model``: ``decode(response) -> (items, meta)``.
+
+    The generated cattrs function is looked up once per listing and called directly for
+    every item of every page.
+    """
+
+    def __init__(self, model: type[T]) -> None:
+        self._model = model
+        self._structure: Callable[[Any, type[T]], T] = converter.get_structure_hook(model)
+
+    def decode(self, response: Response) -> tuple[list[T], ListMeta]:
+        data = _json(response)
+        structure, model = self._structure, self._model
+        try:
+            raw_items = data["data"]
+            if type(raw_items) is not list:
+                raise TypeError(f"'data' is a {type(raw_items).__name__}, not a list")
+            meta = _structure_meta(data["meta"], ListMeta)
+            items = [structure(raw, model) for raw in raw_items]
+        except Exception as exc:
+            raise decode_error(
+                f"list response is not of the expected shape ({type(exc).__name__}: {exc})",
+                response,
+            ) from None
+        return items, meta
+
+
+def structure_page(model: type[T], response: Response) -> tuple[list[T], ListMeta]:
+    """A list response's items as ``model`` and its ``meta``."""
+    return PageDecoder(model).decode(response)

@@ -1,0 +1,118 @@
+"""From a non-2xx response to its typed exception: the status table, error bodies, Retry-After."""
+
+from __future__ import annotations
+
+import datetime
+import email.utils
+import http
+import math
+import re
+from collections.abc import Mapping
+
+from ._exceptions import (
+    APIStatusError,
+    AuthenticationError,
+    BadRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    ServerError,
+)
+from ._json import loads
+
+__all__ = ["excerpt", "parse_retry_after", "status_error"]
+
+STATUS_ERRORS: Mapping[int, type[APIStatusError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    429: RateLimitError,
+}
+"""The exception of each status the service documents; other 5xx are ServerError."""
+
+EXCERPT_CHARS = 200
+# ASCII digits only: \d would also take Arabic-Indic or fullwidth digits, which no HTTP
+# server means.
+_DELTA_SECONDS = re.compile(r"[ \t]*([0-9]+(?:\.[0-9]+)?)[ \t]*\Z", re.ASCII)
+
+
+def excerpt(body: bytes) -> str:
+    """The start of a body, as text, for an exception's message."""
+    text = body[:EXCERPT_CHARS].decode("utf-8", "replace")
+    return text + ("..." if len(body) > EXCERPT_CHARS else "")
+
+
+def parse_retry_after(value: str | None, *, now: datetime.datetime | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP-date.
+
+    A date in the past means 0. Returns None for a missing or unreadable value, including
+    one with other than ASCII digits. Decimal seconds ("1.5") are accepted too, as some
+    servers send them.
+    """
+    if value is None or not value.isascii():
+        return None
+    match = _DELTA_SECONDS.match(value)
+    if match is not None:
+        seconds = float(match[1])
+        return seconds if math.isfinite(seconds) else math.inf
+    try:
+        when = email.utils.parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # "-0000" in an HTTP-date means UTC as well
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    current = now or datetime.datetime.now(datetime.timezone.utc)
+    return max(0.0, (when - current).total_seconds())
+
+
+def status_error(
+    *,
+    method: str,
+    url: str,
+    status: int,
+    reason: str | None,
+    headers: Mapping[str, str],
+    body: bytes,
+) -> APIStatusError:
+    """The typed error for a non-2xx response, with the service's message and errors."""
+    message, errors = _error_details(status, reason, headers, body)
+    cls = STATUS_ERRORS.get(status) or (ServerError if status >= 500 else APIStatusError)
+    return cls(
+        message,
+        status=status,
+        errors=errors,
+        headers=headers,
+        method=method,
+        url=url,
+        # Retry-After means "wait this long" on a 429 and on a 503 (RFC 9110 10.2.3).
+        retry_after=parse_retry_after(headers.get("Retry-After")) if status in (429, 503) else None,
+    )
+
+
+def _error_details(
+    status: int, reason: str | None, headers: Mapping[str, str], body: bytes
+) -> tuple[str, tuple[str, ...]]:
+    """message and errors from the service's error body, or a sensible stand-in."""
+    phrase = reason or _phrase(status)
+    if not body.strip():
+        return f"{phrase} (empty body)", ()
+    try:
+        data = loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("message"), str):
+        raw_errors = data.get("errors")
+        errors = tuple(str(item) for item in raw_errors) if isinstance(raw_errors, list) else ()
+        return data["message"], errors
+    content_type = headers.get("Content-Type", "")
+    if "html" in content_type or body.lstrip()[:1] == b"<":
+        return f"{phrase} (an HTML page instead of an error body)", ()
+    return f"{phrase}: {excerpt(body)}", ()
+
+
+def _phrase(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return f"HTTP {status}"
