@@ -10,6 +10,7 @@ import importlib as _importlib
 import logging as _logging
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
+from ._clock import Clock
 from ._exceptions import (
     APIConnectionError,
     APIStatusError,
@@ -27,7 +28,6 @@ from ._exceptions import (
     ResponseDecodeError,
     ServerError,
 )
-from ._clock import Clock
 from ._types import NOT_GIVEN, NotGiven
 from ._version import __version__
 from .models import (
@@ -43,7 +43,7 @@ from .models import (
 if _TYPE_CHECKING:
     from ._auth import TokenProvider
     from ._client import ClientState, PayrollClient
-    from ._converter import to_dict
+    from ._converter import from_dict, to_dict
     from ._pagination import AsyncPaginator, Page
     from ._retry import RetryPolicy
 
@@ -56,6 +56,7 @@ _LAZY = {
     "PayrollClient": "._client",
     "RetryPolicy": "._retry",
     "TokenProvider": "._auth",
+    "from_dict": "._converter",
     "to_dict": "._converter",
 }
 
@@ -109,5 +110,6 @@ __all__ = [
     "UpdateGroup",
     "WebhookSubscription",
     "__version__",
+    "from_dict",
     "to_dict",
 ]

@@ -1,13 +1,16 @@
 """The one cattrs converter: camelCase renames, UUID and datetime hooks, strict scalars.
 
-Hooks are built once, at import, and the hot path (a page of a listing) calls the
-generated structure functions directly. Unknown fields are ignored and unknown event types
-stay plain ``str`` so that a newer service does not break an older SDK.
+Every attrs model gets its hooks from one factory (keyed on ``attrs.has``, as lsprotocol
+does), generated on first use; the hot path (a page of a listing) calls the generated
+structure functions directly. Unknown fields are ignored and unknown event types stay
+plain ``str`` so that a newer service does not break an older SDK. A webhook notification
+has hooks of its own: its body is read leniently, as a receiver must.
 """
 
 from __future__ import annotations
 
 import datetime
+import logging
 import re
 import sys
 import uuid
@@ -18,22 +21,17 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from .models import (
-    EmployerIdentifier,
-    EventType,
-    InviteSession,
-    ListMeta,
-    PayrollConnection,
-    UpdateGroup,
-    WebhookSubscription,
-)
+from . import _assumed
+from ._exceptions import InvalidArgumentError
+from .models import EventType, PayrollConnection, WebhookEvent, event_type
 
 __all__ = [
+    "MAX_EVENT_ID_LENGTH",
     "converter",
+    "from_dict",
     "parse_datetime",
     "parse_reference",
     "parse_uuid",
-    "structure_hook",
     "to_camel",
     "to_dict",
 ]
@@ -150,13 +148,10 @@ def _structure_int(value: object, _: object) -> int:
     return value
 
 
-_EVENT_TYPES: Mapping[str, EventType] = {member.value: member for member in EventType}
-
-
 def _structure_event_type(value: object, _: object) -> EventType | str:
     if type(value) is not str:
         raise ValueError(f"expected an event type string, got {value!r}")
-    return _EVENT_TYPES.get(value, value)
+    return event_type(value)
 
 
 def _structure_event_types(value: object, _: object) -> tuple[EventType | str, ...]:
@@ -177,65 +172,113 @@ def to_camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-converter = cattrs.Converter(forbid_extra_keys=False)
-converter.register_structure_hook(uuid.UUID, parse_uuid)
-converter.register_structure_hook(datetime.datetime, parse_datetime)
-converter.register_structure_hook(str, _strict(str, "a string"))
-converter.register_structure_hook(bool, _strict(bool, "a boolean"))
-converter.register_structure_hook(int, _structure_int)
-converter.register_structure_hook_func(
-    lambda t: t == tuple[EventType | str, ...], _structure_event_types
+MAX_EVENT_ID_LENGTH = 256
+"""The longest ``eventId`` accepted: receivers remember ids, so they are bounded."""
+_EVENT_KEYS = frozenset(
+    {
+        _assumed.EVENT_ID_KEY,
+        _assumed.EVENT_TYPE_KEY,
+        _assumed.EVENT_OCCURRED_AT_KEY,
+        _assumed.EVENT_DATA_KEY,
+    }
 )
-converter.register_structure_hook_func(lambda t: t == Mapping[str, Any], _structure_mapping)
-converter.register_unstructure_hook(uuid.UUID, str)
-converter.register_unstructure_hook(datetime.datetime, _format_datetime)
-converter.register_unstructure_hook(EventType, lambda member: member.value)
-converter.register_unstructure_hook_func(lambda t: t == Mapping[str, Any], dict)
-
-_MODELS: tuple[type[Any], ...] = (
-    WebhookSubscription,
-    PayrollConnection,
-    EmployerIdentifier,
-    UpdateGroup,
-    InviteSession,
-    ListMeta,
-)
+_logger = logging.getLogger("payroll_async.events")
 
 # Identifier fields that name another resource: parsed through the reference cache.
-_REFERENCES: dict[type[Any], frozenset[str]] = {
+_REFERENCES: Mapping[type[Any], frozenset[str]] = {
     PayrollConnection: frozenset({"employer_identifier_id", "payroll_platform_id"}),
 }
 
-for _model in _MODELS:
-    _renames: dict[str, Any] = {
-        f.name: override(rename=to_camel(f.name)) for f in attrs.fields(_model)
-    }
-    _struct_overrides: dict[str, Any] = {
-        name: override(
-            rename=to_camel(name),
-            struct_hook=parse_reference if name in _REFERENCES.get(_model, ()) else None,
+
+def _structure_event(body: object, _: object) -> WebhookEvent:
+    """A notification body as a WebhookEvent: lenient where a receiver must be."""
+    if not isinstance(body, dict):
+        raise InvalidArgumentError("the body is not a JSON object")
+    kind = body.get(_assumed.EVENT_TYPE_KEY)
+    if not isinstance(kind, str) or not kind:
+        raise InvalidArgumentError(f"the body has no {_assumed.EVENT_TYPE_KEY!r}")
+    event_id = body.get(_assumed.EVENT_ID_KEY)
+    if event_id is not None and (
+        not isinstance(event_id, str) or not 1 <= len(event_id) <= MAX_EVENT_ID_LENGTH
+    ):
+        raise InvalidArgumentError(
+            f"{_assumed.EVENT_ID_KEY!r} must be a non-empty string of at most "
+            f"{MAX_EVENT_ID_LENGTH} characters"
         )
-        for name in _renames
+    occurred_at = None
+    raw_time = body.get(_assumed.EVENT_OCCURRED_AT_KEY)
+    if raw_time is not None:
+        try:
+            occurred_at = parse_datetime(raw_time)
+        except ValueError:
+            _logger.warning("notification %s has an unreadable occurredAt %r", event_id, raw_time)
+    raw_data = body.get(_assumed.EVENT_DATA_KEY)
+    data: dict[str, Any] = dict(raw_data) if isinstance(raw_data, dict) else {}
+    if raw_data is not None and not isinstance(raw_data, dict):
+        data[_assumed.EVENT_DATA_KEY] = raw_data
+    for key, value in body.items():
+        if key not in _EVENT_KEYS:
+            data.setdefault(key, value)
+    return WebhookEvent(
+        event_type=event_type(kind), event_id=event_id, occurred_at=occurred_at, data=data
+    )
+
+
+def _unstructure_event(event: WebhookEvent) -> dict[str, Any]:
+    """A WebhookEvent as a notification body."""
+    return {
+        _assumed.EVENT_ID_KEY: event.event_id,
+        _assumed.EVENT_TYPE_KEY: str(event.event_type),
+        _assumed.EVENT_OCCURRED_AT_KEY: None
+        if event.occurred_at is None
+        else _format_datetime(event.occurred_at),
+        _assumed.EVENT_DATA_KEY: dict(event.data),
     }
-    converter.register_structure_hook(
-        _model,
-        make_dict_structure_fn(
-            _model, converter, _cattrs_detailed_validation=False, **_struct_overrides
-        ),
+
+
+def _build_converter() -> cattrs.Converter:
+    """The converter: scalar hooks, then one hook factory for every attrs model."""
+    conv = cattrs.Converter(forbid_extra_keys=False)
+    conv.register_structure_hook(uuid.UUID, parse_uuid)
+    conv.register_structure_hook(datetime.datetime, parse_datetime)
+    conv.register_structure_hook(str, _strict(str, "a string"))
+    conv.register_structure_hook(bool, _strict(bool, "a boolean"))
+    conv.register_structure_hook(int, _structure_int)
+    conv.register_structure_hook_func(
+        lambda t: t == tuple[EventType | str, ...], _structure_event_types
     )
-    converter.register_unstructure_hook(
-        _model, make_dict_unstructure_fn(_model, converter, **_renames)
-    )
+    conv.register_structure_hook_func(lambda t: t == Mapping[str, Any], _structure_mapping)
+    conv.register_unstructure_hook(uuid.UUID, str)
+    conv.register_unstructure_hook(datetime.datetime, _format_datetime)
+    conv.register_unstructure_hook(EventType, lambda member: member.value)
+    conv.register_unstructure_hook_func(lambda t: t == Mapping[str, Any], dict)
+
+    def structure_model(cls: type[Any]) -> Callable[[Any, type[Any]], Any]:
+        references = _REFERENCES.get(cls, frozenset())
+        overrides: dict[str, Any] = {
+            f.name: override(
+                rename=to_camel(f.name),
+                struct_hook=parse_reference if f.name in references else None,
+            )
+            for f in attrs.fields(cls)
+        }
+        return make_dict_structure_fn(cls, conv, _cattrs_detailed_validation=False, **overrides)
+
+    def unstructure_model(cls: type[Any]) -> Callable[[Any], Any]:
+        renames: dict[str, Any] = {
+            f.name: override(rename=to_camel(f.name)) for f in attrs.fields(cls)
+        }
+        return make_dict_unstructure_fn(cls, conv, **renames)
+
+    conv.register_structure_hook_factory(attrs.has, structure_model)
+    conv.register_unstructure_hook_factory(attrs.has, unstructure_model)
+    # Registered for the class itself, these take precedence over the factories.
+    conv.register_structure_hook(WebhookEvent, _structure_event)
+    conv.register_unstructure_hook(WebhookEvent, _unstructure_event)
+    return conv
 
 
-def structure_hook(cls: type[T]) -> Callable[[Any], T]:
-    """The generated structure function of a model, to call directly on the hot path."""
-    hook = converter.get_structure_hook(cls)
-
-    def structure(data: Any) -> T:
-        return hook(data, cls)  # type: ignore[no-any-return]
-
-    return structure
+converter = _build_converter()
 
 
 def to_dict(model: Any) -> dict[str, Any]:
@@ -250,3 +293,24 @@ def to_dict(model: Any) -> dict[str, Any]:
         raise TypeError(f"to_dict takes a payroll_async model, not {type(model).__name__}")
     result: dict[str, Any] = converter.unstructure(model)
     return result
+
+
+def from_dict(model: type[T], data: Any) -> T:
+    """A model from its dict as the service sends it (the inverse of :func:`to_dict`).
+
+    >>> from_dict(PayrollConnection, json.loads(line))   # a line of a JSONL export
+    PayrollConnection(id=UUID('f2e87725-...'), ...)
+
+    InvalidArgumentError (a ValueError) if ``data`` is not of the model's shape.
+    """
+    if not (isinstance(model, type) and attrs.has(model)):
+        raise InvalidArgumentError(f"from_dict takes a payroll_async model class, not {model!r}")
+    try:
+        result: T = converter.get_structure_hook(model)(data, model)
+        return result
+    except InvalidArgumentError:
+        raise
+    except Exception as exc:
+        raise InvalidArgumentError(
+            f"not a {model.__name__} ({type(exc).__name__}: {exc})"
+        ) from None

@@ -23,7 +23,7 @@ from ._converter import to_camel
 from ._exceptions import InvalidArgumentError
 from ._retry import RetryPolicy
 from ._types import IdLike, NotGiven, SortLike
-from .models import EventType
+from .models import EVENT_TYPES, EventType
 
 __all__ = [
     "check_base_url",
@@ -178,15 +178,14 @@ def check_event_types(event_types: Iterable[EventType | str]) -> list[str]:
         raise InvalidArgumentError(
             "event_types must be a list of event types, e.g. [EventType.PAYROLL_PROCESSED]"
         )
-    known = {member.value for member in EventType}
     out: list[str] = []
     for item in event_types:
-        value = item.value if isinstance(item, EventType) else item
-        if not isinstance(value, str) or value not in known:
+        member = EVENT_TYPES.get(item) if isinstance(item, str) else None
+        if member is None:
             raise InvalidArgumentError(
-                f"unknown event type {item!r}; known: {', '.join(sorted(known))}"
+                f"unknown event type {item!r}; known: {', '.join(sorted(EVENT_TYPES))}"
             )
-        value = EventType(value).value  # the enum's own text, not the caller's object
+        value = member.value  # the enum's own text, not the caller's object
         if value not in out:
             out.append(value)
     if not out:

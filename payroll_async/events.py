@@ -31,24 +31,21 @@ other top-level fields are kept in ``data`` (without overwriting its own keys).
 from __future__ import annotations
 
 import asyncio
-import datetime
 import hmac
 import inspect
 import logging
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
-import attrs
 from aiohttp import web
 
-from . import _assumed
-from ._converter import parse_datetime
+from ._converter import from_dict
 from ._exceptions import InvalidArgumentError
 from ._json import loads
-from .models import EventType
+from .models import EventType, WebhookEvent
 
 __all__ = [
     "EventHandler",
@@ -67,73 +64,7 @@ Verify = Callable[[web.Request, bytes], bool | Awaitable[bool]]
 """``verify(request, raw_body) -> bool`` (or awaitable); False or an exception answers 401."""
 
 H = TypeVar("H", bound=EventHandler)
-_KNOWN = {member.value: member for member in EventType}
-MAX_EVENT_ID_LENGTH = 256
-"""The longest ``eventId`` accepted: ids are remembered for a day, so they are bounded."""
 _ENTRY_OVERHEAD = 120  # bytes per remembered id besides the string: dict slot, float, links
-_RESERVED = {
-    _assumed.EVENT_ID_KEY,
-    _assumed.EVENT_TYPE_KEY,
-    _assumed.EVENT_OCCURRED_AT_KEY,
-    _assumed.EVENT_DATA_KEY,
-}
-
-
-@attrs.frozen
-class WebhookEvent:
-    """One notification from the service."""
-
-    event_type: EventType | str
-    """An EventType, or the plain string of a type this SDK does not know."""
-    event_id: str | None
-    """The delivery's identifier, used to drop repeated deliveries (None if absent)."""
-    occurred_at: datetime.datetime | None
-    """When the event occurred (None if absent or unreadable)."""
-    data: Mapping[str, Any]
-    """The event's data, plus any other top-level fields of the body."""
-
-    @classmethod
-    def from_body(cls, body: Any) -> WebhookEvent:
-        """Build from a parsed JSON body.
-
-        InvalidArgumentError (a ValueError) if it has no event type, or an ``eventId`` that
-        is not a non-empty string of at most 256 characters.
-        """
-        if not isinstance(body, dict):
-            raise InvalidArgumentError("the body is not a JSON object")
-        event_type = body.get(_assumed.EVENT_TYPE_KEY)
-        if not isinstance(event_type, str) or not event_type:
-            raise InvalidArgumentError(f"the body has no {_assumed.EVENT_TYPE_KEY!r}")
-        event_id = body.get(_assumed.EVENT_ID_KEY)
-        if event_id is not None and (
-            not isinstance(event_id, str) or not 1 <= len(event_id) <= MAX_EVENT_ID_LENGTH
-        ):
-            raise InvalidArgumentError(
-                f"{_assumed.EVENT_ID_KEY!r} must be a non-empty string of at most "
-                f"{MAX_EVENT_ID_LENGTH} characters"
-            )
-        occurred_at = None
-        raw_time = body.get(_assumed.EVENT_OCCURRED_AT_KEY)
-        if raw_time is not None:
-            try:
-                occurred_at = parse_datetime(raw_time)
-            except ValueError:
-                logger.warning(
-                    "notification %s has an unreadable occurredAt %r", event_id, raw_time
-                )
-        raw_data = body.get(_assumed.EVENT_DATA_KEY)
-        data: dict[str, Any] = dict(raw_data) if isinstance(raw_data, dict) else {}
-        if raw_data is not None and not isinstance(raw_data, dict):
-            data[_assumed.EVENT_DATA_KEY] = raw_data
-        for key, value in body.items():
-            if key not in _RESERVED:
-                data.setdefault(key, value)
-        return cls(
-            event_type=_KNOWN.get(event_type, event_type),
-            event_id=event_id,
-            occurred_at=occurred_at,
-            data=data,
-        )
 
 
 def compare_secret(provided: str | bytes | None, expected: str | bytes) -> bool:
@@ -249,7 +180,7 @@ class EventRouter:
             )
             return web.json_response({"error": "verification failed"}, status=401)
         try:
-            event = WebhookEvent.from_body(loads(body))
+            event = from_dict(WebhookEvent, loads(body))
         except ValueError as exc:
             logger.warning("rejected a notification: %s", exc)
             return web.json_response({"error": f"bad notification: {exc}"}, status=400)

@@ -15,13 +15,16 @@ from typing import Any
 import attrs
 
 __all__ = [
+    "EVENT_TYPES",
     "EmployerIdentifier",
     "EventType",
     "InviteSession",
     "ListMeta",
     "PayrollConnection",
     "UpdateGroup",
+    "WebhookEvent",
     "WebhookSubscription",
+    "event_type",
 ]
 
 
@@ -45,6 +48,15 @@ class EventType(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+EVENT_TYPES: Mapping[str, EventType] = {member.value: member for member in EventType}
+"""Every known event type by its text."""
+
+
+def event_type(value: str) -> EventType | str:
+    """The EventType named ``value``, or ``value`` itself for a type this SDK does not know."""
+    return EVENT_TYPES.get(value, value)
 
 
 @attrs.frozen
@@ -106,3 +118,32 @@ class ListMeta:
     offset: int
     sort: str
     total_count: int
+
+
+@attrs.frozen
+class WebhookEvent:
+    """One notification from the service (see ``payroll_async.events``).
+
+    Structured from the notification's JSON body by the SDK's converter:
+    ``from_dict(WebhookEvent, body)``; ``to_dict(event)`` gives the body back.
+    """
+
+    event_type: EventType | str
+    """An EventType, or the plain string of a type this SDK does not know."""
+    event_id: str | None
+    """The delivery's identifier, used to drop repeated deliveries (None if absent)."""
+    occurred_at: datetime.datetime | None
+    """When the event occurred (None if absent or unreadable)."""
+    data: Mapping[str, Any]
+    """The event's data, plus any other top-level fields of the body."""
+
+    @classmethod
+    def from_body(cls, body: Any) -> WebhookEvent:
+        """Build from a parsed JSON body (the same as ``from_dict(WebhookEvent, body)``).
+
+        InvalidArgumentError (a ValueError) if it has no event type, or an ``eventId`` that
+        is not a non-empty string of at most 256 characters.
+        """
+        from ._converter import from_dict
+
+        return from_dict(cls, body)

@@ -5,20 +5,27 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from payroll_async import EventType, ListMeta, PayrollConnection, WebhookSubscription, to_dict
-from payroll_async._converter import (
-    converter,
-    parse_datetime,
-    parse_uuid,
-    structure_hook,
+from payroll_async import (
+    EmployerIdentifier,
+    EventType,
+    InvalidArgumentError,
+    InviteSession,
+    ListMeta,
+    PayrollConnection,
+    UpdateGroup,
+    WebhookSubscription,
+    from_dict,
+    to_dict,
 )
+from payroll_async._converter import converter, parse_datetime, parse_uuid
+from payroll_async.events import WebhookEvent
 from tests import factories
 
 
 def test_subscription_from_camel_case_with_unknown_fields_and_event_types() -> None:
     raw = factories.subscription(1, event_types=["PAYROLL_PROCESSED", "SOMETHING_NEW"])
     raw["addedLater"] = {"x": 1}
-    sub = structure_hook(WebhookSubscription)(raw)
+    sub = from_dict(WebhookSubscription, raw)
     assert sub.webhook_subscription_id == uuid.UUID(raw["webhookSubscriptionId"])
     assert sub.webhook_event_types == (EventType.PAYROLL_PROCESSED, "SOMETHING_NEW")
     assert type(sub.webhook_event_types[1]) is str
@@ -28,7 +35,7 @@ def test_subscription_from_camel_case_with_unknown_fields_and_event_types() -> N
 
 def test_round_trip_to_the_wire_shape() -> None:
     raw = factories.connection(3)
-    conn = structure_hook(PayrollConnection)(raw)
+    conn = from_dict(PayrollConnection, raw)
     assert to_dict(conn) == raw
 
 
@@ -41,7 +48,7 @@ def test_meta_keeps_filters() -> None:
         "sort": "createdAt",
         "totalCount": 1,
     }
-    assert structure_hook(ListMeta)(raw).filters == {"active": {"eq": "true"}}
+    assert from_dict(ListMeta, raw).filters == {"active": {"eq": "true"}}
 
 
 @pytest.mark.parametrize(
@@ -157,8 +164,55 @@ def test_uuid_parser_rejects_lookalikes(text: str) -> None:
 
 def test_to_dict_is_the_wire_shape_and_round_trips() -> None:
     raw = factories.subscription(2, event_types=["PAYROLL_PROCESSED", "NEW_KIND"])
-    sub = structure_hook(WebhookSubscription)(raw)
+    sub = from_dict(WebhookSubscription, raw)
     assert to_dict(sub) == raw
-    assert structure_hook(WebhookSubscription)(to_dict(sub)) == sub
+    assert from_dict(WebhookSubscription, to_dict(sub)) == sub
     with pytest.raises(TypeError, match="model"):
         to_dict({"id": 1})
+
+
+@pytest.mark.parametrize(
+    ("model", "raw"),
+    [
+        (PayrollConnection, factories.connection(3)),
+        (WebhookSubscription, factories.subscription(4)),
+        (EmployerIdentifier, factories.employer(5)),
+        (UpdateGroup, factories.update_group(6)),
+        (InviteSession, {"onboardingLink": "https://onboard.example.test/x"}),
+    ],
+)
+def test_from_dict_is_the_inverse_of_to_dict(model: type[object], raw: dict[str, object]) -> None:
+    value = from_dict(model, raw)
+    assert isinstance(value, model)
+    assert from_dict(model, to_dict(value)) == value
+
+
+@pytest.mark.parametrize("data", [None, [], {"id": "not-a-uuid"}, "text"])
+def test_from_dict_rejects_other_shapes_with_a_typed_error(data: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="not a PayrollConnection"):
+        from_dict(PayrollConnection, data)
+
+
+def test_from_dict_takes_only_model_classes() -> None:
+    with pytest.raises(InvalidArgumentError, match="model class"):
+        from_dict(dict, {})  # type: ignore[type-var]
+
+
+def test_a_webhook_event_goes_through_the_converter_both_ways() -> None:
+    body = {
+        "eventId": "e-1",
+        "eventType": "PAYROLL_PROCESSED",
+        "occurredAt": "2024-05-01T10:00:00Z",
+        "data": {"payrollId": "p1"},
+        "extra": 1,
+    }
+    event = from_dict(WebhookEvent, body)
+    assert event.event_type is EventType.PAYROLL_PROCESSED
+    assert event.data == {"payrollId": "p1", "extra": 1}
+    assert to_dict(event) == {
+        "eventId": "e-1",
+        "eventType": "PAYROLL_PROCESSED",
+        "occurredAt": "2024-05-01T10:00:00Z",
+        "data": {"payrollId": "p1", "extra": 1},
+    }
+    assert from_dict(WebhookEvent, to_dict(event)) == event
