@@ -1,15 +1,17 @@
 """Every choice the SDK makes where the service's interface document says "not shown".
 
-Each one is marked ASSUMED in API.md and the README; keeping them here makes each a
-one-line change once the service's behaviour is known.
+The document is the service's "Payroll Onboarding and Webhook Service Interface"; each
+constant names the section it fills a gap of. Each choice is marked ASSUMED in the README
+and in ``emulator/openapi.yaml`` (``x-assumed``); keeping them here makes each a one-line
+change once the service's behaviour is known.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-# ASSUMED: how the `active` filter of GET /v1/webhooks/subscriptions is put in the query.
-# The document names the field and its operators (eq, ne), not the encoding.
+# ASSUMED (Endpoints, 1. List webhook subscriptions): how the `active` filter is put in
+# the query. The document names the field and its operators (eq, ne), not the encoding.
 ACTIVE_FILTER_PARAM: Final = "filter[active][eq]"
 
 
@@ -18,25 +20,26 @@ def active_filter_value(active: bool) -> str:
     return "true" if active else "false"
 
 
-# ASSUMED: the 201 body of POST /v1/webhooks/subscriptions is the new subscription object.
+# ASSUMED (Endpoints, 2. Create a webhook subscription): the 201 body is the new
+# subscription object.
 # When the body is empty the client finds the new subscription by listing, newest first.
 CREATE_FALLBACK_SORT: Final = "-createdAt"
 
-# ASSUMED: success statuses of operations 4-7 are not shown; any 2xx is success.
+# ASSUMED (Endpoints, 4-7): their success statuses are not shown; any 2xx is success.
 SUCCESS_MIN: Final = 200
 SUCCESS_MAX: Final = 299
 
-# ASSUMED: the body of a delivered notification (the document does not show it).
+# ASSUMED (Events): the body of a delivered notification is not shown.
 EVENT_ID_KEY: Final = "eventId"
 EVENT_TYPE_KEY: Final = "eventType"
 EVENT_OCCURRED_AT_KEY: Final = "occurredAt"
 EVENT_DATA_KEY: Final = "data"
 
-# Stated by the document for operation 1 only (list webhook subscriptions).
+# Stated by the document (Endpoints, 1. List webhook subscriptions) for that operation only.
 WEBHOOK_PAGE_SIZE_MAX: Final = 100
 WEBHOOK_SORT_FIELDS: Final = frozenset({"active", "createdAt"})
 
-# From the common list parameters of the document.
+# From the document's common list parameters (List envelope; Limits).
 LIMIT_MAX: Final = 4_294_967_295
 OFFSET_MAX: Final = 4_294_967_295
 

@@ -12,6 +12,7 @@ from aioresponses import aioresponses
 
 from payroll_async import PayrollClient
 from payroll_async._clock import Clock
+from payroll_async.emulator import Emulator
 
 BASE = "https://api.example.test"
 TOKEN = "tok_secret_0123456789"
@@ -71,6 +72,25 @@ async def client(clock: FakeClock) -> AsyncIterator[PayrollClient]:
     """A client of BASE whose retry waits run on the fake clock."""
     async with PayrollClient(base_url=BASE, token=TOKEN, clock=clock) as c:
         yield c
+
+
+StartEmulator = Callable[..., Awaitable[Emulator]]
+
+
+@pytest.fixture
+async def start_emulator() -> AsyncIterator[StartEmulator]:
+    """Start an Emulator with the given options on a loopback port; closed after the test."""
+    started: list[Emulator] = []
+
+    async def start(**options: Any) -> Emulator:
+        emulator = Emulator(**options)
+        await emulator.start()
+        started.append(emulator)
+        return emulator
+
+    yield start
+    for emulator in started:
+        await emulator.close()
 
 
 Serve = Callable[[web.Application], Awaitable[str]]

@@ -15,16 +15,16 @@ from payroll_async import (
     WebhookSubscription,
 )
 from payroll_async.emulator import Emulator
+from tests.conftest import StartEmulator
 
 HOOK = "https://hooks.example.com/e2e"
 
 
 @pytest.fixture
-async def emu() -> AsyncIterator[Emulator]:
-    async with Emulator(
+async def emu(start_emulator: StartEmulator) -> Emulator:
+    return await start_emulator(
         seed=11, payroll_connections=3000, employer_identifiers=40, update_groups=7
-    ) as e:
-        yield e
+    )
 
 
 @pytest.fixture

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator
 
 import pytest
 
 from payroll_async import EventType, PayrollClient
 from payroll_async.emulator import Emulator
 from payroll_async.events import EventRouter, WebhookEvent, header_secret
-from tests.conftest import Serve
+from tests.conftest import Serve, StartEmulator
 
 
 class Receiver:
@@ -28,9 +27,8 @@ class Receiver:
 
 
 @pytest.fixture
-async def emu() -> AsyncIterator[Emulator]:
-    async with Emulator(seed=3, webhook_subscriptions=0) as e:
-        yield e
+async def emu(start_emulator: StartEmulator) -> Emulator:
+    return await start_emulator(seed=3, webhook_subscriptions=0)
 
 
 async def test_only_subscribed_events_arrive_with_their_data(emu: Emulator, serve: Serve) -> None:

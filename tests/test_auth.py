@@ -1,0 +1,82 @@
+"""Tokens: one refresh for a burst of 401s, a static token is not refreshed."""
+
+import asyncio
+import datetime
+
+import pytest
+from aiohttp import web
+
+from payroll_async import (
+    AuthenticationError,
+    PayrollClient,
+)
+from tests import factories
+from tests.conftest import BASE, TOKEN, Serve
+
+LIST = f"{BASE}/v1/payroll-connections?limit=100&offset=0"
+SUBS = f"{BASE}/v1/webhooks/subscriptions"
+SID = factories.uid(1, 5)
+NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
+
+# --- token refresh ---------------------------------------------------------------------------
+
+
+class Rotating:
+    def __init__(self) -> None:
+        self.version = 1
+        self.refreshes = 0
+
+    async def get_token(self, *, refresh: bool = False) -> str:
+        if refresh:
+            self.refreshes += 1
+            await asyncio.sleep(0.01)
+            self.version += 1
+        return f"token-v{self.version}"
+
+
+def auth_app(valid: set[str], seen: list[str]) -> web.Application:
+    async def handle(request: web.Request) -> web.Response:
+        token = request.headers["Authorization"].removeprefix("Bearer ")
+        seen.append(token)
+        if token not in valid:
+            return web.json_response(
+                factories.error_body("invalid token"),
+                status=401,
+                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+            )
+        return web.json_response(factories.envelope([]))
+
+    app = web.Application()
+    app.router.add_get("/v1/payroll-connections", handle)
+    return app
+
+
+async def test_a_401_refreshes_once_for_many_requests(serve: Serve) -> None:
+    seen: list[str] = []
+    base = await serve(auth_app({"token-v2"}, seen))
+    provider = Rotating()
+    async with PayrollClient(base, provider) as client:
+        await asyncio.gather(*(client.payroll_connections.list().collect() for _ in range(6)))
+    assert provider.refreshes == 1
+    assert seen.count("token-v2") == 6
+
+
+async def test_a_second_401_is_an_authentication_error(serve: Serve) -> None:
+    seen: list[str] = []
+    base = await serve(auth_app(set(), seen))
+    provider = Rotating()
+    async with PayrollClient(base, provider) as client:
+        with pytest.raises(AuthenticationError, match="invalid token") as info:
+            await client.payroll_connections.list().collect()
+    assert seen == ["token-v1", "token-v2"]
+    assert info.value.headers["WWW-Authenticate"].startswith("Bearer")
+    assert "token-v" not in str(info.value)
+
+
+async def test_a_static_token_is_not_retried_on_401(serve: Serve) -> None:
+    seen: list[str] = []
+    base = await serve(auth_app(set(), seen))
+    async with PayrollClient(base, TOKEN) as client:
+        with pytest.raises(AuthenticationError):
+            await client.payroll_connections.list().collect()
+    assert seen == [TOKEN]
