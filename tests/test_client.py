@@ -118,7 +118,7 @@ async def test_a_borrowed_session_is_used_and_left_open(mock_api: aioresponses) 
 
 def test_client_can_be_built_outside_an_event_loop() -> None:
     client = PayrollClient(BASE, TOKEN)
-    assert client._transport._session is None  # made lazily, inside the running loop
+    assert client.state is ClientState.UNOPENED  # the session is made lazily, in the loop
 
 
 async def test_with_options_shares_the_session(mock_api: aioresponses) -> None:

@@ -201,11 +201,20 @@ async def test_the_dedupe_window_expires(post: Any, clock: FakeClock) -> None:
     assert calls == 2
 
 
-def test_the_remembered_ids_are_bounded() -> None:
+async def test_the_remembered_ids_are_bounded_oldest_first(post: Any) -> None:
     router = EventRouter(dedupe_max=3)
+    handled: list[str | None] = []
+
+    @router.on()
+    async def record(event: WebhookEvent) -> None:
+        handled.append(event.event_id)
+
+    send = await post(router)
     for key in "abcde":
-        router._remember(key)
-    assert list(router._handled) == ["c", "d", "e"]
+        await send(body(event_id=key))
+    for key in "edcba":  # c, d, e are remembered; a and b were forgotten, oldest first
+        await send(body(event_id=key))
+    assert handled == [*"abcde", "b", "a"]
 
 
 async def test_verification(post: Any) -> None:
