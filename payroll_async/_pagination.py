@@ -5,14 +5,18 @@ page is one request with its own retries (never a retried generator).
 
 Two ways to walk, chosen by the first response:
 
-- it has a Link ``rel="next"``: follow next links one after another until a page has none;
-  a link to another origin or one already visited raises PaginationError, so the token
-  never goes anywhere but the client's base URL;
-- otherwise offset/limit: once the first page gives ``totalCount``, the remaining pages are
-  fetched concurrently (at most ``concurrency`` at once) and still yielded in order. The
-  walk ends on an empty page or when the offset reaches ``totalCount``. A server that
-  answers with smaller pages than asked is followed at its own page size, and a page that
-  comes back short is completed before the next one is yielded, so no item is skipped.
+- offset/limit, when there is no Link ``rel="next"`` or when the next link is exactly the
+  request the offset walk would make next (same origin and path, the same query with the
+  offset advanced by the page), as the service's and the emulator's links are: once the
+  first page gives ``totalCount``, the remaining pages are fetched concurrently (at most
+  ``concurrency`` at once) and still yielded in order. The walk ends on an empty page,
+  when the offset reaches ``totalCount``, or (with links) on a page without a next link.
+  A server that answers with smaller pages than asked is followed at its own page size,
+  and a page that comes back short is completed before the next one is yielded, so no
+  item is skipped. A page whose next link stops matching hands the walk over to:
+- following next links one after another until a page has none (an opaque cursor,
+  another path, a changed filter); a link to another origin or one already visited raises
+  PaginationError, so the token never goes anywhere but the client's base URL.
 
 A ``totalCount`` is trusted only while it agrees with the data: a total that is not an
 integer, or is smaller than the items already seen (-1, or 0 while items arrive), is not
@@ -167,18 +171,40 @@ class AsyncPaginator(Generic[T]):
         url = self._sender.url(self._path)
         response = await self._download(url, self._query(offset, limit))
         first = self._parse(response)
-        if "next" in first.links:
+        walk: AsyncGenerator[Page[T], None]
+        next_link = first.links.get("next")
+        got = len(first.items)
+        step = _step(limit, got, first.meta.limit, more=_more(first, offset))
+        if next_link is not None and not _offset_link(next_link, response.url, offset + got, step):
             walk = self._follow_links(first, response.url, want)
         else:
-            walk = self._walk_offsets(first, url, offset, limit, want)
+            # No Link header, or next links that say exactly what the offset walk would ask
+            # next: the pages are fetched by offset, concurrently once a total is known.
+            walk = self._walk_offsets(
+                first, response.url, url, offset, limit, step, want, linked=next_link is not None
+            )
         async with aclosing(walk) as pages:
             async for page in pages:
                 yield page
 
     async def _walk_offsets(
-        self, first: Page[T], url: str, offset: int, limit: int | None, want: int | None
+        self,
+        first: Page[T],
+        first_url: str,
+        url: str,
+        offset: int,
+        limit: int | None,
+        step: int,
+        want: int | None,
+        *,
+        linked: bool,
     ) -> AsyncGenerator[Page[T], None]:
-        """Offset/limit pages after ``first``: concurrent once a total can be trusted."""
+        """Offset/limit pages after ``first``: concurrent once a total can be trusted.
+
+        ``linked``: the pages carry next links. Each is checked against the offset walk;
+        a page without one ends the walk, and from a page whose link says anything else
+        the walk follows the links one by one instead.
+        """
         items = first.items if want is None else first.items[:want]
         if limit is not None:
             items = items[:limit]
@@ -188,9 +214,10 @@ class AsyncPaginator(Generic[T]):
         got = len(items)
         next_offset = offset + got
         total = _trusted(first.meta.total_count, next_offset)
-        step = _step(limit, got, first.meta.limit, more=total is None or next_offset < total)
         end = None if want is None else offset + want
         width = self._concurrency
+        emitted = 0
+        walked: set[tuple[str, str, tuple[tuple[str, str], ...]]] = set()
         # The first page goes through the window like any other, so that the pages after it
         # are already on their way while the caller works through its items. The pages
         # fetched ahead wait as bytes and are decoded only when their turn comes: typed
@@ -218,12 +245,32 @@ class AsyncPaginator(Generic[T]):
                 if not window:
                     return
                 page_offset, size, pending = window.popleft()
-                page = pending if isinstance(pending, Page) else self._parse(await pending)
+                if isinstance(pending, Page):
+                    page, page_url = pending, first_url
+                else:
+                    response = await pending
+                    page, page_url = self._parse(response), response.url
                 items = page.items[:size]
                 if not items:
                     return
+                if linked:
+                    walked.add(_link_key(URL(page_url)))
+                    link = page.links.get("next")
+                    if link is not None and not _offset_link(
+                        link, page_url, page_offset + len(page.items), step, size
+                    ):
+                        # The links stopped matching the offsets: follow them from here.
+                        left = None if want is None else want - emitted
+                        rest_walk = self._follow_links(page, page_url, left, walked)
+                        async with aclosing(rest_walk) as rest:
+                            async for later in rest:
+                                yield later
+                        return
                 total = _trusted(page.meta.total_count, page_offset + len(items))
                 yield _with_items(page, items)
+                emitted += len(items)
+                if linked and "next" not in page.links:
+                    return  # the server says this is the last page
                 # Complete a short page before moving on, so no item is skipped.
                 got = len(items)
                 while got < (size if total is None else min(size, total - page_offset)):
@@ -232,6 +279,7 @@ class AsyncPaginator(Generic[T]):
                     if not gap_items:
                         break
                     yield _with_items(gap, gap_items)
+                    emitted += len(gap_items)
                     got += len(gap_items)
         finally:
             tasks = [pending for _, _, pending in window if not isinstance(pending, Page)]
@@ -240,10 +288,17 @@ class AsyncPaginator(Generic[T]):
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _follow_links(
-        self, page: Page[T], url: str, want: int | None
+        self,
+        page: Page[T],
+        url: str,
+        want: int | None,
+        visited: set[tuple[str, str, tuple[tuple[str, str], ...]]] | None = None,
     ) -> AsyncGenerator[Page[T], None]:
-        """Pages one after another by their ``rel="next"`` links, on this origin only."""
-        visited = {_link_key(URL(url))}
+        """Pages one after another by their ``rel="next"`` links, on this origin only.
+
+        ``visited``: the pages already walked (by offset), which a link must not lead back to.
+        """
+        visited = {*(visited or ()), _link_key(URL(url))}
         emitted = 0
         origin = self._sender.origin
         while True:
@@ -264,6 +319,37 @@ class AsyncPaginator(Generic[T]):
                 raise PaginationError(f"the next link {next_link} was already visited (a loop)")
             visited.add(key)
             page = await self._fetch(target, None)
+
+
+def _more(page: Page[Any], offset: int) -> bool:
+    """Whether the listing may go on after this first page, as far as its total tells."""
+    total = _trusted(page.meta.total_count, offset + len(page.items))
+    return total is None or offset + len(page.items) < total
+
+
+def _offset_link(link: str, url: str, offset: int, *limits: int) -> bool:
+    """Whether a next link asks exactly what the offset walk would ask next.
+
+    That is: the request ``url`` (same origin, same path, the same query) with ``offset``
+    advanced, and a limit (if any) that is one of ``limits``. Anything else (a cursor,
+    another path, a changed filter) is followed as a link.
+    """
+    try:
+        target, here = URL(link), URL(url)
+        if target.origin() != here.origin() or target.path != here.path:
+            return False
+    except (ValueError, TypeError):
+        return False
+    if target.query.getall("offset", None) != [str(offset)]:
+        return False
+    link_limits = target.query.getall("limit", [])
+    if link_limits and (len(link_limits) != 1 or link_limits[0] not in {str(n) for n in limits}):
+        return False
+
+    def rest(query: Any) -> list[tuple[str, str]]:
+        return sorted((k, v) for k, v in query.items() if k not in ("offset", "limit"))
+
+    return rest(target.query) == rest(here.query)
 
 
 def _step(limit: int | None, got: int, meta_limit: object, *, more: bool) -> int:
