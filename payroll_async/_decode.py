@@ -22,6 +22,12 @@ T = TypeVar("T")
 
 _structure_meta = converter.get_structure_hook(ListMeta)
 
+try:
+    from . import _fastdecode as _FAST
+except ImportError:  # pragma: no cover - exercised when msgspec is not installed
+    _FAST = None  # type: ignore[assignment]
+_fast_decoders: dict[type[Any], Any] = {}
+
 
 def decode_error(message: str, response: Response) -> ResponseDecodeError:
     """The error for a 2xx body that is not what was expected, with an excerpt of it."""
@@ -43,6 +49,16 @@ def _json(response: Response) -> Any:
 
 def structure_body(model: type[T], response: Response) -> T:
     """The body of a single-object response as ``model``."""
+    fast = _fast(model)
+    if fast is not None:
+        result: T | None = fast.decode_body(response.body)
+        if result is not None:
+            return result
+    return structure_body_slow(model, response)
+
+
+def structure_body_slow(model: type[T], response: Response) -> T:
+    """The converter's path of :func:`structure_body`, the definition of both."""
     data = _json(response)
     try:
         return converter.structure(data, model)
@@ -52,18 +68,40 @@ def structure_body(model: type[T], response: Response) -> T:
         ) from None
 
 
+def _fast(model: type[Any]) -> Any:
+    """The msgspec decoder of ``model`` when msgspec is installed (else None), made once."""
+    if _FAST is None:
+        return None
+    decoder = _fast_decoders.get(model)
+    if decoder is None and model not in _fast_decoders:
+        decoder = _fast_decoders[model] = (
+            _FAST.FastDecoder(model) if _FAST.FastDecoder.supports(model) else None
+        )
+    return decoder
+
+
 class PageDecoder(Generic[T]):
     """Pages of one listing's ``model``: ``decode(response) -> (items, meta)``.
 
-    The generated cattrs function is looked up once per listing and called directly for
-    every item of every page.
+    With msgspec installed, a page goes through its decoder first; the converter decodes
+    what it declines (and so gives every error). The generated cattrs function is looked
+    up once per listing and called directly for every item of every page.
     """
 
     def __init__(self, model: type[T]) -> None:
         self._model = model
         self._structure: Callable[[Any, type[T]], T] = converter.get_structure_hook(model)
+        self._fast = _fast(model)
 
     def decode(self, response: Response) -> tuple[list[T], ListMeta]:
+        if self._fast is not None:
+            result: tuple[list[T], ListMeta] | None = self._fast.decode_page(response.body)
+            if result is not None:
+                return result
+        return self.decode_slow(response)
+
+    def decode_slow(self, response: Response) -> tuple[list[T], ListMeta]:
+        """The converter's path, the definition of both."""
         data = _json(response)
         structure, model = self._structure, self._model
         try:

@@ -1,0 +1,152 @@
+"""The msgspec decode path: pages and single bodies to the same attrs models, at C speed.
+
+Used automatically when msgspec is installed (the ``speedups`` extra). The msgspec types
+are derived from the attrs models' fields (one definition of the fields), and every body
+the fast path cannot vouch for goes to the converter's path, which stays the definition:
+
+- a body that msgspec rejects is decoded again by the converter, so every error (its
+  type and its message) is the converter's;
+- a body where msgspec's grammar is wider than the converter's (32-digit UUIDs without
+  hyphens, lower-case ``t``/``z`` in timestamps, more than 6 fraction digits, lone
+  surrogates, integers beyond 64 bits) is recognised by one scan of the bytes and goes to
+  the converter too.
+
+So both paths accept and reject the same bodies with the same results and errors; the
+property test in ``tests/test_fastdecode.py`` holds them to it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import operator
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, TypeVar, get_type_hints
+
+import attrs
+import msgspec
+
+from ._converter import to_camel
+from .models import EventType, ListMeta, event_type
+
+__all__ = ["FastDecoder"]
+
+T = TypeVar("T")
+
+# Anything in a body where msgspec would accept what the converter refuses, or read a
+# value differently: then the converter decodes the body.
+_WIDER = re.compile(
+    rb'"[0-9a-fA-F]{32}"'  # a UUID without hyphens
+    rb"|[0-9][tz]"  # lower-case date-time designators
+    rb"|\.[0-9]{7}"  # fractions beyond microseconds (msgspec rounds, the converter cuts)
+    rb"|\\u[dD][89a-fA-F]"  # surrogate escapes
+    rb"|[0-9]{19}"  # integers past 64 bits
+)
+
+_AWARE = Annotated[datetime.datetime, msgspec.Meta(tz=True)]
+_SCALARS: Mapping[Any, Any] = {
+    uuid.UUID: uuid.UUID,
+    datetime.datetime: _AWARE,
+    str: str,
+    bool: bool,
+    int: int,
+    Mapping[str, Any]: dict[str, Any],
+    tuple[EventType | str, ...]: list[str],
+}
+
+
+def _event_types(values: list[str]) -> tuple[EventType | str, ...]:
+    return tuple(map(event_type, values))
+
+
+_CONVERSIONS: Mapping[Any, Callable[[Any], Any]] = {
+    tuple[EventType | str, ...]: _event_types,
+}
+
+
+def _struct_for(model: type[Any]) -> tuple[type[msgspec.Struct], Callable[[Any], Any]]:
+    """A msgspec Struct with the model's fields (camelCase on the wire) and a builder."""
+    hints = get_type_hints(model)
+    fields = attrs.fields(model)
+    spec = [(f.name, _SCALARS[hints[f.name]]) for f in fields]
+    struct = msgspec.defstruct(
+        f"_{model.__name__}Wire",
+        spec,
+        rename={f.name: to_camel(f.name) for f in fields},
+        frozen=True,
+        gc=False,
+    )
+    names = [f.name for f in fields]
+    get = operator.attrgetter(*names)
+    conversions = [
+        (i, _CONVERSIONS[hints[n]]) for i, n in enumerate(names) if hints[n] in _CONVERSIONS
+    ]
+    if len(names) == 1:
+
+        def build_one(wire: Any) -> Any:
+            return model(get(wire))
+
+        return struct, build_one
+    if not conversions:
+
+        def build(wire: Any) -> Any:
+            return model(*get(wire))
+
+        return struct, build
+
+    def build_converted(wire: Any) -> Any:
+        values = list(get(wire))
+        for index, convert in conversions:
+            values[index] = convert(values[index])
+        return model(*values)
+
+    return struct, build_converted
+
+
+def _supported(model: type[Any]) -> bool:
+    try:
+        hints = get_type_hints(model)
+    except Exception:
+        return False
+    return attrs.has(model) and all(hints[f.name] in _SCALARS for f in attrs.fields(model))
+
+
+class FastDecoder:
+    """Pages (``decode_page``) or single bodies (``decode_body``) of one model.
+
+    Each returns None when the converter must decide (see the module's docstring).
+    """
+
+    def __init__(self, model: type[Any]) -> None:
+        item, self._build = _struct_for(model)
+        meta, self._build_meta = _struct_for(ListMeta)
+        items: Any = list[item]  # type: ignore[valid-type]
+        envelope = msgspec.defstruct(
+            f"_{model.__name__}PageWire", [("data", items), ("meta", meta)], gc=False
+        )
+        self._page = msgspec.json.Decoder(envelope)
+        self._body = msgspec.json.Decoder(item)
+
+    @staticmethod
+    def supports(model: type[Any]) -> bool:
+        """Whether every field of ``model`` has a msgspec type here."""
+        return _supported(model) and _supported(ListMeta)
+
+    def decode_page(self, body: bytes) -> tuple[list[Any], ListMeta] | None:
+        if _WIDER.search(body) is not None:
+            return None
+        try:
+            wire: Any = self._page.decode(body)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        build = self._build
+        return [build(item) for item in wire.data], self._build_meta(wire.meta)
+
+    def decode_body(self, body: bytes) -> Any | None:
+        if _WIDER.search(body) is not None:
+            return None
+        try:
+            return self._build(self._body.decode(body))
+        except (msgspec.DecodeError, RecursionError):
+            return None
