@@ -103,23 +103,17 @@ async def test_emit_never_follows_a_redirect(serve: Serve) -> None:
     assert "redirect" in emu.deliveries[-1].outcome
 
 
-async def test_expired_onboarding_links_are_pruned(monkeypatch: pytest.MonkeyPatch) -> None:
-    import payroll_async.emulator._emulator as module
+def test_expired_onboarding_links_are_pruned() -> None:
+    from payroll_async.emulator._onboarding import LINK_VALIDITY, OnboardingLinks
 
     now = [1000.0]
-    monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
-    async with Emulator() as emu:
-        from payroll_async import PayrollClient
-
-        ids = emu.sample_ids()
-        async with PayrollClient(emu.base_url, emu.token) as client:
-            for _ in range(5):
-                await client.employer_identifiers.invites.create_session(
-                    ids["employer_identifier_id"], ids["invite_id"]
-                )
-            assert len(emu._links) == 5
-            now[0] += 3 * module.LINK_VALIDITY.total_seconds()
-            await client.employer_identifiers.invites.create_session(
-                ids["employer_identifier_id"], ids["invite_id"]
-            )
-        assert len(emu._links) == 1
+    links = OnboardingLinks(clock=lambda: now[0])
+    first = [links.make("invite") for _ in range(5)]
+    assert len(links) == 5
+    now[0] += 1.5 * LINK_VALIDITY.total_seconds()
+    assert links.open(first[0]) == (410, "This onboarding link has expired.")
+    now[0] += 1.5 * LINK_VALIDITY.total_seconds()
+    fresh = links.make("invite")
+    assert len(links) == 1  # expired for longer than their validity: forgotten
+    assert links.open(first[0])[0] == 404
+    assert links.open(fresh) == (200, "invite")

@@ -1,0 +1,71 @@
+"""The service's answer shapes: JSON responses, the error body, and checked path UUIDs."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import web
+
+from .._json import dumps
+
+__all__ = ["ApiError", "is_loopback", "json_response", "path_uuid"]
+
+_PATH_UUID_RE = re.compile(
+    r"(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}"
+    r"|00000000-0000-0000-0000-000000000000|ffffffff-ffff-ffff-ffff-ffffffffffff)\Z"
+)
+
+
+class ApiError(Exception):
+    """An error answer in the service's error shape: ``{"message", "errors"}``."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        errors: list[str] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.errors = errors or []
+        self.headers = dict(headers or {})
+
+
+def json_response(
+    body: Any, status: int = 200, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    """A JSON answer, through the package's one JSON module."""
+    return web.Response(
+        body=dumps(body), status=status, content_type="application/json", headers=headers
+    )
+
+
+def path_uuid(request: web.Request, key: str, name: str) -> str:
+    """A path parameter as the service's validation accepts UUIDs, lower-cased; else 400."""
+    value = request.match_info[key]
+    if not _PATH_UUID_RE.match(value):
+        raise ApiError(
+            400, "Invalid request parameters", [f"{name}: must be a UUID, got {value!r}"]
+        )
+    return value.lower()
+
+
+def is_loopback(host: str | None) -> bool:
+    """localhost or a loopback address.
+
+    The SDK's validator has the same rule; the emulator keeps its own so that it never
+    imports the SDK's internals and the two cannot agree by accident.
+    """
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
