@@ -7,21 +7,88 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
 
 from ._emulator import Emulator
 
-__all__ = ["main", "parser"]
+__all__ = ["OPTIONS", "Option", "emulator_from_options", "main", "parser", "serve"]
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535, got {text!r}")
-    return value
+class BadValue(argparse.ArgumentTypeError, ValueError):
+    """An option value that is not what the option takes (the message says why)."""
+
+
+def port(text: str) -> int:
+    """A TCP port from 0 to 65535 (0 picks a free one)."""
+    if not text.isascii() or not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise BadValue(f"must be a port from 0 to 65535, got {text!r}")
+    return int(text)
+
+
+def header(text: str) -> tuple[str, str]:
+    """A ``NAME:VALUE`` header."""
+    name, sep, content = text.partition(":")
+    if not sep or not name.strip():
+        raise BadValue(f"takes NAME:VALUE, got {text!r}")
+    return name.strip(), content.strip()
+
+
+@attrs.frozen
+class Option:
+    """One option of the emulator's command line, as argparse and click both build it."""
+
+    flag: str
+    type: Callable[[str], Any]
+    default: Any
+    help: str
+    metavar: str | None = None
+    repeat: bool = False
+
+    @property
+    def dest(self) -> str:
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("--host", str, "127.0.0.1", "address to listen on"),
+    Option("--port", port, 8080, "port; 0 picks a free one"),
+    Option("--token", str, None, "the bearer token with every role (default: a random one)"),
+    Option("--seed", int, 1, "seed of the data and the faults"),
+    Option("--payroll-connections", int, 1000, "payroll connections", "N"),
+    Option("--employer-identifiers", int, 50, "employer identifiers", "N"),
+    Option("--update-groups", int, 5, "update groups per employer", "N"),
+    Option("--webhook-subscriptions", int, 3, "webhook subscriptions at start", "N"),
+    Option("--latency", float, 0.0, "seconds added to each request", "SECONDS"),
+    Option("--rate-limit", float, None, "requests per second before 429 with Retry-After", "RPS"),
+    Option("--error-rate", float, 0.0, "share of requests answered 500/503", "SHARE"),
+    Option(
+        "--drop-rate",
+        float,
+        0.0,
+        "share of requests whose connection is closed without an answer",
+        "SHARE",
+    ),
+    Option(
+        "--max-page-size",
+        int,
+        None,
+        "cap on limit for every listing (webhooks are capped at 100 regardless)",
+        "N",
+    ),
+    Option(
+        "--delivery-header",
+        header,
+        (),
+        "a header sent with every notification delivery (repeatable)",
+        "NAME:VALUE",
+        repeat=True,
+    ),
+)
+"""Every option but ``--no-link-headers``, which is a switch."""
+LINK_HEADERS_HELP = "omit Link headers from list responses"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -29,93 +96,31 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m payroll_async.emulator",
         description="Serve a local emulator of the Payroll Onboarding and Webhook Service.",
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s)")
+    for option in OPTIONS:
+        default = "" if option.default is None else " (default %(default)s)"
+        p.add_argument(
+            option.flag,
+            type=option.type,
+            default=[] if option.repeat else option.default,
+            action="append" if option.repeat else "store",
+            metavar=option.metavar,
+            help=option.help + ("" if option.repeat else default),
+        )
     p.add_argument(
-        "--port", type=_port, default=8080, help="port; 0 picks a free one (default %(default)s)"
-    )
-    p.add_argument("--token", help="the bearer token with every role (default: a random one)")
-    p.add_argument(
-        "--seed", type=int, default=1, help="seed of the data and the faults (default %(default)s)"
-    )
-    p.add_argument("--payroll-connections", type=int, default=1000, metavar="N")
-    p.add_argument("--employer-identifiers", type=int, default=50, metavar="N")
-    p.add_argument("--update-groups", type=int, default=5, metavar="N", help="per employer")
-    p.add_argument("--webhook-subscriptions", type=int, default=3, metavar="N")
-    p.add_argument(
-        "--latency", type=float, default=0.0, metavar="SECONDS", help="added to each request"
-    )
-    p.add_argument(
-        "--rate-limit",
-        type=float,
-        default=None,
-        metavar="RPS",
-        help="requests per second before 429 with Retry-After",
-    )
-    p.add_argument(
-        "--error-rate",
-        type=float,
-        default=0.0,
-        metavar="SHARE",
-        help="share of requests answered 500/503",
-    )
-    p.add_argument(
-        "--drop-rate",
-        type=float,
-        default=0.0,
-        metavar="SHARE",
-        help="share of requests whose connection is closed without an answer",
-    )
-    p.add_argument(
-        "--max-page-size",
-        type=int,
-        default=None,
-        metavar="N",
-        help="cap on limit for every listing (webhooks are capped at 100 regardless)",
-    )
-    p.add_argument(
-        "--no-link-headers",
-        dest="link_headers",
-        action="store_false",
-        help="omit Link headers from list responses",
-    )
-    p.add_argument(
-        "--delivery-header",
-        action="append",
-        default=[],
-        metavar="NAME:VALUE",
-        help="a header sent with every notification delivery (repeatable)",
+        "--no-link-headers", dest="link_headers", action="store_false", help=LINK_HEADERS_HELP
     )
     return p
 
 
-def _headers(values: Sequence[str]) -> dict[str, str]:
-    headers = {}
-    for value in values:
-        name, sep, content = value.partition(":")
-        if not sep or not name.strip():
-            raise ValueError(f"--delivery-header takes NAME:VALUE, got {value!r}")
-        headers[name.strip()] = content.strip()
-    return headers
+def emulator_from_options(options: Mapping[str, Any]) -> Emulator:
+    """The Emulator the options (by ``Option.dest``, plus ``link_headers``) describe."""
+    settings = dict(options)
+    settings["delivery_headers"] = dict(settings.pop("delivery_header", ()))
+    return Emulator(**settings)
 
 
 def emulator_from(args: argparse.Namespace) -> Emulator:
-    return Emulator(
-        seed=args.seed,
-        payroll_connections=args.payroll_connections,
-        employer_identifiers=args.employer_identifiers,
-        update_groups=args.update_groups,
-        webhook_subscriptions=args.webhook_subscriptions,
-        latency=args.latency,
-        rate_limit=args.rate_limit,
-        error_rate=args.error_rate,
-        drop_rate=args.drop_rate,
-        link_headers=args.link_headers,
-        max_page_size=args.max_page_size,
-        host=args.host,
-        port=args.port,
-        token=args.token,
-        delivery_headers=_headers(args.delivery_header),
-    )
+    return emulator_from_options(vars(args))
 
 
 async def serve(emulator: Emulator, announce: bool = True) -> None:

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from payroll_async import __version__
-from payroll_async.cli import _commands, main
+from payroll_async.cli import _app, _commands, main
 from payroll_async.emulator import Emulator
 from tests.live import EmulatorThread
 
@@ -301,9 +301,7 @@ def test_invite_link(emu: Emulator) -> None:
 def test_the_emulator_option_needs_no_account(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(
-        _commands, "demo_emulator", lambda: Emulator(seed=1, payroll_connections=120)
-    )
+    monkeypatch.setattr(_app, "demo_emulator", lambda: Emulator(seed=1, payroll_connections=120))
     target = tmp_path / "demo.jsonl"
     result = invoke(None, "--emulator", "export", "payroll-connections", "-o", str(target))
     assert result.exit_code == 0, result.output

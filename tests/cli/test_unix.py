@@ -20,7 +20,7 @@ from click.testing import CliRunner, Result
 from rich.console import Console
 
 from payroll_async import PayrollClient
-from payroll_async.cli import _commands
+from payroll_async.cli import _app, _commands, _webhooks
 from payroll_async.emulator import Emulator
 from tests.live import EmulatorThread
 
@@ -177,7 +177,7 @@ def test_concurrency_above_8_reaches_the_client(
             seen.append(kwargs.get("concurrency", 8))
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(_commands, "PayrollClient", Recording)
+    monkeypatch.setattr(_app, "PayrollClient", Recording)
     result = invoke(emu, "export", "payroll-connections", "--concurrency", "32")
     assert result.exit_code == 0, result.stderr
     assert seen == [32]
@@ -290,7 +290,7 @@ def test_the_table_fits_80_columns_and_never_cuts_an_id(
     emu: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = io.StringIO()
-    monkeypatch.setattr(_commands, "stdout", Console(file=out, width=80, highlight=False))
+    monkeypatch.setattr(_webhooks, "stdout", Console(file=out, width=80, highlight=False))
     long_path = "https://hooks.example.test/" + "a-very-long-path-segment/" * 4
     result = invoke(emu, "webhooks", "create", "--event", "PAYROLL_PROCESSED", "--path", long_path)
     assert result.exit_code == 0, result.stderr

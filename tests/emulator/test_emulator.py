@@ -390,7 +390,7 @@ async def test_python_dash_m_serves_until_ctrl_c() -> None:
     assert b"Traceback" not in err
 
 
-def test_shell_options_reach_the_emulator() -> None:
+def test_shell_options_reach_the_emulator(capsys: pytest.CaptureFixture[str]) -> None:
     from payroll_async.emulator.__main__ import emulator_from, parser
 
     args = parser().parse_args(
@@ -429,5 +429,16 @@ def test_shell_options_reach_the_emulator() -> None:
         50,
         {"X-Webhook-Secret": "s"},
     )
-    with pytest.raises(ValueError, match="NAME:VALUE"):
-        emulator_from(parser().parse_args(["--delivery-header", "nocolon"]))
+    with pytest.raises(SystemExit) as exit_info:
+        parser().parse_args(["--delivery-header", "nocolon"])
+    assert exit_info.value.code == 2
+    assert "NAME:VALUE" in capsys.readouterr().err
+
+
+def test_the_command_and_python_m_take_the_same_options() -> None:
+    from payroll_async.cli._emulator_cmd import emulator
+    from payroll_async.emulator.__main__ import parser
+
+    shell = {a.dest for a in parser()._actions if a.dest != "help"}
+    command = {p.name for p in emulator.params if p.name != "help"}
+    assert command == shell

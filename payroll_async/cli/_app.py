@@ -1,0 +1,170 @@
+"""The root command: global options, the one client factory, and how a command is run."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import attrs
+import click
+from rich.console import Console
+
+from payroll_async import PayrollClient, PayrollError, ReplaceIncompleteError, __version__
+from payroll_async._env import BASE_URL, TOKEN
+from payroll_async.emulator import Emulator
+
+from ._errors import BadInput, CommandError, ExitCode, error_for, exit_codes_help, stderr
+from ._export import ExportError
+
+__all__ = ["Settings", "cli", "demo_emulator", "execute", "open_client", "run", "stdout"]
+
+T = TypeVar("T")
+
+stdout = Console(highlight=False)
+if not stdout.is_terminal:  # piped: no screen to fit, so never wrap the table's cells
+    stdout = Console(highlight=False, width=240)
+
+
+def demo_emulator() -> Emulator:
+    """The in-process service of --emulator: enough data to watch the progress bar work."""
+    return Emulator(seed=1, payroll_connections=25_000, employer_identifiers=200, latency=0.01)
+
+
+@attrs.frozen
+class Settings:
+    """The global options, passed to every command."""
+
+    base_url: str | None
+    token: str | None
+    emulator: bool
+    verbose: bool
+
+
+@asynccontextmanager
+async def open_client(settings: Settings, **options: Any) -> AsyncIterator[PayrollClient]:
+    """A client of the service, or of an in-process emulator with --emulator."""
+    if settings.emulator:
+        async with (
+            demo_emulator() as emu,
+            PayrollClient(emu.base_url, emu.token, **options) as client,
+        ):
+            yield client
+        return
+    if not settings.base_url:
+        raise BadInput(f"no service: pass --base-url (or set {BASE_URL}), or --emulator")
+    if not settings.token:
+        raise BadInput(f"no token: pass --token (or set {TOKEN})")
+    async with PayrollClient(settings.base_url, settings.token, **options) as client:
+        yield client
+
+
+def run(
+    settings: Settings,
+    main: Callable[[PayrollClient], Awaitable[T]],
+    interrupted: Callable[[], str] = lambda: "Interrupted.",
+    **options: Any,
+) -> T:
+    """Run one command with a client (``options`` go to PayrollClient)."""
+
+    async def go() -> T:
+        async with open_client(settings, **options) as client:
+            return await main(client)
+
+    return execute(settings, go(), interrupted)
+
+
+def execute(
+    settings: Settings,
+    coroutine: Coroutine[Any, Any, T],
+    interrupted: Callable[[], str] = lambda: "Interrupted.",
+) -> T:
+    """Run a coroutine; turn every failure into one line on stderr and its exit code.
+
+    SIGTERM (docker stop, systemd) is handled like Ctrl-C: the work is cancelled, so that
+    an export checkpoints what it wrote, one line is printed, and the exit code is 143.
+    """
+    terminated = False
+
+    async def main() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+
+        def on_term() -> None:
+            nonlocal terminated
+            terminated = True
+            task.cancel()
+
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_term)
+        return await coroutine
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        if not terminated:
+            raise
+        stderr.print(interrupted().replace("Interrupted", "Terminated", 1))
+        raise SystemExit(ExitCode.TERMINATED) from None
+    except KeyboardInterrupt:
+        stderr.print(interrupted())
+        raise SystemExit(ExitCode.INTERRUPTED) from None
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(ExitCode.BROKEN_PIPE) from None
+    except CommandError:
+        if settings.verbose:
+            stderr.print_exception()
+        raise
+    except (PayrollError, ExportError) as exc:
+        if settings.verbose:
+            stderr.print_exception()
+        message = str(exc)
+        if isinstance(exc, ReplaceIncompleteError):
+            message += f" (new subscription: {exc.new_subscription.webhook_subscription_id})"
+        raise error_for(exc, message) from None
+    except OSError as exc:
+        if settings.verbose:
+            stderr.print_exception()
+        text = f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
+        raise CommandError(text) from None
+
+
+_HELP = f"""Bulk export and webhook management for the Payroll Onboarding and Webhook Service.
+
+\b
+{exit_codes_help()}
+"""
+
+
+@click.group(help=_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--base-url", envvar=BASE_URL, metavar="URL", help=f"The service's base URL [env: {BASE_URL}]."
+)
+@click.option("--token", envvar=TOKEN, metavar="TOKEN", help=f"Bearer token [env: {TOKEN}].")
+@click.option(
+    "--emulator",
+    is_flag=True,
+    help="Run against an in-process emulator with seeded demo data (no account needed).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Debug logging, and tracebacks on errors.")
+@click.version_option(__version__, prog_name="payroll-async")
+@click.pass_context
+def cli(
+    ctx: click.Context, base_url: str | None, token: str | None, emulator: bool, verbose: bool
+) -> None:
+    if verbose:
+        logging.basicConfig(
+            level=logging.DEBUG,
+            stream=sys.stderr,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
+    ctx.obj = Settings(base_url=base_url, token=token, emulator=emulator, verbose=verbose)

@@ -1,0 +1,81 @@
+"""``payroll-async emulator``: serve the emulator, with the options of its own command line."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from payroll_async.emulator.__main__ import (
+    LINK_HEADERS_HELP,
+    OPTIONS,
+    BadValue,
+    Option,
+    emulator_from_options,
+    serve,
+)
+
+from ._errors import BadInput, CommandError, ExitCode
+
+__all__ = ["emulator"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Checked(click.ParamType[Any]):
+    """An option's own type, whose error message is kept."""
+
+    def __init__(self, option: Option) -> None:
+        self.option = option
+        self.name = option.metavar or option.dest
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            return self.option.type(value)
+        except ValueError as exc:
+            self.fail(
+                str(exc) if isinstance(exc, BadValue) else f"not valid: {value!r}", param, ctx
+            )
+
+
+def _options(command: F) -> F:
+    """The click options of the emulator's own command line (one table, OPTIONS)."""
+    command = click.option(
+        "--link-headers/--no-link-headers", default=True, help=LINK_HEADERS_HELP
+    )(command)
+    for option in reversed(OPTIONS):
+        command = click.option(
+            option.flag,
+            type=_Checked(option),
+            default=option.default,
+            multiple=option.repeat,
+            show_default=option.default not in (None, ()),
+            help=option.help[:1].upper() + option.help[1:] + ".",
+        )(command)
+    return command
+
+
+@click.command()
+@_options
+def emulator(**options: Any) -> None:
+    """Serve a local emulator of the service until Ctrl-C (or SIGTERM)."""
+    try:
+        emu = emulator_from_options(options)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    host, port = emu.host, emu.port
+    try:
+        asyncio.run(serve(emu))
+    except BrokenPipeError:
+        # The banner's reader went away (`| head`): stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(ExitCode.BROKEN_PIPE) from None
+    except OSError as exc:
+        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

@@ -1,0 +1,102 @@
+"""Exit codes (one table drives the codes and the help text) and the command's errors."""
+
+from __future__ import annotations
+
+import enum
+import textwrap
+from typing import IO, Any
+
+import click
+from rich.console import Console
+
+from payroll_async import (
+    AuthenticationError,
+    InvalidArgumentError,
+    PayrollError,
+    PermissionDeniedError,
+    RateLimitError,
+)
+
+__all__ = ["CommandError", "ExitCode", "error_for", "exit_codes_help"]
+
+from ._export import ExportError
+
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)  # one message, one line
+
+
+class ExitCode(enum.IntEnum):
+    """What the exit status of ``payroll-async`` says, for scripts to tell failures apart."""
+
+    description: str
+
+    def __new__(cls, code: int, description: str) -> ExitCode:
+        member = int.__new__(cls, code)
+        member._value_ = code
+        member.description = description
+        return member
+
+    OK = (0, "success")
+    UNEXPECTED = (1, "unexpected failure")
+    BAD_INPUT = (2, "bad input")
+    AUTH = (3, "authentication or permission")
+    RATE_LIMITED = (4, "rate limited")
+    SERVICE = (5, "other service errors")
+    INTERRUPTED = (130, "interrupted (Ctrl-C)")
+    BROKEN_PIPE = (141, "output closed (| head)")
+    TERMINATED = (143, "terminated (SIGTERM)")
+
+
+def exit_codes_help() -> str:
+    """The exit-code paragraph of ``--help``, from the table."""
+    text = "Exit codes: " + ", ".join(f"{c.value} {c.description}" for c in ExitCode) + "."
+    return "\n".join(textwrap.wrap(text, width=76))
+
+
+class CommandError(click.ClickException):
+    """A failure the command reports in one line on stderr, with its exit code."""
+
+    exit_code = ExitCode.UNEXPECTED
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        stderr.print(f"[bold red]error:[/] {self.format_message()}", markup=True, soft_wrap=True)
+
+
+class BadInput(CommandError):
+    """Options, identifiers, sort fields, an export that cannot resume."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
+class AuthFailed(CommandError):
+    """The service refused the token (401) or the role (403)."""
+
+    exit_code = ExitCode.AUTH
+
+
+class RateLimited(CommandError):
+    """Rate limited beyond what the retry policy waits for (429)."""
+
+    exit_code = ExitCode.RATE_LIMITED
+
+
+class ServiceFailed(CommandError):
+    """Any other failure of the service: 4xx/5xx, no connection, an unreadable answer."""
+
+    exit_code = ExitCode.SERVICE
+
+
+# The SDK's errors by the exit code they give; the first match wins.
+_ERRORS: tuple[
+    tuple[type[BaseException] | tuple[type[BaseException], ...], type[CommandError]], ...
+] = (
+    ((InvalidArgumentError, ExportError), BadInput),
+    ((AuthenticationError, PermissionDeniedError), AuthFailed),
+    (RateLimitError, RateLimited),
+    (PayrollError, ServiceFailed),
+)
+
+
+def error_for(exc: BaseException, message: str | None = None) -> CommandError:
+    """The command's error for a failure of the SDK (or anything else)."""
+    cls = next((cls for kinds, cls in _ERRORS if isinstance(exc, kinds)), CommandError)
+    return cls(str(exc) if message is None else message)

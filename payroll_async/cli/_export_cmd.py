@@ -1,0 +1,157 @@
+"""``payroll-async export``: every item of a collection to a file, resumably."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any
+
+import click
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
+
+from payroll_async import NOT_GIVEN, Page, PayrollClient
+from payroll_async._converter import to_camel
+
+from ._app import Settings, run
+from ._collections import COLLECTIONS, Collection
+from ._errors import BadInput, stderr
+from ._export import FORMATS, Exporter, ExportError, open_target, run_export
+
+__all__ = ["export"]
+
+
+def _progress(enabled: bool) -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeRemainingColumn(),
+        console=stderr,
+        disable=not enabled,
+        transient=False,
+    )
+
+
+def _check_sort(sort: str, collection: Collection) -> None:
+    """Sort fields must be fields of the model: bad input, before anything is sent."""
+    columns = collection.columns
+    for part in sort.split(","):
+        name = part.strip().removeprefix("-")
+        if to_camel(name) not in columns:
+            raise BadInput(f"--sort: cannot sort by {name!r}; fields: {', '.join(columns)}")
+
+
+@click.command()
+@click.argument("collection", type=click.Choice(list(COLLECTIONS)))
+@click.option(
+    "-o",
+    "--output",
+    metavar="FILE",
+    help="Write to FILE (atomically, resumable); - or a pipe or device: streamed. "
+    "Default: standard output.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(list(FORMATS)), default="jsonl", show_default=True
+)
+@click.option("--resume", is_flag=True, help="Continue an interrupted export of -o FILE.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 1024),
+    default=None,
+    help="Pages fetched at once (default: the client's, 8).",
+)
+@click.option(
+    "--page-size",
+    type=click.IntRange(1, 4_294_967_295),
+    default=None,
+    help="Items per request (default 100).",
+)
+@click.option("--employer", metavar="ID", help="The employer identifier (update-groups only).")
+@click.option(
+    "--sort", metavar="FIELDS", help="Sort order, e.g. -createdAt (default: the service's)."
+)
+@click.pass_obj
+def export(
+    settings: Settings,
+    collection: str,
+    output: str | None,
+    fmt: str,
+    resume: bool,
+    concurrency: int | None,
+    page_size: int | None,
+    employer: str | None,
+    sort: str | None,
+) -> None:
+    """Export every item of COLLECTION to JSON Lines, CSV or JSON.
+
+    \b
+    payroll-async export payroll-connections -o connections.jsonl
+    payroll-async export update-groups --employer ID --format csv -o groups.csv
+    """
+    kind = COLLECTIONS[collection]
+    if kind.needs_employer and not employer:
+        raise click.UsageError(f"export {collection} needs --employer ID")
+    if not kind.needs_employer and employer:
+        raise click.UsageError("--employer applies to update-groups only")
+    if page_size is not None and kind.page_size_max is not None and page_size > kind.page_size_max:
+        raise BadInput(f"--page-size: {collection} are listed at most {kind.page_size_max} a page")
+    if sort is not None:
+        _check_sort(sort, kind)
+    job = {"collection": collection, "format": fmt, "sort": sort, "employer": employer}
+    try:
+        target, stream = open_target(output if output is not None else "-")
+    except ExportError as exc:
+        raise BadInput(str(exc)) from None
+    exporter = Exporter(
+        target=target,
+        fmt=FORMATS[fmt],
+        columns=kind.columns,
+        job=job,
+        stream=stream or (None if target is not None else sys.stdout.buffer),
+    )
+
+    async def main(client: PayrollClient) -> int:
+        paginator_for = kind.listing(
+            client,
+            employer,
+            sort=sort,
+            page_size=NOT_GIVEN if page_size is None else page_size,
+            concurrency=NOT_GIVEN if concurrency is None else concurrency,
+        )
+        with _progress(stderr.is_terminal) as progress:
+            task = progress.add_task(f"Exporting {collection}", total=None, rate="")
+
+            def on_page(page: Page[Any], start: int) -> None:
+                total = max(0, page.meta.total_count - start)
+                done = exporter.written - start
+                elapsed = progress.tasks[task].elapsed or 0.0
+                rate = f"{done / elapsed:,.0f} items/s" if elapsed > 0 else ""
+                progress.update(task, total=total, completed=done, rate=rate)
+
+            return await run_export(exporter, paginator_for, resume=resume, on_page=on_page)
+
+    def interrupted() -> str:
+        done = f"Interrupted after {exporter.committed_items:,} items"
+        resumable = target is not None and exporter.committed_items > 0
+        return (
+            f"{done}; run the same command with --resume to continue." if resumable else f"{done}."
+        )
+
+    client_options = {} if concurrency is None else {"concurrency": concurrency}
+    try:
+        count = run(settings, main, interrupted, **client_options)
+    finally:
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+    if target is not None:
+        stderr.print(f"Exported {count:,} {collection} to {output}")

@@ -1,0 +1,157 @@
+"""``payroll-async webhooks listen``: receive notifications locally and print them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import json
+import signal
+import uuid
+from typing import Any
+
+import click
+from aiohttp import web
+
+from payroll_async import EventType, PayrollClient, to_dict
+from payroll_async.events import EventRouter, WebhookEvent
+
+from ._app import Settings, demo_emulator, execute
+from ._errors import ExitCode, stderr
+
+__all__ = ["listen"]
+
+
+def _demo_event(n: int, employer_id: str) -> tuple[EventType, dict[str, Any]]:
+    kinds = list(EventType)
+    kind = kinds[n % len(kinds)]
+    if kind is EventType.PAYROLL_PROCESSED:
+        return kind, {"payrollId": str(uuid.uuid4()), "employerIdentifierId": employer_id}
+    if kind is EventType.UPDATE_GROUP_PROCESSED:
+        return kind, {"updateGroupId": str(uuid.uuid4()), "errorCount": n % 3}
+    return kind, {"employeeId": str(uuid.uuid4()), "employerIdentifierId": employer_id}
+
+
+def _show_event(event: WebhookEvent, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(to_dict(event)))
+        return
+    when = (event.occurred_at or datetime.datetime.now(datetime.timezone.utc)).strftime("%H:%M:%S")
+    kind = str(event.event_type)
+    click.echo(f"{when}  {kind:<27} {event.event_id or '-'}  {json.dumps(dict(event.data))}")
+
+
+@click.command("listen")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8787,
+    show_default=True,
+    help="Port to listen on (0 picks a free one).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--path", "hook_path", default="/hooks", show_default=True, help="The receiving path."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print each event as a JSON line.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.01),
+    default=2.0,
+    show_default=True,
+    help="With --emulator: seconds between the demo events it emits.",
+)
+@click.option(
+    "--count", type=click.IntRange(min=1), default=None, help="Stop after this many events."
+)
+@click.pass_obj
+def listen(
+    settings: Settings,
+    port: int,
+    host: str,
+    hook_path: str,
+    as_json: bool,
+    interval: float,
+    count: int | None,
+) -> None:
+    """Receive webhook notifications locally and print each one as it arrives.
+
+    With --emulator, it subscribes itself to every event type on an in-process emulator,
+    which then emits a demo event every --interval seconds. Ctrl-C stops it.
+    """
+    if not hook_path.startswith("/"):
+        raise click.BadParameter("must start with /", param_hint="--path")
+
+    stopped_by: list[int] = []
+
+    async def listen() -> int:
+        router = EventRouter()
+        stop = asyncio.Event()
+        received = 0
+
+        @router.on()
+        async def show(event: WebhookEvent) -> None:
+            nonlocal received
+            _show_event(event, as_json)
+            received += 1
+            if count is not None and received >= count:
+                stop.set()
+
+        def on_signal(code: int) -> None:
+            stopped_by.append(code)
+            stop.set()
+
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, on_signal, ExitCode.INTERRUPTED)
+        loop.add_signal_handler(signal.SIGTERM, on_signal, ExitCode.TERMINATED)
+        runner = web.AppRunner(router.app(path=hook_path), access_log=None)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, host, port)
+            await site.start()
+            bound = runner.addresses[0][1]
+            url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}{hook_path}"
+            stderr.print(f"Listening for webhook notifications on {url} (Ctrl-C to stop)")
+            if settings.emulator:
+                await _listen_on_emulator(url, interval, stop)
+            else:
+                stderr.print(
+                    "Point a subscription at this receiver's public URL (through a tunnel, say): "
+                    "payroll-async webhooks create --event TYPE --path https://..."
+                )
+                await stop.wait()
+        finally:
+            await runner.cleanup()
+        return received
+
+    received = execute(settings, listen())
+    stderr.print(f"Stopped after {received} event{'s' if received != 1 else ''}.")
+    if stopped_by:  # Ctrl-C (130) or SIGTERM (143), as the exit-code table says
+        raise SystemExit(stopped_by[0])
+
+
+async def _listen_on_emulator(url: str, interval: float, stop: asyncio.Event) -> None:
+    async with demo_emulator() as emu, PayrollClient(emu.base_url, emu.token) as client:
+        sub = await client.webhooks.ensure(event_types=list(EventType), path=url)
+        stderr.print(
+            f"Subscribed {sub.webhook_subscription_id} to every event type on the emulator; "
+            f"it emits a demo event every {interval:g}s."
+        )
+        employer_id = emu.sample_ids().get("employer_identifier_id", "")
+
+        async def emit_demo_events() -> None:
+            n = 0
+            while True:
+                kind, data = _demo_event(n, employer_id)
+                await emu.emit(kind, data=data)
+                n += 1
+                await asyncio.sleep(interval)
+
+        emitter = asyncio.create_task(emit_demo_events())
+        try:
+            await stop.wait()
+        finally:
+            emitter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await emitter
+            await client.webhooks.delete(sub.webhook_subscription_id)
