@@ -14,7 +14,7 @@ from . import _validation as check
 from ._auth import Auth, TokenProvider
 from ._clock import SYSTEM_CLOCK, Clock
 from ._exceptions import ClientClosedError, InvalidArgumentError
-from ._retry import RetryPolicy
+from ._retry import RetryPolicy, check_retry
 from ._transport import Transport
 from ._types import NOT_GIVEN, NotGiven, RequestOptions, TimeoutLike, given
 from .resources import EmployerIdentifiers, PayrollConnections, Webhooks
@@ -85,7 +85,7 @@ class PayrollClient:
         token = token if token is not None else _env.read(_env.TOKEN)
         if token is None:
             raise InvalidArgumentError(f"no token: pass token= or set {_env.TOKEN}")
-        policy = given(check.check_retry(retry), RetryPolicy())
+        policy = given(check_retry(retry), RetryPolicy())
         if session is not None and not isinstance(session, aiohttp.ClientSession):
             raise InvalidArgumentError(
                 f"session must be an aiohttp.ClientSession, got {type(session).__name__}"
@@ -145,7 +145,7 @@ class PayrollClient:
         """
         options = RequestOptions(
             timeout=NOT_GIVEN if isinstance(timeout, NotGiven) else check.check_timeout(timeout),
-            retry=check.check_retry(retry),
+            retry=check_retry(retry),
         ).over(self._options)
         copy = object.__new__(PayrollClient)
         copy._setup(self._transport, options, self._page_size, parent=self)

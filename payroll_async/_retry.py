@@ -23,8 +23,9 @@ from ._exceptions import (
     RateLimitError,
     ServerError,
 )
+from ._types import NotGiven
 
-__all__ = ["RetryPolicy", "build_retrying", "is_retryable"]
+__all__ = ["RetryPolicy", "build_retrying", "check_retry", "is_retryable"]
 
 logger = logging.getLogger("payroll_async")
 
@@ -62,6 +63,13 @@ class RetryPolicy:
     """Cap of any backoff wait, in seconds."""
     max_retry_after: float = attrs.field(default=60.0, validator=_non_negative)
     """A Retry-After longer than this raises RateLimitError at once instead of sleeping."""
+
+
+def check_retry(value: object) -> Any:
+    """A RetryPolicy, None (a single attempt) or NOT_GIVEN (the default), as given."""
+    if value is None or isinstance(value, (RetryPolicy, NotGiven)):
+        return value
+    raise InvalidArgumentError(f"retry must be a RetryPolicy or None, got {type(value).__name__}")
 
 
 def is_retryable(exc: BaseException, policy: RetryPolicy) -> bool:

@@ -21,8 +21,7 @@ from yarl import URL
 from . import _assumed
 from ._converter import to_camel
 from ._exceptions import InvalidArgumentError
-from ._retry import RetryPolicy
-from ._types import IdLike, NotGiven, SortLike
+from ._types import IdLike, SortLike
 from .models import EVENT_TYPES, EventType
 
 __all__ = [
@@ -253,13 +252,6 @@ def check_base_url(base_url: str) -> URL:
             f"base_url must not have a query or fragment: {redact_url(base_url)!r}"
         )
     return url.with_path(url.path.rstrip("/"))
-
-
-def check_retry(value: object) -> Any:
-    """A RetryPolicy, None (a single attempt) or NOT_GIVEN (the default), as given."""
-    if value is None or isinstance(value, (RetryPolicy, NotGiven)):
-        return value
-    raise InvalidArgumentError(f"retry must be a RetryPolicy or None, got {type(value).__name__}")
 
 
 def check_extra_query(extra_query: Mapping[str, Any] | None) -> dict[str, Any]:

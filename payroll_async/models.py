@@ -136,14 +136,3 @@ class WebhookEvent:
     """When the event occurred (None if absent or unreadable)."""
     data: Mapping[str, Any]
     """The event's data, plus any other top-level fields of the body."""
-
-    @classmethod
-    def from_body(cls, body: Any) -> WebhookEvent:
-        """Build from a parsed JSON body (the same as ``from_dict(WebhookEvent, body)``).
-
-        InvalidArgumentError (a ValueError) if it has no event type, or an ``eventId`` that
-        is not a non-empty string of at most 256 characters.
-        """
-        from ._converter import from_dict
-
-        return from_dict(cls, body)

@@ -15,7 +15,7 @@ from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
-from payroll_async import EventType, InvalidArgumentError
+from payroll_async import EventType, InvalidArgumentError, from_dict
 from payroll_async.events import EventRouter, WebhookEvent, compare_secret, header_secret
 from tests.conftest import FakeClock, Serve
 
@@ -61,17 +61,17 @@ async def post(serve: Serve) -> AsyncIterator[Callable[[EventRouter], Awaitable[
 
 
 def test_parsing_keeps_unknown_types_and_extra_fields() -> None:
-    event = WebhookEvent.from_body(
-        body("SOMETHING_NEW", tenant="t1", data={"a": 1, "tenant": "inner"})
+    event = from_dict(
+        WebhookEvent, body("SOMETHING_NEW", tenant="t1", data={"a": 1, "tenant": "inner"})
     )
     assert event.event_type == "SOMETHING_NEW"
     assert type(event.event_type) is str
     assert event.data == {"a": 1, "tenant": "inner"}  # data's own keys win
-    known = WebhookEvent.from_body(body())
+    known = from_dict(WebhookEvent, body())
     assert known.event_type is EventType.PAYROLL_PROCESSED
     assert known.occurred_at == datetime.datetime(2026, 11, 22, 5, tzinfo=datetime.timezone.utc)
-    odd = WebhookEvent.from_body(
-        {"eventType": "PAYROLL_PROCESSED", "occurredAt": "yesterday", "data": [1]}
+    odd = from_dict(
+        WebhookEvent, {"eventType": "PAYROLL_PROCESSED", "occurredAt": "yesterday", "data": [1]}
     )
     assert (odd.event_id, odd.occurred_at, odd.data) == (None, None, {"data": [1]})
 
@@ -79,7 +79,7 @@ def test_parsing_keeps_unknown_types_and_extra_fields() -> None:
 @pytest.mark.parametrize("value", [[], "x", {"data": {}}, {"eventType": ""}, {"eventType": 5}])
 def test_bodies_without_an_event_type_are_refused(value: Any) -> None:
     with pytest.raises(ValueError, match=r"event|object"):
-        WebhookEvent.from_body(value)
+        from_dict(WebhookEvent, value)
 
 
 @given(
@@ -89,7 +89,7 @@ def test_bodies_without_an_event_type_are_refused(value: Any) -> None:
 )
 def test_any_json_object_either_parses_or_is_refused_cleanly(value: dict[str, Any]) -> None:
     try:
-        event = WebhookEvent.from_body(value)
+        event = from_dict(WebhookEvent, value)
     except ValueError:
         assert not isinstance(value.get("eventType"), str) or not value.get("eventType")
     else:
@@ -287,7 +287,7 @@ async def test_a_copy_waiting_on_a_cancelled_handling_does_not_hang() -> None:
         started.set()
         await asyncio.sleep(30)
 
-    first = asyncio.create_task(router._run(WebhookEvent.from_body(body(event_id="c"))))
+    first = asyncio.create_task(router._run(from_dict(WebhookEvent, body(event_id="c"))))
     await started.wait()
     waiting = asyncio.create_task(router._outcome_of(router._in_flight["c"]))
     await asyncio.sleep(0)

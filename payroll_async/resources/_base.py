@@ -12,7 +12,7 @@ from .._decode import structure_body
 from .._exceptions import ClientClosedError
 from .._pagination import AsyncPaginator
 from .._response import Response
-from .._retry import RetryPolicy
+from .._retry import RetryPolicy, check_retry
 from .._transport import Transport
 from .._types import NOT_GIVEN, NotGiven, RequestOptions, SortLike, TimeoutLike
 
@@ -74,7 +74,7 @@ def request_options(
     """A call's options, validated (InvalidArgumentError before anything is sent)."""
     return RequestOptions(
         timeout=NOT_GIVEN if isinstance(timeout, NotGiven) else check.check_timeout(timeout),
-        retry=check.check_retry(retry),
+        retry=check_retry(retry),
         extra_query=check.check_extra_query(extra_query),
         extra_headers=check.check_extra_headers(extra_headers),
     )
