@@ -1,9 +1,12 @@
-"""A minimal page server for benchmarks: pre-rendered pages, optional latency, no Link headers.
+"""A minimal page server for benchmarks: pre-rendered pages, optional latency and Link headers.
 
 Run in its own process so that the client, not the server, is what is measured:
-``python benchmarks/_server.py --items 100000 --latency 0.02`` prints ``PORT <n>`` when ready.
-The items are the emulator's (same seed, same shapes); pages for other offsets or limits
-are rendered on first request and cached.
+``python benchmarks/_server.py --items 100000 --latency 0.02 --links --unique`` prints
+``PORT <n>`` when ready. The items are the emulator's (same seed, same shapes); with
+``--unique`` every identifier of every item is different (the employer and platform ids of
+the emulator's data repeat across items, which flatters any cache of parsed ids). With
+``--links`` each page carries a Link header with ``rel="next"``, as the service and the
+emulator send. Pages for other offsets or limits are rendered on first request and cached.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import sys
+import uuid
 
 import orjson
 from aiohttp import web
@@ -30,6 +34,8 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--page-size", type=int, default=100)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--links", action="store_true", help="Link headers with rel=next")
+    parser.add_argument("--unique", action="store_true", help="no identifier repeats")
     args = parser.parse_args()
     data = Emulator(seed=1, payroll_connections=args.items).data
     total = args.items
@@ -40,6 +46,10 @@ def main() -> None:
         page = cache.get(key)
         if page is None:
             items = [data.payroll_connection(i) for i in range(offset, min(offset + limit, total))]
+            if args.unique:
+                for i, item in enumerate(items, start=offset):
+                    item["employerIdentifierId"] = str(uuid.UUID(int=(1 << 124) | i, version=4))
+                    item["payrollPlatformId"] = str(uuid.UUID(int=(2 << 124) | i, version=4))
             meta = {
                 "currentCount": len(items),
                 "filters": {},
@@ -61,7 +71,13 @@ def main() -> None:
             await asyncio.sleep(args.latency)
         offset = int(request.query.get("offset", 0))
         limit = int(request.query.get("limit", 20))
-        return web.Response(body=render(offset, limit), content_type="application/json")
+        headers = None
+        if args.links and offset + limit < total:
+            following = request.url.update_query(limit=limit, offset=offset + limit)
+            headers = {"Link": f'<{following}>; rel="next", <{request.url}>; rel="self"'}
+        return web.Response(
+            body=render(offset, limit), content_type="application/json", headers=headers
+        )
 
     async def serve() -> None:
         app = web.Application()

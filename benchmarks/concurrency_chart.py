@@ -32,7 +32,15 @@ def main() -> int:
     parser.add_argument("--output", type=Path, default=HERE / "concurrency.png")
     args = parser.parse_args()
     rates: dict[str, list[float]] = {"sdk": [], "floor": []}
-    server = ["benchmarks/_server.py", "--items", str(args.items), "--latency", str(args.latency)]
+    server = [
+        "benchmarks/_server.py",
+        "--items",
+        str(args.items),
+        "--latency",
+        str(args.latency),
+        "--links",  # as the service and the emulator send
+        "--unique",
+    ]
     with tempfile.TemporaryDirectory() as tmp, process_serving(server, "PORT") as base:
         for level in LEVELS:
             for name in rates:

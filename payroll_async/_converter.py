@@ -95,7 +95,7 @@ def parse_reference(value: object, _: object = None) -> uuid.UUID:
 _fromisoformat = datetime.datetime.fromisoformat
 # Python 3.10's fromisoformat accepts neither "Z" nor fractions of other than 3 or 6 digits.
 _ISO_310 = re.compile(
-    r"(?P<base>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d+))?"
+    r"(?P<base>\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d+))?"
     r"(?P<tz>Z|z|[+-]\d{2}:?\d{2})\Z"
 )
 
@@ -121,8 +121,12 @@ def parse_datetime(value: object, _: object = None) -> datetime.datetime:
         result = _fromisoformat(value)
     except ValueError:
         if sys.version_info >= (3, 11):
-            raise
-        result = _fromisoformat(_normalise_iso(value))
+            if "z" not in value:
+                raise
+            # RFC 3339 allows a lower-case "z" (and "t"), which fromisoformat does not.
+            result = _fromisoformat(value.replace("z", "Z"))
+        else:
+            result = _fromisoformat(_normalise_iso(value))
     if result.tzinfo is None:
         raise ValueError(f"date-time without a time zone: {value!r}")
     return result
