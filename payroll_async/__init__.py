@@ -18,6 +18,7 @@ from ._exceptions import (
     AuthenticationError,
     BadRequestError,
     ClientClosedError,
+    CoordinationError,
     InvalidArgumentError,
     NotFoundError,
     PaginationError,
@@ -28,6 +29,7 @@ from ._exceptions import (
     ResponseDecodeError,
     ServerError,
 )
+from ._gate import Gate, LocalGate
 from ._types import NOT_GIVEN, NotGiven
 from ._version import __version__
 from .models import (
@@ -87,11 +89,14 @@ __all__ = [
     "ClientClosedError",
     "ClientState",
     "Clock",
+    "CoordinationError",
     "EmployerIdentifier",
     "EventType",
+    "Gate",
     "InvalidArgumentError",
     "InviteSession",
     "ListMeta",
+    "LocalGate",
     "NOT_GIVEN",
     "NotFoundError",
     "NotGiven",

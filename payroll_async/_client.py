@@ -14,6 +14,7 @@ from . import _validation as check
 from ._auth import Auth, TokenProvider
 from ._clock import SYSTEM_CLOCK, Clock
 from ._exceptions import ClientClosedError, InvalidArgumentError
+from ._gate import Gate
 from ._retry import RetryPolicy, check_retry
 from ._transport import Transport
 from ._types import NOT_GIVEN, NotGiven, RequestOptions, TimeoutLike, given
@@ -54,7 +55,10 @@ class PayrollClient:
     ``max_response_size`` bounds one response body in bytes after decompression (64 MiB
     by default, None for no limit); a larger body raises ResponseDecodeError. A
     ``session`` passed in is borrowed and never closed. ``clock`` is the time source of
-    retry waits and pauses (for tests on virtual time). Use the client from one event
+    retry waits and pauses (for tests on virtual time). ``gate`` is what every request
+    passes before it is sent and what a 429 is reported to: a :class:`LocalGate` of the
+    client's own when None; share one :class:`LocalGate` between clients, or a
+    ``payroll_async.fleet.RedisGate`` between processes. Use the client from one event
     loop, and close it (``async with`` or ``await client.close()``).
     """
 
@@ -78,6 +82,7 @@ class PayrollClient:
         headers: Mapping[str, str] | None = None,
         max_response_size: int | None = DEFAULT_MAX_RESPONSE_SIZE,
         clock: Clock = SYSTEM_CLOCK,
+        gate: Gate | None = None,
     ) -> None:
         base_url = base_url if base_url is not None else _env.read(_env.BASE_URL)
         if base_url is None:
@@ -92,6 +97,10 @@ class PayrollClient:
             )
         if not isinstance(clock, Clock):
             raise InvalidArgumentError(f"clock must be a Clock, got {type(clock).__name__}")
+        if gate is not None and not isinstance(gate, Gate):
+            raise InvalidArgumentError(
+                f"gate must have async acquire() and pause(seconds), got {type(gate).__name__}"
+            )
         transport = Transport(
             base_url=check.check_base_url(base_url),
             auth=Auth(token),
@@ -102,6 +111,7 @@ class PayrollClient:
             headers=check.check_extra_headers(headers),
             max_response_size=check.check_max_response_size(max_response_size),
             clock=clock,
+            gate=gate,
         )
         page = None if page_size is None else check.check_page_size(page_size)
         self._setup(transport, RequestOptions(), page, parent=None)
@@ -154,6 +164,11 @@ class PayrollClient:
     @property
     def base_url(self) -> str:
         return str(self._transport.base_url)
+
+    @property
+    def gate(self) -> Gate:
+        """The gate every request of this client (and of its copies) passes."""
+        return self._transport.gate
 
     @property
     def state(self) -> ClientState:

@@ -16,6 +16,7 @@ Every failure the SDK reports derives from :class:`PayrollError`::
     │   └── ServerError             5xx
     ├── ResponseDecodeError         a 2xx whose body is not the JSON shape expected
     ├── PaginationError             a next link to another origin, or a loop
+    ├── CoordinationError           a shared gate (RedisGate, on_error="raise") failed
     └── ReplaceIncompleteError      webhooks.replace created the new subscription but
                                     could not delete the old one
 
@@ -38,6 +39,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "ClientClosedError",
+    "CoordinationError",
     "InvalidArgumentError",
     "NotFoundError",
     "PaginationError",
@@ -169,6 +171,14 @@ class ResponseDecodeError(PayrollError):
 
 class PaginationError(PayrollError):
     """A Link rel=next to another origin than the client's base URL, or one seen before."""
+
+
+class CoordinationError(PayrollError):
+    """A shared gate could not be asked (Redis down or failing) and was told to raise.
+
+    By default ``RedisGate`` goes on with the process's own gate instead; it raises this
+    only with ``on_error="raise"``. Nothing was sent.
+    """
 
 
 class ReplaceIncompleteError(PayrollError):

@@ -32,6 +32,7 @@ Leaving the loop early, or an error, cancels the requests in flight.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
 from contextlib import aclosing
@@ -41,7 +42,7 @@ import attrs
 from yarl import URL
 
 from ._decode import PageDecoder
-from ._exceptions import PaginationError
+from ._exceptions import InvalidArgumentError, PaginationError
 from ._response import Response
 from ._types import RequestOptions
 from .models import ListMeta
@@ -109,6 +110,7 @@ class AsyncPaginator(Generic[T]):
     ) -> None:
         self._sender = sender
         self._path = path
+        self._model = model
         self._decoder = PageDecoder(model)
         self._params = params
         self._page_size = page_size
@@ -122,6 +124,32 @@ class AsyncPaginator(Generic[T]):
             f"<AsyncPaginator {self._path} page_size={self._page_size} "
             f"max_items={self._max_items} start_offset={self._start_offset}>"
         )
+
+    @property
+    def model(self) -> type[T]:
+        """The model of the items."""
+        return self._model
+
+    def describe(self) -> dict[str, Any]:
+        """What this listing asks for: path, query, start and item limit (no secrets)."""
+        return {
+            "path": self._path,
+            "query": {str(k): str(v) for k, v in sorted(self._params.items())},
+            "start_offset": self._start_offset,
+            "max_items": self._max_items,
+        }
+
+    def skip(self, count: int) -> AsyncPaginator[T]:
+        """The same listing without its first ``count`` items (as a resume needs it)."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise InvalidArgumentError(f"skip takes an integer >= 0, got {count!r}")
+        if count == 0:
+            return self
+        clone = copy.copy(self)
+        clone._start_offset = self._start_offset + count
+        if self._max_items is not None:
+            clone._max_items = max(0, self._max_items - count)
+        return clone
 
     def __aiter__(self) -> AsyncGenerator[T, None]:
         """A fresh walk; ``contextlib.aclosing(aiter(paginator))`` closes it on exit."""

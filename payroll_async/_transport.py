@@ -32,7 +32,7 @@ from ._exceptions import (
     ResponseDecodeError,
 )
 from ._failures import connection_error, display_url
-from ._gate import LocalGate
+from ._gate import Gate, LocalGate
 from ._json import dumps
 from ._response import Response
 from ._retry import RetryPolicy, build_retrying
@@ -109,6 +109,7 @@ class Transport:
         headers: Mapping[str, str],
         max_response_size: int | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        gate: Gate | None = None,
     ) -> None:
         self.base_url = base_url
         self.origin = base_url.origin()
@@ -123,7 +124,11 @@ class Transport:
         self.owns_session = session is None
         self.closed = False
         self._semaphore = asyncio.Semaphore(concurrency)
-        self._gate = LocalGate(clock=clock)
+        # The in-process pause always applies: a process that got the 429 does not wait
+        # for a shared gate to tell it. A shared gate (e.g. RedisGate) comes on top.
+        self._local = gate if isinstance(gate, LocalGate) else LocalGate(clock=clock)
+        self.gate: Gate = gate if gate is not None else self._local
+        self._shared: Gate | None = None if self.gate is self._local else self.gate
         self._headers = {"User-Agent": USER_AGENT, "Accept": "application/json", **headers}
         self._retrying: dict[RetryPolicy, tenacity.AsyncRetrying] = {}
         self._tracing = False
@@ -146,7 +151,7 @@ class Transport:
                 traces.append(trace)
             self._tracing = bool(traces)
             self._session = aiohttp.ClientSession(
-                connector=_GatedConnector(self._gate, limit=self.concurrency),
+                connector=_GatedConnector(self._local, limit=self.concurrency),
                 trace_configs=traces,
             )
         return self._session
@@ -161,7 +166,9 @@ class Transport:
 
     async def pause(self, seconds: float) -> None:
         """Hold back every request of this client for ``seconds`` (a 429's Retry-After)."""
-        await self._gate.pause(seconds)
+        await self._local.pause(seconds)
+        if self._shared is not None:
+            await self._shared.pause(seconds)
 
     async def send(
         self,
@@ -237,7 +244,9 @@ class Transport:
         while True:
             sends.clear()
             async with self._semaphore:
-                await self._gate.acquire()
+                await self._local.acquire()
+                if self._shared is not None:
+                    await self._shared.acquire()
                 if token is None:
                     token = await self.auth.token(_limit(timeout), method, display_url(url, params))
                 started = time.perf_counter()
@@ -319,7 +328,7 @@ class Transport:
                 and error.retry_after is not None
                 and error.retry_after <= policy.max_retry_after
             ):
-                await self._gate.pause(error.retry_after)
+                await self.pause(error.retry_after)
             raise error
 
     async def _read(self, response: aiohttp.ClientResponse, method: str) -> bytes:

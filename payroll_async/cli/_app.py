@@ -19,9 +19,9 @@ from rich.console import Console
 from payroll_async import PayrollClient, PayrollError, ReplaceIncompleteError, __version__
 from payroll_async._env import BASE_URL, TOKEN
 from payroll_async.emulator import Emulator
+from payroll_async.export import ExportError
 
 from ._errors import BadInput, CommandError, ExitCode, error_for, exit_codes_help, stderr
-from ._export import ExportError
 
 __all__ = ["Settings", "cli", "demo_emulator", "execute", "open_client", "run", "stdout"]
 

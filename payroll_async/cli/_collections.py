@@ -45,12 +45,10 @@ class Collection:
 
     def listing(
         self, client: PayrollClient, employer: str | None, **options: Any
-    ) -> Callable[[int], AsyncPaginator[Any]]:
-        """A paginator from a start offset; every option is checked now, before anything runs."""
-        lister = self.lister(client)
+    ) -> AsyncPaginator[Any]:
+        """Its paginator; every option is checked now, before anything is written."""
         args = (employer,) if self.needs_employer else ()
-        lister(*args, **options)  # validates the options: bad input fails before writing
-        return lambda start: lister(*args, start_offset=start, **options)
+        return self.lister(client)(*args, **options)
 
 
 COLLECTIONS: dict[str, Collection] = {

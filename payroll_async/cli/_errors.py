@@ -19,7 +19,7 @@ from payroll_async import (
 
 __all__ = ["CommandError", "ExitCode", "error_for", "exit_codes_help"]
 
-from ._export import ExportError
+from payroll_async.export import ExportError
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)  # one message, one line
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from typing import Any
 
@@ -18,11 +17,11 @@ from rich.progress import (
 
 from payroll_async import NOT_GIVEN, Page, PayrollClient
 from payroll_async._converter import to_camel
+from payroll_async.export import FORMATS, ExportProgress, ExportResult, export_to_file
 
 from ._app import Settings, run
 from ._collections import COLLECTIONS, Collection
 from ._errors import BadInput, stderr
-from ._export import FORMATS, Exporter, ExportError, open_target, run_export
 
 __all__ = ["export"]
 
@@ -107,51 +106,48 @@ def export(
     if sort is not None:
         _check_sort(sort, kind)
     job = {"collection": collection, "format": fmt, "sort": sort, "employer": employer}
-    try:
-        target, stream = open_target(output if output is not None else "-")
-    except ExportError as exc:
-        raise BadInput(str(exc)) from None
-    exporter = Exporter(
-        target=target,
-        fmt=FORMATS[fmt],
-        columns=kind.columns,
-        job=job,
-        stream=stream or (None if target is not None else sys.stdout.buffer),
-    )
+    if output == "":
+        raise BadInput("-o needs a file name (or - for standard output)")
+    to_stdout = output is None or output == "-"
+    progress = ExportProgress()
 
-    async def main(client: PayrollClient) -> int:
-        paginator_for = kind.listing(
+    async def main(client: PayrollClient) -> ExportResult:
+        listing = kind.listing(
             client,
             employer,
             sort=sort,
             page_size=NOT_GIVEN if page_size is None else page_size,
             concurrency=NOT_GIVEN if concurrency is None else concurrency,
         )
-        with _progress(stderr.is_terminal) as progress:
-            task = progress.add_task(f"Exporting {collection}", total=None, rate="")
+        with _progress(stderr.is_terminal) as bar:
+            task = bar.add_task(f"Exporting {collection}", total=None, rate="")
 
-            def on_page(page: Page[Any], start: int) -> None:
-                total = max(0, page.meta.total_count - start)
-                done = exporter.written - start
-                elapsed = progress.tasks[task].elapsed or 0.0
+            def on_page(page: Page[Any], state: ExportProgress) -> None:
+                total = max(0, page.meta.total_count - state.resumed_from)
+                done = state.written - state.resumed_from
+                elapsed = bar.tasks[task].elapsed or 0.0
                 rate = f"{done / elapsed:,.0f} items/s" if elapsed > 0 else ""
-                progress.update(task, total=total, completed=done, rate=rate)
+                bar.update(task, total=total, completed=done, rate=rate)
 
-            return await run_export(exporter, paginator_for, resume=resume, on_page=on_page)
+            return await export_to_file(
+                listing,
+                None if to_stdout else output,
+                format=fmt,
+                resume=resume,
+                stream=sys.stdout.buffer if to_stdout else None,
+                job=job,
+                progress=progress,
+                on_page=on_page,
+            )
 
     def interrupted() -> str:
-        done = f"Interrupted after {exporter.committed_items:,} items"
-        resumable = target is not None and exporter.committed_items > 0
+        done = f"Interrupted after {progress.committed:,} items"
+        resumable = not to_stdout and progress.committed > 0
         return (
             f"{done}; run the same command with --resume to continue." if resumable else f"{done}."
         )
 
     client_options = {} if concurrency is None else {"concurrency": concurrency}
-    try:
-        count = run(settings, main, interrupted, **client_options)
-    finally:
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
-    if target is not None:
-        stderr.print(f"Exported {count:,} {collection} to {output}")
+    result = run(settings, main, interrupted, **client_options)
+    if result.path is not None:
+        stderr.print(f"Exported {result.items:,} {collection} to {output}")

@@ -1,5 +1,14 @@
 """Bulk export to a file that is always whole, and that an interrupted run can resume.
 
+>>> from payroll_async.export import export_to_file
+>>> result = await export_to_file(client.payroll_connections.list(), "connections.jsonl")
+>>> result.items
+25000
+
+Run it again after a crash (a killed worker, a lost connection) and it continues where the
+last checkpoint left off: the file ends with every item exactly once. The command's
+``export`` is built on it.
+
 The export writes to ``FILE.partial`` beside the target and renames it to ``FILE`` only when
 every item is written, so a finished file is never half a file. Every half second (and when
 the run stops, for whatever reason) it records in ``FILE.checkpoint`` how many items, and
@@ -32,15 +41,21 @@ from typing import IO, Any
 
 import attrs
 
-from payroll_async import AsyncPaginator, Page, to_dict
-from payroll_async._json import dumps  # the package's one JSON module (orjson if installed)
+from ._converter import to_camel, to_dict
+from ._exceptions import PayrollError
+from ._json import dumps  # the package's one JSON module (orjson if installed)
+from ._pagination import AsyncPaginator, Page
 
 __all__ = [
     "CHECKPOINT_VERSION",
+    "FORMATS",
     "AlreadyComplete",
     "ExportError",
+    "ExportProgress",
+    "ExportResult",
     "Exporter",
     "Format",
+    "export_to_file",
     "open_target",
     "paths_for",
 ]
@@ -49,8 +64,12 @@ CHECKPOINT_VERSION = 1
 CHECKPOINT_EVERY = 0.5  # seconds between checkpoints while the export runs
 
 
-class ExportError(Exception):
-    """The export cannot start or resume as asked (bad input: exit code 2)."""
+class ExportError(PayrollError):
+    """The export cannot start or resume as asked (the command's exit code 2).
+
+    E.g. a checkpoint of another export, a partial file shorter than its checkpoint, or
+    resuming what is written to a pipe.
+    """
 
 
 class AlreadyComplete(Exception):
@@ -331,3 +350,94 @@ async def run_export(
                 on_page(page, start)
         exporter.finish()
     return exporter.written
+
+
+@attrs.define
+class ExportProgress:
+    """How far an export is, updated as it runs (pass one in to read it while it runs)."""
+
+    resumed_from: int = 0
+    """Items already in the file from an earlier run."""
+    written: int = 0
+    """Items in the output so far, earlier runs included."""
+    committed: int = 0
+    """Items on disk and recorded by the checkpoint: what a resume keeps."""
+
+
+@attrs.frozen
+class ExportResult:
+    """A finished export."""
+
+    path: Path | None
+    """The file written (None when streamed to a pipe, a device or a stream)."""
+    items: int
+    """Items in the output."""
+    resumed_from: int
+    """Items that an earlier, interrupted run had written (0 for a fresh export)."""
+
+
+def _default_job(paginator: AsyncPaginator[Any], fmt: str) -> dict[str, Any]:
+    return {"listing": paginator.describe(), "format": fmt}
+
+
+async def export_to_file(
+    source: AsyncPaginator[Any],
+    path: str | os.PathLike[str] | None,
+    *,
+    format: str = "jsonl",
+    resume: bool = True,
+    stream: IO[bytes] | None = None,
+    job: dict[str, Any] | None = None,
+    progress: ExportProgress | None = None,
+    on_page: Callable[[Page[Any], ExportProgress], None] | None = None,
+) -> ExportResult:
+    """Write every item of ``source`` to ``path``: whole or not at all, resumable.
+
+    ``format``: ``jsonl``, ``csv`` or ``json``. ``resume``: continue an interrupted export
+    of the same listing to the same file (it starts afresh when there is none); with
+    ``resume=False`` an interrupted one is an ExportError. ``path`` may be a FIFO or a
+    device (written straight through, not resumable); ``path=None`` writes to ``stream``.
+    ``job`` names the export in its checkpoint (default: the listing and the format); a
+    checkpoint of another job is never resumed. ``on_page(page, progress)`` is called after
+    each page is written.
+    """
+    fmt = FORMATS.get(format)
+    if fmt is None:
+        raise ExportError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    if not isinstance(source, AsyncPaginator):
+        raise ExportError(f"source must be an AsyncPaginator, got {type(source).__name__}")
+    if path is None:
+        if stream is None:
+            raise ExportError("export_to_file needs a path, or a stream with path=None")
+        target, opened = None, None
+    else:
+        target, opened = open_target(os.fspath(path))
+    columns = [to_camel(field.name) for field in attrs.fields(source.model)]
+    exporter = Exporter(
+        target=target,
+        fmt=fmt,
+        columns=columns,
+        job=job if job is not None else _default_job(source, format),
+        stream=opened or stream,
+    )
+    state = progress if progress is not None else ExportProgress()
+
+    def track() -> None:
+        state.resumed_from = exporter.resumed_from
+        state.written = exporter.written
+        state.committed = exporter.committed_items
+
+    def after_page(page: Page[Any], start: int) -> None:
+        track()
+        if on_page is not None:
+            on_page(page, state)
+
+    try:
+        count = await run_export(
+            exporter, lambda start: source.skip(start), resume=resume, on_page=after_page
+        )
+    finally:
+        track()
+        if opened is not None:
+            opened.close()
+    return ExportResult(path=target, items=count, resumed_from=exporter.resumed_from)

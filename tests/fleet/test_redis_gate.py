@@ -1,0 +1,207 @@
+"""RedisGate against a real redis-server, with worker processes sharing it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from redis.asyncio import Redis
+
+from payroll_async import CoordinationError, InvalidArgumentError, PayrollClient
+from payroll_async.fleet import RedisGate
+from tests.conftest import TOKEN, Serve, StartEmulator
+from tests.fleet.conftest import RedisServer
+
+WORKER = Path(__file__).with_name("_worker.py")
+ROOT = Path(__file__).parents[2]
+
+
+async def run_workers(
+    count: int,
+    base: str,
+    token: str,
+    kind: str,
+    redis_url: str,
+    key: str,
+    rate: str,
+    seconds: float,
+) -> list[int]:
+    processes = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(WORKER),
+            base,
+            token,
+            kind,
+            redis_url,
+            key,
+            rate,
+            str(seconds),
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        for _ in range(count)
+    ]
+    sent = []
+    for process in processes:
+        out, err = await asyncio.wait_for(process.communicate(), 120)
+        assert process.returncode == 0, err.decode()
+        sent.append(json.loads(out.decode().strip().splitlines()[-1])["sent"])
+    return sent
+
+
+class PausingServer:
+    """Answers the first request 429 with Retry-After, then records when requests arrive."""
+
+    def __init__(self, retry_after: int) -> None:
+        self.retry_after = retry_after
+        self.limited_at: float | None = None
+        self.arrivals: list[float] = []
+
+    async def handle(self, request: web.Request) -> web.Response:
+        now = time.monotonic()
+        self.arrivals.append(now)
+        if self.limited_at is None and len(self.arrivals) > 20:  # every worker is running
+            self.limited_at = now
+            return web.json_response(
+                {"message": "Rate limit exceeded", "errors": []},
+                status=429,
+                headers={"Retry-After": str(self.retry_after)},
+            )
+        return web.json_response(
+            {
+                "data": [],
+                "meta": {
+                    "currentCount": 0,
+                    "filters": {},
+                    "limit": 1,
+                    "offset": 0,
+                    "sort": "createdAt",
+                    "totalCount": 0,
+                },
+            }
+        )
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/v1/payroll-connections", self.handle)
+        return app
+
+    def in_pause(self, grace: float) -> int:
+        """Requests that arrived during the pause, after ``grace`` seconds for those in flight."""
+        assert self.limited_at is not None
+        start, end = self.limited_at + grace, self.limited_at + self.retry_after
+        return sum(start < t < end for t in self.arrivals)
+
+
+@pytest.mark.parametrize(("kind", "shared"), [("redis", True), ("local", False)])
+async def test_one_429_holds_back_every_process_for_the_retry_after(
+    redis_server: RedisServer, serve: Serve, kind: str, shared: bool
+) -> None:
+    server = PausingServer(retry_after=2)
+    base = await serve(server.app())
+    key = f"test:{uuid.uuid4().hex}"
+    await run_workers(4, base, TOKEN, kind, redis_server.url, key, "none", seconds=4)
+    assert server.limited_at is not None
+    if shared:
+        # None but those already past the gate when the 429 was answered.
+        assert server.in_pause(grace=0.25) == 0
+    else:  # each process pauses alone: the others go on sending
+        assert server.in_pause(grace=0.25) > 0
+
+
+async def test_a_fleet_budget_under_the_limit_avoids_429s(
+    redis_server: RedisServer, start_emulator: StartEmulator
+) -> None:
+    emu = await start_emulator(payroll_connections=10, rate_limit=20)
+    key = f"test:{uuid.uuid4().hex}"
+    await run_workers(4, emu.base_url, emu.token, "redis", redis_server.url, key, "16", 3)
+    budgeted = dict(emu.stats)
+    emu.stats.clear()
+    await asyncio.sleep(1.5)  # the emulator's bucket fills up again
+    # The same fleet, each process on its own: it finds the limit through 429s.
+    await run_workers(4, emu.base_url, emu.token, "local", redis_server.url, key, "none", 3)
+    unbudgeted = dict(emu.stats)
+    assert budgeted.get("rate_limited", 0) <= 0.01 * budgeted["requests"]
+    assert unbudgeted.get("rate_limited", 0) > 0.1 * unbudgeted["requests"]
+
+
+async def test_keys_start_with_the_key_expire_and_hold_no_secret(
+    redis_server: RedisServer,
+) -> None:
+    key = f"payroll:{uuid.uuid4().hex}"
+    async with Redis.from_url(redis_server.url) as redis:
+        gate = RedisGate(redis, key=key, rate=50)
+        for _ in range(3):
+            await gate.acquire()
+        await gate.pause(3)
+        keys = [k.decode() async for k in redis.scan_iter(match="*")]
+        assert sorted(keys) == [f"{key}:pause", f"{key}:tat"]
+        for k in keys:
+            assert 0 < await redis.pttl(k) <= 3000 + 1000
+            value = await redis.get(k)
+            assert value is not None
+            assert TOKEN.encode() not in value
+            assert value.decode().isdigit()  # a flag or a timestamp, nothing else
+
+
+async def test_redis_down_mid_export_keeps_going_with_one_warning_and_comes_back(
+    redis_server: RedisServer,
+    start_emulator: StartEmulator,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="payroll_async")
+    emu = await start_emulator(payroll_connections=600, seed=5)
+    redis = Redis.from_url(redis_server.url)
+    gate = RedisGate(redis, key=f"test:{uuid.uuid4().hex}", rate=2000, timeout=0.2)
+    ids = []
+    async with redis, PayrollClient(emu.base_url, emu.token, gate=gate) as client:
+        async for conn in client.payroll_connections.list(page_size=10, concurrency=2):
+            ids.append(conn.id)
+            if len(ids) == 100:
+                redis_server.stop()  # killed: every later request finds it gone
+        warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(ids) == len(set(ids)) == 600
+        assert len(warnings) == 1
+        assert "cannot reach Redis" in warnings[0].getMessage()
+        redis_server.start()  # back on the same port
+        await client.payroll_connections.list(max_items=1).collect()
+    back = [r for r in caplog.records if "Redis answers again" in r.getMessage()]
+    assert len(back) == 1
+    assert back[0].levelno == logging.INFO
+
+
+async def test_on_error_raise_gives_a_typed_error_without_the_redis_url(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url.replace("redis://", "redis://:hunter2@")
+    redis_server.stop()
+    async with Redis.from_url(url) as redis:
+        gate = RedisGate(redis, key="payroll:raise", on_error="raise", timeout=0.2)
+        with pytest.raises(CoordinationError) as info:
+            await gate.acquire()
+    assert "hunter2" not in str(info.value)
+    assert info.value.__context__ is None
+    assert info.value.__cause__ is None
+
+
+def test_bad_options_are_typed_errors_before_anything_runs() -> None:
+    redis = Redis.from_url("redis://127.0.0.1:1/0")
+    for kwargs in (
+        {"key": ""},
+        {"key": "has space"},
+        {"key": "k", "rate": 0},
+        {"key": "k", "rate": float("nan")},
+        {"key": "k", "on_error": "ignore"},
+        {"key": "k", "timeout": -1},
+    ):
+        with pytest.raises(InvalidArgumentError):
+            RedisGate(redis, **kwargs)  # type: ignore[arg-type]
