@@ -56,6 +56,7 @@ __all__ = [
     "Exporter",
     "Format",
     "export_to_file",
+    "is_streamed",
     "open_target",
     "paths_for",
 ]
@@ -141,6 +142,16 @@ FORMATS: dict[str, Format] = {
         b"",
     ),
 }
+
+
+def is_streamed(output: str) -> bool:
+    """Whether ``output`` is written straight through (``-``, a FIFO, a device): no resume."""
+    if output == "-":
+        return True
+    try:
+        return not stat.S_ISREG(Path(output).stat().st_mode)
+    except OSError:
+        return False
 
 
 def paths_for(target: Path) -> tuple[Path, Path]:
@@ -395,7 +406,8 @@ async def export_to_file(
 
     ``format``: ``jsonl``, ``csv`` or ``json``. ``resume``: continue an interrupted export
     of the same listing to the same file (it starts afresh when there is none); with
-    ``resume=False`` an interrupted one is an ExportError. ``path`` may be a FIFO or a
+    ``resume=False`` an interrupted one is an ExportError. A stream is written whole each
+    time: there is nothing to resume. ``path`` may be a FIFO or a
     device (written straight through, not resumable); ``path=None`` writes to ``stream``.
     ``job`` names the export in its checkpoint (default: the listing and the format); a
     checkpoint of another job is never resumed. ``on_page(page, progress)`` is called after
@@ -434,7 +446,10 @@ async def export_to_file(
 
     try:
         count = await run_export(
-            exporter, lambda start: source.skip(start), resume=resume, on_page=after_page
+            exporter,
+            lambda start: source.skip(start),
+            resume=resume and target is not None,  # a stream has nothing to resume
+            on_page=after_page,
         )
     finally:
         track()

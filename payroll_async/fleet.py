@@ -37,7 +37,7 @@ from ._gate import LocalGate, check_rate
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-__all__ = ["RedisGate"]
+__all__ = ["RedisGate", "default_key"]
 
 logger = logging.getLogger("payroll_async")
 
@@ -67,6 +67,21 @@ return current
 """
 
 _KEY = re.compile(r"[\x21-\x7e]{1,200}\Z")  # printable ASCII, no spaces
+
+
+def default_key(base_url: str) -> str:
+    """The gate key of every client of one service: derived from its origin, never a token.
+
+    >>> default_key("https://api.example.com/")
+    'payroll-async:https://api.example.com'
+    """
+    from yarl import URL
+
+    try:
+        origin = str(URL(base_url).origin())
+    except ValueError:
+        raise InvalidArgumentError(f"not an absolute URL: {base_url!r}") from None
+    return f"payroll-async:{origin}"[:200]
 
 
 class RedisGate:

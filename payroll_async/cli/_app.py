@@ -16,8 +16,15 @@ import attrs
 import click
 from rich.console import Console
 
-from payroll_async import PayrollClient, PayrollError, ReplaceIncompleteError, __version__
-from payroll_async._env import BASE_URL, TOKEN
+from payroll_async import (
+    Gate,
+    LocalGate,
+    PayrollClient,
+    PayrollError,
+    ReplaceIncompleteError,
+    __version__,
+)
+from payroll_async._env import BASE_URL, REDIS_URL, TOKEN
 from payroll_async.emulator import Emulator
 from payroll_async.export import ExportError
 
@@ -45,6 +52,31 @@ class Settings:
     token: str | None
     emulator: bool
     verbose: bool
+    redis_url: str | None = None
+    gate_key: str | None = None
+    rate: float | None = None
+
+
+@asynccontextmanager
+async def _gate(settings: Settings, base_url: str) -> AsyncIterator[Gate | None]:
+    """The gate the options ask for: shared on Redis, a local budget, or the client's own."""
+    if settings.redis_url is None:
+        yield LocalGate(rate=settings.rate) if settings.rate is not None else None
+        return
+    try:
+        from redis.asyncio import Redis
+
+        from payroll_async.fleet import RedisGate, default_key
+    except ImportError:
+        raise BadInput(
+            "--redis-url needs the 'redis' extra: python3 -m pip install 'payroll-async[redis]'"
+        ) from None
+    try:
+        redis = Redis.from_url(settings.redis_url)
+    except ValueError:
+        raise BadInput("--redis-url is not a redis:// URL") from None
+    async with redis:
+        yield RedisGate(redis, key=settings.gate_key or default_key(base_url), rate=settings.rate)
 
 
 @asynccontextmanager
@@ -53,7 +85,8 @@ async def open_client(settings: Settings, **options: Any) -> AsyncIterator[Payro
     if settings.emulator:
         async with (
             demo_emulator() as emu,
-            PayrollClient(emu.base_url, emu.token, **options) as client,
+            _gate(settings, emu.base_url) as gate,
+            PayrollClient(emu.base_url, emu.token, gate=gate, **options) as client,
         ):
             yield client
         return
@@ -61,7 +94,10 @@ async def open_client(settings: Settings, **options: Any) -> AsyncIterator[Payro
         raise BadInput(f"no service: pass --base-url (or set {BASE_URL}), or --emulator")
     if not settings.token:
         raise BadInput(f"no token: pass --token (or set {TOKEN})")
-    async with PayrollClient(settings.base_url, settings.token, **options) as client:
+    async with (
+        _gate(settings, settings.base_url) as gate,
+        PayrollClient(settings.base_url, settings.token, gate=gate, **options) as client,
+    ):
         yield client
 
 
@@ -155,11 +191,35 @@ _HELP = f"""Bulk export and webhook management for the Payroll Onboarding and We
     is_flag=True,
     help="Run against an in-process emulator with seeded demo data (no account needed).",
 )
+@click.option(
+    "--redis-url",
+    envvar=REDIS_URL,
+    metavar="URL",
+    help=f"Share one 429 pause (and --rate) with every process on this Redis [env: {REDIS_URL}].",
+)
+@click.option(
+    "--gate-key",
+    metavar="KEY",
+    help="The shared gate's Redis key (default: derived from the base URL).",
+)
+@click.option(
+    "--rate",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="N",
+    help="At most N requests per second (for the whole fleet with --redis-url).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging, and tracebacks on errors.")
 @click.version_option(__version__, prog_name="payroll-async")
 @click.pass_context
 def cli(
-    ctx: click.Context, base_url: str | None, token: str | None, emulator: bool, verbose: bool
+    ctx: click.Context,
+    base_url: str | None,
+    token: str | None,
+    emulator: bool,
+    redis_url: str | None,
+    gate_key: str | None,
+    rate: float | None,
+    verbose: bool,
 ) -> None:
     if verbose:
         logging.basicConfig(
@@ -167,4 +227,14 @@ def cli(
             stream=sys.stderr,
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
-    ctx.obj = Settings(base_url=base_url, token=token, emulator=emulator, verbose=verbose)
+    if gate_key is not None and redis_url is None:
+        raise click.UsageError("--gate-key needs --redis-url")
+    ctx.obj = Settings(
+        base_url=base_url,
+        token=token,
+        emulator=emulator,
+        verbose=verbose,
+        redis_url=redis_url,
+        gate_key=gate_key,
+        rate=rate,
+    )

@@ -17,7 +17,13 @@ from rich.progress import (
 
 from payroll_async import NOT_GIVEN, Page, PayrollClient
 from payroll_async._converter import to_camel
-from payroll_async.export import FORMATS, ExportProgress, ExportResult, export_to_file
+from payroll_async.export import (
+    FORMATS,
+    ExportProgress,
+    ExportResult,
+    export_to_file,
+    is_streamed,
+)
 
 from ._app import Settings, run
 from ._collections import COLLECTIONS, Collection
@@ -109,6 +115,11 @@ def export(
     if output == "":
         raise BadInput("-o needs a file name (or - for standard output)")
     to_stdout = output is None or output == "-"
+    if resume and (to_stdout or (output is not None and is_streamed(output))):
+        raise BadInput(
+            "--resume needs a regular file to resume (-o FILE); standard output, "
+            "pipes and devices are written straight through and cannot be resumed"
+        )
     progress = ExportProgress()
 
     async def main(client: PayrollClient) -> ExportResult:
