@@ -69,7 +69,7 @@ class Auth:
     service rejected gets the refreshed one substituted, until it returns something new.
     """
 
-    __slots__ = ("_fresh", "_lock", "_provider", "_stale", "_token", "can_refresh")
+    __slots__ = ("_fresh", "_lock", "_provider", "_stale", "_token", "can_refresh", "static")
 
     def __init__(self, token: str | TokenProvider) -> None:
         if isinstance(token, str):
@@ -77,10 +77,12 @@ class Auth:
             self._provider: TokenProvider = _StaticToken(token)
             self.can_refresh = False
             self._token: str | None = token
+            self.static: str | None = token  # a plain string token: no provider to ask
         elif isinstance(token, TokenProvider):
             self._provider = token
             self.can_refresh = True
             self._token = None
+            self.static = None
         else:
             raise InvalidArgumentError(
                 f"token must be a string or a TokenProvider, not {type(token).__name__}"

@@ -248,7 +248,9 @@ class Transport:
                 if self._shared is not None:
                     await self._shared.acquire()
                 if token is None:
-                    token = await self.auth.token(_limit(timeout), method, display_url(url, params))
+                    token = self.auth.static or await self.auth.token(
+                        _limit(timeout), method, display_url(url, params)
+                    )
                 started = time.perf_counter()
                 failure: APIConnectionError | None = None
                 try:
