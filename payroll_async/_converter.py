@@ -23,14 +23,13 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from . import _assumed
 from ._exceptions import InvalidArgumentError
-from .models import EventType, PayrollConnection, WebhookEvent, event_type
+from .models import EventType, WebhookEvent, event_type
 
 __all__ = [
     "MAX_EVENT_ID_LENGTH",
     "converter",
     "from_dict",
     "parse_datetime",
-    "parse_reference",
     "parse_uuid",
     "to_camel",
     "to_dict",
@@ -67,28 +66,6 @@ def parse_uuid(value: object, _: object = None) -> uuid.UUID:
     result = _new(_UUID)
     _setattr(result, "int", number)
     _setattr(result, "is_safe", _SAFE_UNKNOWN)
-    return result
-
-
-_REFERENCE_CACHE_SIZE = 4096
-_references: dict[str, uuid.UUID] = {}
-
-
-def parse_reference(value: object, _: object = None) -> uuid.UUID:
-    """parse_uuid for identifiers of *other* resources, which repeat across items.
-
-    A page of payroll connections names the same few employers and platforms again and
-    again; a small cache turns their parsing into a dict lookup. Parsed values are
-    immutable, so sharing them is safe; the cache is emptied when it fills.
-    """
-    if type(value) is not str:
-        raise ValueError(f"not a UUID: {value!r}")
-    result = _references.get(value)
-    if result is None:
-        result = parse_uuid(value)
-        if len(_references) >= _REFERENCE_CACHE_SIZE:
-            _references.clear()
-        _references[value] = result
     return result
 
 
@@ -188,11 +165,6 @@ _EVENT_KEYS = frozenset(
 )
 _logger = logging.getLogger("payroll_async.events")
 
-# Identifier fields that name another resource: parsed through the reference cache.
-_REFERENCES: Mapping[type[Any], frozenset[str]] = {
-    PayrollConnection: frozenset({"employer_identifier_id", "payroll_platform_id"}),
-}
-
 
 def _structure_event(body: object, _: object) -> WebhookEvent:
     """A notification body as a WebhookEvent: lenient where a receiver must be."""
@@ -258,13 +230,8 @@ def _build_converter() -> cattrs.Converter:
     conv.register_unstructure_hook_func(lambda t: t == Mapping[str, Any], dict)
 
     def structure_model(cls: type[Any]) -> Callable[[Any, type[Any]], Any]:
-        references = _REFERENCES.get(cls, frozenset())
         overrides: dict[str, Any] = {
-            f.name: override(
-                rename=to_camel(f.name),
-                struct_hook=parse_reference if f.name in references else None,
-            )
-            for f in attrs.fields(cls)
+            f.name: override(rename=to_camel(f.name)) for f in attrs.fields(cls)
         }
         return make_dict_structure_fn(cls, conv, _cattrs_detailed_validation=False, **overrides)
 
