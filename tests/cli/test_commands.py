@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 from payroll_async import __version__
 from payroll_async.cli import _app, _commands, main
 from payroll_async.emulator import Emulator
-from tests.live import EmulatorThread
+from payroll_async.testing import EmulatorThread
 
 COLUMNS = ["id", "employerIdentifierId", "payrollPlatformId", "createdAt", "status", "product"]
 

@@ -22,7 +22,7 @@ from rich.console import Console
 from payroll_async import PayrollClient
 from payroll_async.cli import _app, _commands, _webhooks
 from payroll_async.emulator import Emulator
-from tests.live import EmulatorThread
+from payroll_async.testing import EmulatorThread
 
 N = 120
 

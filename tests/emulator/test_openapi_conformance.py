@@ -19,7 +19,7 @@ from schemathesis.checks import (
 )
 
 from payroll_async.emulator import Emulator
-from tests.live import EmulatorThread
+from payroll_async.testing import EmulatorThread
 
 OPENAPI = files("payroll_async.emulator").joinpath("openapi.yaml")
 schema = schemathesis.openapi.from_path(str(OPENAPI))

@@ -1,0 +1,146 @@
+"""Testing your code against the emulator: a pytest plugin, and an emulator on its own thread.
+
+Installed with the package and active in every pytest run (entry point ``pytest11``)::
+
+    async def test_my_export(payroll_client):
+        conns = await payroll_client.payroll_connections.list(max_items=5).collect()
+        assert len(conns) == 5
+
+    @pytest.mark.payroll_emulator(seed=7, payroll_connections=40, rate_limit=5)
+    def test_with_a_smaller_service(payroll_emulator):
+        assert payroll_emulator.data.payroll_connections.size == 40
+
+Fixtures:
+
+- ``payroll_emulator``: a started :class:`~payroll_async.emulator.Emulator`, serving on
+  its own thread (so that sync and async tests can both use it); options from the
+  ``payroll_emulator`` marker (any keyword of ``Emulator``); closed after the test.
+- ``payroll_client``: a :class:`~payroll_async.PayrollClient` of that emulator, made in
+  the test's event loop and closed after the test (needs pytest-asyncio, as async tests
+  do anyway).
+- ``payroll_emulator_factory``: ``start(**options) -> Emulator``, for several emulators
+  or options known only in the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from types import TracebackType
+from typing import Any
+
+import pytest
+
+from .emulator import Emulator
+
+__all__ = ["EmulatorThread"]
+
+
+class EmulatorThread:
+    """An emulator serving from an event loop of its own thread.
+
+    >>> with EmulatorThread(seed=1, payroll_connections=100) as emu:
+    ...     requests.get(emu.base_url + "/v1/payroll-connections", headers=...)
+    """
+
+    def __init__(self, **options: Any) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.emulator = Emulator(**options)
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, name="payroll-async emulator", daemon=True
+        )
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self.emulator.start())
+        except BaseException as exc:  # reported to the thread that waits for the start
+            self._failure = exc
+            self._ready.set()
+            self.loop.close()
+            return
+        self._ready.set()
+        self.loop.run_forever()
+        self.loop.run_until_complete(self.emulator.close())
+        self.loop.close()
+
+    def __enter__(self) -> Emulator:
+        self._thread.start()
+        if not self._ready.wait(30):
+            raise RuntimeError("the emulator did not start within 30 s")
+        if self._failure is not None:
+            raise self._failure
+        return self.emulator
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(30)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "payroll_emulator(**options): options of the payroll_emulator fixture's Emulator "
+        "(seed, payroll_connections, rate_limit, error_rate, latency, ...)",
+    )
+
+
+@pytest.fixture
+def payroll_emulator_factory() -> Iterator[Callable[..., Emulator]]:
+    """``start(**options)``: a started Emulator per call, each closed after the test."""
+    running: list[EmulatorThread] = []
+
+    def start(**options: Any) -> Emulator:
+        thread = EmulatorThread(**options)
+        emulator = thread.__enter__()
+        running.append(thread)
+        return emulator
+
+    yield start
+    for thread in reversed(running):
+        thread.__exit__(None, None, None)
+
+
+@pytest.fixture
+def payroll_emulator(
+    request: pytest.FixtureRequest, payroll_emulator_factory: Callable[..., Emulator]
+) -> Emulator:
+    """A started Emulator, with the options of the test's ``payroll_emulator`` marker."""
+    marker = request.node.get_closest_marker("payroll_emulator")
+    options = dict(marker.kwargs) if marker is not None else {}
+    return payroll_emulator_factory(**options)
+
+
+def _client_fixture() -> Any:
+    try:
+        import pytest_asyncio
+    except ImportError:  # pragma: no cover - exercised where pytest-asyncio is not installed
+
+        @pytest.fixture(name="payroll_client")
+        def needs_pytest_asyncio(payroll_emulator: Emulator) -> Any:
+            pytest.fail(
+                "the payroll_client fixture needs pytest-asyncio (pip install pytest-asyncio)"
+            )
+
+        return needs_pytest_asyncio
+
+    @pytest_asyncio.fixture
+    async def payroll_client(payroll_emulator: Emulator) -> AsyncIterator[Any]:
+        """A PayrollClient of ``payroll_emulator``, closed after the test."""
+        from . import PayrollClient
+
+        async with PayrollClient(payroll_emulator.base_url, payroll_emulator.token) as client:
+            yield client
+
+    return payroll_client
+
+
+payroll_client = _client_fixture()
