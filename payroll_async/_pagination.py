@@ -43,6 +43,7 @@ from yarl import URL
 
 from ._decode import PageDecoder
 from ._exceptions import InvalidArgumentError, PaginationError
+from ._links import LinkKey, link_key, next_target, offset_link
 from ._response import Response
 from ._types import RequestOptions
 from .models import ListMeta
@@ -203,7 +204,7 @@ class AsyncPaginator(Generic[T]):
         next_link = first.links.get("next")
         got = len(first.items)
         step = _step(limit, got, first.meta.limit, more=_more(first, offset))
-        if next_link is not None and not _offset_link(next_link, response.url, offset + got, step):
+        if next_link is not None and not offset_link(next_link, response.url, offset + got, step):
             walk = self._follow_links(first, response.url, want)
         else:
             # No Link header, or next links that say exactly what the offset walk would ask
@@ -245,7 +246,7 @@ class AsyncPaginator(Generic[T]):
         end = None if want is None else offset + want
         width = self._concurrency
         emitted = 0
-        walked: set[tuple[str, str, tuple[tuple[str, str], ...]]] = set()
+        walked: set[LinkKey] = set()
         # The first page goes through the window like any other, so that the pages after it
         # are already on their way while the caller works through its items. The pages
         # fetched ahead wait as bytes and are decoded only when their turn comes: typed
@@ -282,9 +283,9 @@ class AsyncPaginator(Generic[T]):
                 if not items:
                     return
                 if linked:
-                    walked.add(_link_key(URL(page_url)))
+                    walked.add(link_key(URL(page_url)))
                     link = page.links.get("next")
-                    if link is not None and not _offset_link(
+                    if link is not None and not offset_link(
                         link, page_url, page_offset + len(page.items), step, size
                     ):
                         # The links stopped matching the offsets: follow them from here.
@@ -320,13 +321,13 @@ class AsyncPaginator(Generic[T]):
         page: Page[T],
         url: str,
         want: int | None,
-        visited: set[tuple[str, str, tuple[tuple[str, str], ...]]] | None = None,
+        visited: set[LinkKey] | None = None,
     ) -> AsyncGenerator[Page[T], None]:
         """Pages one after another by their ``rel="next"`` links, on this origin only.
 
         ``visited``: the pages already walked (by offset), which a link must not lead back to.
         """
-        visited = {*(visited or ()), _link_key(URL(url))}
+        visited = {*(visited or ()), link_key(URL(url))}
         emitted = 0
         origin = self._sender.origin
         while True:
@@ -336,13 +337,13 @@ class AsyncPaginator(Generic[T]):
             next_link = page.links.get("next")
             if not items or next_link is None or (want is not None and emitted >= want):
                 return
-            target = _next_target(next_link)
+            target = next_target(next_link)
             if target.origin() != origin:
                 raise PaginationError(
                     f"refusing to follow a next link to another origin ({target.origin()}); "
                     f"the client only talks to {origin}"
                 )
-            key = _link_key(target)
+            key = link_key(target)
             if key in visited:
                 raise PaginationError(f"the next link {next_link} was already visited (a loop)")
             visited.add(key)
@@ -353,31 +354,6 @@ def _more(page: Page[Any], offset: int) -> bool:
     """Whether the listing may go on after this first page, as far as its total tells."""
     total = _trusted(page.meta.total_count, offset + len(page.items))
     return total is None or offset + len(page.items) < total
-
-
-def _offset_link(link: str, url: str, offset: int, *limits: int) -> bool:
-    """Whether a next link asks exactly what the offset walk would ask next.
-
-    That is: the request ``url`` (same origin, same path, the same query) with ``offset``
-    advanced, and a limit (if any) that is one of ``limits``. Anything else (a cursor,
-    another path, a changed filter) is followed as a link.
-    """
-    try:
-        target, here = URL(link), URL(url)
-        if target.origin() != here.origin() or target.path != here.path:
-            return False
-    except (ValueError, TypeError):
-        return False
-    if target.query.getall("offset", None) != [str(offset)]:
-        return False
-    link_limits = target.query.getall("limit", [])
-    if link_limits and (len(link_limits) != 1 or link_limits[0] not in {str(n) for n in limits}):
-        return False
-
-    def rest(query: Any) -> list[tuple[str, str]]:
-        return sorted((k, v) for k, v in query.items() if k not in ("offset", "limit"))
-
-    return rest(target.query) == rest(here.query)
 
 
 def _step(limit: int | None, got: int, meta_limit: object, *, more: bool) -> int:
@@ -398,25 +374,6 @@ def _trusted(total: object, seen: int) -> int | None:
     if type(total) is not int or total < seen:
         return None
     return total
-
-
-def _next_target(link: str) -> URL:
-    """A next link as a URL, or PaginationError for one no client should follow."""
-    try:
-        target = URL(link)
-        target.origin()
-    except (ValueError, TypeError):
-        raise PaginationError(f"the next link is not a valid URL: {link[:200]!r}") from None
-    if target.scheme not in ("http", "https") or not target.host:
-        raise PaginationError(f"refusing a next link that is not http(s): {link[:200]!r}")
-    if target.user is not None or target.password is not None:
-        raise PaginationError("refusing a next link that carries credentials (user:pass@)")
-    return target
-
-
-def _link_key(url: URL) -> tuple[str, str, tuple[tuple[str, str], ...]]:
-    """A URL as compared for loops: the same link with its parameters reordered is the same."""
-    return (str(url.origin()), url.path, tuple(sorted(url.query.items())))
 
 
 def _with_items(page: Page[T], items: Sequence[T]) -> Page[T]:

@@ -28,8 +28,6 @@ left by a run killed between its final rename and the checkpoint's removal is re
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import stat
@@ -43,7 +41,7 @@ import attrs
 
 from ._converter import to_camel, to_dict
 from ._exceptions import PayrollError
-from ._json import dumps  # the package's one JSON module (orjson if installed)
+from ._formats import FORMATS, Format
 from ._pagination import AsyncPaginator, Page
 
 __all__ = [
@@ -99,49 +97,6 @@ def open_target(output: str) -> tuple[Path | None, IO[bytes] | None]:
             raise ExportError(f"{path} is a directory; -o takes a file")
         return None, path.open("wb")  # FIFO, device, socket: streamed, nothing beside it
     return (path.resolve() if path.is_symlink() else path), None
-
-
-@attrs.frozen
-class Format:
-    """How items become bytes: a header, each item, a footer."""
-
-    name: str
-    header: Callable[[list[str]], bytes]
-    item: Callable[[dict[str, Any], list[str], bool], bytes]
-    footer: bytes
-
-
-def _csv_row(values: list[Any]) -> bytes:
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerow(values)
-    return buffer.getvalue().encode()
-
-
-def _csv_cell(value: Any) -> Any:
-    if isinstance(value, bool):
-        return "true" if value else "false"  # as in the JSON formats
-    if isinstance(value, list):
-        return " ".join(str(v) for v in value)
-    if isinstance(value, dict):
-        return json.dumps(value, separators=(",", ":"))
-    return value
-
-
-FORMATS: dict[str, Format] = {
-    "jsonl": Format("jsonl", lambda _: b"", lambda d, _, first: dumps(d) + b"\n", b""),
-    "json": Format(
-        "json",
-        lambda _: b"[\n",
-        lambda d, _, first: (b"" if first else b",\n") + dumps(d),
-        b"\n]\n",
-    ),
-    "csv": Format(
-        "csv",
-        lambda columns: _csv_row(columns),
-        lambda d, columns, first: _csv_row([_csv_cell(d.get(c)) for c in columns]),
-        b"",
-    ),
-}
 
 
 def is_streamed(output: str) -> bool:

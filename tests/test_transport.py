@@ -67,7 +67,7 @@ async def test_the_pause_is_shared_by_unrelated_calls(
     mock_api.delete(f"{SUBS}/{SID}", status=204)
     await client.payroll_connections.list().collect()
     before = clock.time
-    await client._transport.pause(5)
+    await client.gate.pause(5)
     await client.webhooks.delete(SID)
     assert clock.time - before == 5
     assert clock.sleeps == [7.0, 5]
