@@ -6,7 +6,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-USER_TESTS = '''
+USER_TESTS = """
 import pytest
 
 from payroll_async import RateLimitError, RetryPolicy
@@ -35,7 +35,7 @@ def test_several_emulators(payroll_emulator_factory):
     small = payroll_emulator_factory(payroll_connections=1)
     large = payroll_emulator_factory(payroll_connections=5000)
     assert small.base_url != large.base_url
-'''
+"""
 
 
 def test_the_fixtures_work_in_a_users_test_run(pytester: pytest.Pytester) -> None:
