@@ -47,6 +47,7 @@ if _TYPE_CHECKING:
     from ._client import ClientState, PayrollClient
     from ._converter import from_dict, to_dict
     from ._pagination import AsyncPaginator, Page
+    from ._raw import RawResponse
     from ._retry import RetryPolicy
 
 # The client and what it needs (aiohttp sessions, tenacity, cattrs) load on first use, so
@@ -56,6 +57,7 @@ _LAZY = {
     "ClientState": "._client",
     "Page": "._pagination",
     "PayrollClient": "._client",
+    "RawResponse": "._raw",
     "RetryPolicy": "._retry",
     "TokenProvider": "._auth",
     "from_dict": "._converter",
@@ -107,6 +109,7 @@ __all__ = [
     "PayrollError",
     "PermissionDeniedError",
     "RateLimitError",
+    "RawResponse",
     "ReplaceIncompleteError",
     "ResponseDecodeError",
     "RetryPolicy",

@@ -13,7 +13,7 @@ from ._converter import converter
 from ._exceptions import ResponseDecodeError
 from ._json import loads
 from ._response import Response
-from ._status import excerpt
+from ._status import excerpt, request_id
 from .models import ListMeta
 
 __all__ = ["decode_error", "structure_body", "structure_page"]
@@ -37,6 +37,7 @@ def decode_error(message: str, response: Response) -> ResponseDecodeError:
         url=response.url,
         body_excerpt=excerpt(response.body),
         method=response.method,
+        request_id=request_id(response.headers),
     )
 
 

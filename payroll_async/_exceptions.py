@@ -100,7 +100,8 @@ class APIStatusError(PayrollError):
     ``message`` and ``errors`` come from the service's error body when it has that shape
     (``{"message": ..., "errors": [...]}``), otherwise from the status line.
     ``retry_after`` is the server's Retry-After in seconds, read on 429 and 503 (None if
-    absent or unreadable).
+    absent or unreadable). ``request_id`` is the service's request id or correlation
+    header, when it sends one (also in the text), to quote to its support.
     """
 
     def __init__(
@@ -113,9 +114,11 @@ class APIStatusError(PayrollError):
         method: str,
         url: str,
         retry_after: float | None = None,
+        request_id: str | None = None,
     ) -> None:
         detail = f"{message} ({'; '.join(errors)})" if errors else message
-        super().__init__(f"{method} {url} -> {status}: {detail}")
+        suffix = f" [request id {request_id}]" if request_id else ""
+        super().__init__(f"{method} {url} -> {status}: {detail}{suffix}")
         self.status = status
         self.message = message
         self.errors = errors
@@ -123,6 +126,8 @@ class APIStatusError(PayrollError):
         self.method = method
         self.url = url
         self.retry_after = retry_after
+        self.request_id = request_id
+        """The service's request id or correlation header, when it sends one."""
 
 
 class BadRequestError(APIStatusError):
@@ -159,9 +164,20 @@ class ResponseDecodeError(PayrollError):
     """A 2xx response whose body is not the JSON shape expected."""
 
     def __init__(
-        self, message: str, *, status: int, url: str, body_excerpt: str, method: str = "GET"
+        self,
+        message: str,
+        *,
+        status: int,
+        url: str,
+        body_excerpt: str,
+        method: str = "GET",
+        request_id: str | None = None,
     ) -> None:
-        super().__init__(f"{message} ({method} {url}, status {status}): {body_excerpt!r}")
+        where = f"{method} {url}, status {status}" + (
+            f", request id {request_id}" if request_id else ""
+        )
+        super().__init__(f"{message} ({where}): {body_excerpt!r}")
+        self.request_id = request_id
         self.message = message
         self.status = status
         self.method = method

@@ -20,7 +20,21 @@ from ._exceptions import (
 )
 from ._json import loads
 
-__all__ = ["excerpt", "parse_retry_after", "status_error"]
+__all__ = ["REQUEST_ID_HEADERS", "excerpt", "parse_retry_after", "request_id", "status_error"]
+
+REQUEST_ID_HEADERS = ("X-Request-Id", "Request-Id", "X-Correlation-Id", "Correlation-Id")
+"""Where services put the id of a request (the interface document names none: all are read)."""
+_REQUEST_ID = re.compile(r"[!-~]{1,128}\Z")  # printable ASCII, bounded: it goes into messages
+
+
+def request_id(headers: Mapping[str, str]) -> str | None:
+    """The response's request id or correlation id, when it has a sane one."""
+    for name in REQUEST_ID_HEADERS:
+        value = headers.get(name)
+        if value is not None and _REQUEST_ID.match(value):
+            return value
+    return None
+
 
 STATUS_ERRORS: Mapping[int, type[APIStatusError]] = {
     400: BadRequestError,
@@ -87,6 +101,7 @@ def status_error(
         url=url,
         # Retry-After means "wait this long" on a 429 and on a 503 (RFC 9110 10.2.3).
         retry_after=parse_retry_after(headers.get("Retry-After")) if status in (429, 503) else None,
+        request_id=request_id(headers),
     )
 
 

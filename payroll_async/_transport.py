@@ -36,7 +36,7 @@ from ._gate import Gate, LocalGate
 from ._json import dumps
 from ._response import Response
 from ._retry import RetryPolicy, build_retrying
-from ._status import excerpt, status_error
+from ._status import excerpt, request_id, status_error
 from ._types import RequestOptions, given
 from ._version import __version__
 
@@ -278,14 +278,21 @@ class Transport:
                     raise failure
             status = response.status
             if logger.isEnabledFor(logging.DEBUG):
+                rid = request_id(response.headers)
                 logger.debug(
-                    "%s %s -> %d (attempt %d, %.1f ms)",
+                    "%s %s -> %d (attempt %d, %.1f ms%s)",
                     method,
                     response.url.path_qs,
                     status,
                     attempt,
                     (time.perf_counter() - started) * 1000,
-                    extra={"method": method, "status": status, "attempt": attempt},
+                    f", request id {rid}" if rid else "",
+                    extra={
+                        "method": method,
+                        "status": status,
+                        "attempt": attempt,
+                        "request_id": rid,
+                    },
                 )
             if _assumed.SUCCESS_MIN <= status <= _assumed.SUCCESS_MAX:
                 return Response(

@@ -2,44 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytest_plugins = ["pytester"]
 
-USER_TESTS = """
-import pytest
-
-from payroll_async import RateLimitError, RetryPolicy
+README = Path(__file__).parents[1] / "README.md"
 
 
-async def test_my_code_against_the_emulator(payroll_client):
-    conns = await payroll_client.payroll_connections.list(max_items=3).collect()
-    assert len(conns) == 3
-
-
-@pytest.mark.payroll_emulator(seed=7, payroll_connections=40, employer_identifiers=2)
-def test_the_marker_sets_the_emulator(payroll_emulator):
-    assert payroll_emulator.data.payroll_connections.size == 40
-    assert payroll_emulator.base_url.startswith("http://127.0.0.1:")
-
-
-@pytest.mark.payroll_emulator(rate_limit=1)
-async def test_faults_for_my_retry_handling(payroll_client):
-    once = payroll_client.with_options(retry=RetryPolicy(max_attempts=1))
-    await once.payroll_connections.list(max_items=1).collect()
-    with pytest.raises(RateLimitError):
-        await once.payroll_connections.list(max_items=1).collect()
-
-
-def test_several_emulators(payroll_emulator_factory):
-    small = payroll_emulator_factory(payroll_connections=1)
-    large = payroll_emulator_factory(payroll_connections=5000)
-    assert small.base_url != large.base_url
-"""
+def readme_example() -> str:
+    """The README's "Testing your code" example: the suite runs what users read."""
+    text = README.read_text()
+    start = text.index("<!-- plugin example -->")
+    block = text[text.index("```python\n", start) + len("```python\n") :]
+    return block[: block.index("```")]
 
 
 def test_the_fixtures_work_in_a_users_test_run(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_users_code=USER_TESTS)
+    pytester.makepyfile(test_users_code=readme_example())
     result = pytester.runpytest_subprocess(
         "-p",
         "no:cacheprovider",

@@ -11,6 +11,7 @@ from .. import _validation as check
 from .._decode import structure_body
 from .._exceptions import ClientClosedError
 from .._pagination import AsyncPaginator
+from .._raw import WithRawResponse, record
 from .._response import Response
 from .._retry import RetryPolicy, check_retry
 from .._transport import Transport
@@ -60,9 +61,11 @@ class Binding:
     ) -> Response:
         if self._closed():
             raise ClientClosedError("this PayrollClient is closed; create a new one")
-        return await self.transport.send(
+        response = await self.transport.send(
             method, url, options=options.over(self.options), params=params, json=json
         )
+        record(response)
+        return response
 
 
 def request_options(
@@ -85,6 +88,11 @@ class Resource:
 
     def __init__(self, binding: Binding) -> None:
         self._binding = binding
+
+    @property
+    def with_raw_response(self) -> WithRawResponse:
+        """These operations, each returning a RawResponse (status, headers, request id)."""
+        return WithRawResponse(self)
 
     def _paginate(
         self,

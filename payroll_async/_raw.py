@@ -1,0 +1,94 @@
+"""Raw responses: a call's parsed result together with the status and headers it came with."""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+import attrs
+
+from ._response import Response
+from ._status import request_id
+
+__all__ = ["RawResponse", "WithRawResponse", "record"]
+
+T = TypeVar("T")
+
+_CAPTURE: contextvars.ContextVar[list[Response] | None] = contextvars.ContextVar(
+    "payroll_async_raw_responses", default=None
+)
+
+
+def record(response: Response) -> None:
+    """Keep ``response`` for the raw-response call running in this task, if any."""
+    captured = _CAPTURE.get()
+    if captured is not None:
+        captured.append(response)
+
+
+@attrs.frozen
+class RawResponse(Generic[T]):
+    """The parsed result of a call, with the HTTP response it came from.
+
+    For a call that sends several requests (``webhooks.replace``, ``webhooks.ensure``)
+    the response is the last one.
+    """
+
+    parsed: T
+    """What the call returns normally (None for a delete)."""
+    status: int
+    """The HTTP status."""
+    headers: Mapping[str, str]
+    """The response headers (case-insensitive)."""
+    url: str
+    """The URL answered."""
+    method: str
+    """The method sent."""
+    request_id: str | None
+    """The service's request id or correlation header, when it sends one."""
+
+    def parse(self) -> T:
+        """``parsed`` (as the Stainless SDKs spell it)."""
+        return self.parsed
+
+
+class WithRawResponse:
+    """The async operations of a resource, each returning a :class:`RawResponse`.
+
+    >>> raw = await client.webhooks.with_raw_response.create(event_types=[...], path=...)
+    >>> raw.status, raw.request_id, raw.parsed.webhook_subscription_id
+    """
+
+    def __init__(self, resource: object) -> None:
+        self._resource = resource
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[RawResponse[Any]]]:
+        method = getattr(self._resource, name)
+        if name.startswith("_") or not inspect.iscoroutinefunction(method):
+            raise AttributeError(
+                f"{name!r} has no raw response: listings give each page's headers "
+                "through .pages() (Page.headers)"
+            )
+
+        async def call(*args: Any, **kwargs: Any) -> RawResponse[Any]:
+            captured: list[Response] = []
+            token = _CAPTURE.set(captured)
+            try:
+                parsed = await method(*args, **kwargs)
+            finally:
+                _CAPTURE.reset(token)
+            last = captured[-1]
+            return RawResponse(
+                parsed=parsed,
+                status=last.status,
+                headers=last.headers,
+                url=last.url,
+                method=last.method,
+                request_id=request_id(last.headers),
+            )
+
+        call.__name__ = name
+        call.__doc__ = method.__doc__
+        return call
