@@ -37,6 +37,14 @@ async def sdk(base: str, concurrency: int) -> int:
     return count
 
 
+async def sdk_no_otel(base: str, concurrency: int) -> int:
+    """The SDK with its OpenTelemetry hooks switched off, as without opentelemetry-api."""
+    from payroll_async import _otel
+
+    _otel.ENABLED = False
+    return await sdk(base, concurrency)
+
+
 async def hand_sequential(base: str, concurrency: int) -> int:
     """What users write without an SDK: aiohttp, json.loads of the text, one page at a time."""
     import aiohttp
@@ -125,6 +133,7 @@ async def generated(base: str, concurrency: int) -> int:
 
 CLIENTS: dict[str, Callable[[str, int], Any]] = {
     "sdk": sdk,
+    "sdk_no_otel": sdk_no_otel,
     "floor": floor,
     "hand_sequential": hand_sequential,
     "httpx_sequential": httpx_sequential,
@@ -136,6 +145,7 @@ CLIENTS: dict[str, Callable[[str, int], Any]] = {
 IMPORTS = {
     # The package loads its client lazily: load what a walk uses, as the others' imports do.
     "sdk": ["payroll_async", "payroll_async._client", "payroll_async._decode"],
+    "sdk_no_otel": ["payroll_async", "payroll_async._client", "payroll_async._decode"],
     "floor": ["aiohttp", "orjson"],
     "hand_sequential": ["aiohttp", "json"],
     "httpx_sequential": ["httpx"],

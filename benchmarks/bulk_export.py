@@ -34,6 +34,7 @@ from _util import HERE, ROOT, machine, median, process_serving, report_targets, 
 CLIENTS = ["sdk", "floor", "hand_sequential", "httpx_sequential", "generated"]
 LABELS = {
     "sdk": "payroll-async (async for, defaults)",
+    "sdk_no_otel": "payroll-async, OpenTelemetry hooks off",
     "floor": "floor: aiohttp + orjson, concurrent, dicts",
     "hand_sequential": "hand-written aiohttp + json, sequential",
     "httpx_sequential": "httpx.AsyncClient, sequential",

@@ -41,6 +41,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import attrs
 from yarl import URL
 
+from . import _otel
 from ._decode import PageDecoder
 from ._exceptions import InvalidArgumentError, PaginationError
 from ._links import LinkKey, link_key, next_target, offset_link
@@ -108,7 +109,9 @@ class AsyncPaginator(Generic[T]):
         start_offset: int,
         concurrency: int,
         options: RequestOptions,
+        operation: str = "list",
     ) -> None:
+        self._operation = operation
         self._sender = sender
         self._path = path
         self._model = model
@@ -170,11 +173,16 @@ class AsyncPaginator(Generic[T]):
         """Every item in a list (mind the memory for large collections)."""
         return [item async for item in self]
 
-    async def _download(self, url: str | URL, params: Mapping[str, Any] | None) -> Response:
-        return await self._sender.send("GET", url, options=self._options, params=params)
+    async def _download(
+        self, url: str | URL, params: Mapping[str, Any] | None, span: Any = None
+    ) -> Response:
+        with _otel.using(span):  # the request's spans are children of the walk's
+            return await self._sender.send("GET", url, options=self._options, params=params)
 
-    async def _fetch(self, url: str | URL, params: Mapping[str, Any] | None) -> Page[T]:
-        return self._parse(await self._download(url, params))
+    async def _fetch(
+        self, url: str | URL, params: Mapping[str, Any] | None, span: Any = None
+    ) -> Page[T]:
+        return self._parse(await self._download(url, params, span))
 
     def _parse(self, response: Response) -> Page[T]:
         items, meta = self._decoder.decode(response)
@@ -191,6 +199,19 @@ class AsyncPaginator(Generic[T]):
         want = self._max_items
         if want == 0:
             return
+        span = _otel.start(self._operation)
+        pages = items = 0
+        try:
+            async with aclosing(self._first_then_rest(want, span)) as walk:
+                async for page in walk:
+                    pages += 1
+                    items += len(page.items)
+                    yield page
+        finally:
+            _otel.items(self._operation, items)
+            _otel.end(span, **{"payroll_async.pages": pages, "payroll_async.items": items})
+
+    async def _first_then_rest(self, want: int | None, span: Any) -> AsyncGenerator[Page[T], None]:
         offset = self._start_offset
         limit = (
             self._page_size
@@ -198,19 +219,27 @@ class AsyncPaginator(Generic[T]):
             else min(self._page_size, want)
         )
         url = self._sender.url(self._path)
-        response = await self._download(url, self._query(offset, limit))
+        response = await self._download(url, self._query(offset, limit), span)
         first = self._parse(response)
         walk: AsyncGenerator[Page[T], None]
         next_link = first.links.get("next")
         got = len(first.items)
         step = _step(limit, got, first.meta.limit, more=_more(first, offset))
         if next_link is not None and not offset_link(next_link, response.url, offset + got, step):
-            walk = self._follow_links(first, response.url, want)
+            walk = self._follow_links(first, response.url, want, span=span)
         else:
             # No Link header, or next links that say exactly what the offset walk would ask
             # next: the pages are fetched by offset, concurrently once a total is known.
             walk = self._walk_offsets(
-                first, response.url, url, offset, limit, step, want, linked=next_link is not None
+                first,
+                response.url,
+                url,
+                offset,
+                limit,
+                step,
+                want,
+                linked=next_link is not None,
+                span=span,
             )
         async with aclosing(walk) as pages:
             async for page in pages:
@@ -227,6 +256,7 @@ class AsyncPaginator(Generic[T]):
         want: int | None,
         *,
         linked: bool,
+        span: Any = None,
     ) -> AsyncGenerator[Page[T], None]:
         """Offset/limit pages after ``first``: concurrent once a total can be trusted.
 
@@ -266,7 +296,7 @@ class AsyncPaginator(Generic[T]):
                 ):
                     size = step if end is None else min(step, end - next_offset)
                     task = asyncio.create_task(
-                        self._download(url, self._query(next_offset, size)),
+                        self._download(url, self._query(next_offset, size), span),
                         name=f"payroll_async page {self._path} offset={next_offset}",
                     )
                     window.append((next_offset, size, task))
@@ -290,7 +320,7 @@ class AsyncPaginator(Generic[T]):
                     ):
                         # The links stopped matching the offsets: follow them from here.
                         left = None if want is None else want - emitted
-                        rest_walk = self._follow_links(page, page_url, left, walked)
+                        rest_walk = self._follow_links(page, page_url, left, walked, span=span)
                         async with aclosing(rest_walk) as rest:
                             async for later in rest:
                                 yield later
@@ -303,7 +333,7 @@ class AsyncPaginator(Generic[T]):
                 # Complete a short page before moving on, so no item is skipped.
                 got = len(items)
                 while got < (size if total is None else min(size, total - page_offset)):
-                    gap = await self._fetch(url, self._query(page_offset + got, size - got))
+                    gap = await self._fetch(url, self._query(page_offset + got, size - got), span)
                     gap_items = gap.items[: size - got]
                     if not gap_items:
                         break
@@ -322,6 +352,8 @@ class AsyncPaginator(Generic[T]):
         url: str,
         want: int | None,
         visited: set[LinkKey] | None = None,
+        *,
+        span: Any = None,
     ) -> AsyncGenerator[Page[T], None]:
         """Pages one after another by their ``rel="next"`` links, on this origin only.
 
@@ -347,7 +379,7 @@ class AsyncPaginator(Generic[T]):
             if key in visited:
                 raise PaginationError(f"the next link {next_link} was already visited (a loop)")
             visited.add(key)
-            page = await self._fetch(target, None)
+            page = await self._fetch(target, None, span)
 
 
 def _more(page: Page[Any], offset: int) -> bool:

@@ -16,6 +16,7 @@ import attrs
 import tenacity
 from tenacity.wait import wait_base
 
+from . import _otel
 from ._exceptions import (
     APIConnectionError,
     APIStatusError,
@@ -116,6 +117,7 @@ def _log_retry(retry_state: tenacity.RetryCallState) -> None:
     url = getattr(exc, "url", "?")
     status = getattr(exc, "status", None)
     reason = f"status {status}" if status is not None else type(exc).__name__
+    _otel.retried(str(method), wait, reason)
     logger.warning(
         "%s %s failed (%s) on attempt %d; retrying in %.2fs",
         method,

@@ -22,7 +22,7 @@ from aiohttp.connector import Connection
 from aiohttp.tracing import Trace
 from yarl import URL
 
-from . import _assumed
+from . import _assumed, _otel
 from ._auth import Auth
 from ._clock import SYSTEM_CLOCK, Clock
 from ._exceptions import (
@@ -244,38 +244,52 @@ class Transport:
         while True:
             sends.clear()
             async with self._semaphore:
+                waited = time.perf_counter()
                 await self._local.acquire()
                 if self._shared is not None:
                     await self._shared.acquire()
+                waited = time.perf_counter() - waited
                 if token is None:
                     token = self.auth.static or await self.auth.token(
                         _limit(timeout), method, display_url(url, params)
                     )
-                started = time.perf_counter()
-                failure: APIConnectionError | None = None
-                try:
-                    async with session.request(
+                with _otel.attempt(method, str(url), attempt) as span:
+                    if waited > _GATE_EVENT_MIN:
+                        _otel.event("payroll_async.gate_wait", wait_s=waited)
+                    started = time.perf_counter()
+                    failure: APIConnectionError | None = None
+                    try:
+                        async with session.request(
+                            method,
+                            url,
+                            params=params,
+                            data=data,
+                            headers={**headers, "Authorization": "Bearer " + token},
+                            timeout=timeout,
+                            allow_redirects=False,
+                            raise_for_status=False,
+                            trace_request_ctx=[] if self._tracing else None,
+                            **extra,
+                        ) as response:
+                            body = await self._read(response, method)
+                            links, link_error = _links(response)
+                    except _GateClosed:
+                        continue  # not sent: wait for the pause to end, then try again
+                    except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
+                        failure = connection_error(exc, method, url, params, timeout)
+                    elapsed = time.perf_counter() - started
+                    if failure is not None:
+                        _otel.finish(span, method, None, elapsed, type(failure).__name__)
+                        # Raised here, outside the except block, so that aiohttp's exception
+                        # (whose request info holds the Authorization header) is not chained.
+                        raise failure
+                    _otel.finish(
+                        span,
                         method,
-                        url,
-                        params=params,
-                        data=data,
-                        headers={**headers, "Authorization": "Bearer " + token},
-                        timeout=timeout,
-                        allow_redirects=False,
-                        raise_for_status=False,
-                        trace_request_ctx=[] if self._tracing else None,
-                        **extra,
-                    ) as response:
-                        body = await self._read(response, method)
-                        links, link_error = _links(response)
-                except _GateClosed:
-                    continue  # not sent: wait for the pause to end, then try again
-                except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
-                    failure = connection_error(exc, method, url, params, timeout)
-                if failure is not None:
-                    # Raised here, outside the except block, so that aiohttp's exception
-                    # (whose request info holds the Authorization header) is not chained.
-                    raise failure
+                        response.status,
+                        elapsed,
+                        None if response.status < 400 else str(response.status),
+                    )
             status = response.status
             if logger.isEnabledFor(logging.DEBUG):
                 rid = request_id(response.headers)
@@ -338,6 +352,8 @@ class Transport:
                 and error.retry_after <= policy.max_retry_after
             ):
                 await self.pause(error.retry_after)
+            if isinstance(error, RateLimitError):
+                _otel.rate_limited(method, error.retry_after)
             raise error
 
     async def _read(self, response: aiohttp.ClientResponse, method: str) -> bytes:
@@ -381,6 +397,7 @@ class Transport:
 
 
 _ERROR_BODY_MAX = 64 * 1024
+_GATE_EVENT_MIN = 0.001  # seconds at the gate worth an event on the attempt's span
 _SINGLE_ATTEMPT = RetryPolicy(max_attempts=1)
 _NO_TIMEOUT = aiohttp.ClientTimeout(total=None)
 

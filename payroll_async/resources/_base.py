@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from yarl import URL
 
+from .. import _otel
 from .. import _validation as check
 from .._decode import structure_body
 from .._exceptions import ClientClosedError
@@ -83,8 +85,28 @@ def request_options(
     )
 
 
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+
+def operation(name: str) -> Callable[[F], F]:
+    """An async operation, in a span of its own when OpenTelemetry is installed."""
+
+    def wrap(method: F) -> F:
+        @functools.wraps(method)
+        async def run(*args: Any, **kwargs: Any) -> Any:
+            with _otel.operation(name):
+                return await method(*args, **kwargs)
+
+        return run  # type: ignore[return-value]
+
+    return wrap
+
+
 class Resource:
     """A group of operations, bound to one client."""
+
+    _name = "resource"
+    """The operation spans' prefix: ``payroll_connections`` in ``payroll_connections.list``."""
 
     def __init__(self, binding: Binding) -> None:
         self._binding = binding
@@ -138,6 +160,7 @@ class Resource:
             start_offset=check.check_start_offset(start_offset),
             concurrency=width,
             options=options,
+            operation=f"{self._name}.list",
         )
 
     async def _send(

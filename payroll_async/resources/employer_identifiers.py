@@ -10,7 +10,7 @@ from .._pagination import AsyncPaginator
 from .._retry import RetryPolicy
 from .._types import NOT_GIVEN, IdLike, NotGiven, SortLike, TimeoutLike
 from ..models import EmployerIdentifier, InviteSession, UpdateGroup
-from ._base import Binding, Resource, request_options
+from ._base import Binding, Resource, operation, request_options
 
 __all__ = ["EmployerIdentifiers", "Invites", "UpdateGroups"]
 
@@ -19,6 +19,8 @@ _PATH = "/v1/employer-identifiers"
 
 class UpdateGroups(Resource):
     """``client.employer_identifiers.update_groups``: bulk deduction/loan update groups."""
+
+    _name = "employer_identifiers.update_groups"
 
     def list(
         self,
@@ -55,6 +57,9 @@ class UpdateGroups(Resource):
 class Invites(Resource):
     """``client.employer_identifiers.invites``: employer onboarding invites."""
 
+    _name = "employer_identifiers.invites"
+
+    @operation("employer_identifiers.invites.create_session")
     async def create_session(
         self,
         employer_identifier_id: IdLike,
@@ -83,6 +88,8 @@ class Invites(Resource):
 
 class EmployerIdentifiers(Resource):
     """``client.employer_identifiers``, with ``.update_groups`` and ``.invites``."""
+
+    _name = "employer_identifiers"
 
     def __init__(self, binding: Binding) -> None:
         super().__init__(binding)

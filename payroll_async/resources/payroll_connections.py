@@ -17,6 +17,8 @@ __all__ = ["PayrollConnections"]
 class PayrollConnections(Resource):
     """``client.payroll_connections``."""
 
+    _name = "payroll_connections"
+
     def list(
         self,
         *,

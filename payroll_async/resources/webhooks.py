@@ -22,7 +22,7 @@ from .._pagination import AsyncPaginator
 from .._retry import RetryPolicy
 from .._types import NOT_GIVEN, IdLike, NotGiven, RequestOptions, SortLike, TimeoutLike
 from ..models import EventType, WebhookSubscription
-from ._base import Resource, request_options
+from ._base import Resource, operation, request_options
 
 __all__ = ["Webhooks"]
 
@@ -51,6 +51,8 @@ class Webhooks(Resource):
     Needs the api-user-webhook-subscription role on the API user; without it every call
     raises PermissionDeniedError.
     """
+
+    _name = "webhooks"
 
     def list(
         self,
@@ -93,6 +95,7 @@ class Webhooks(Resource):
             options=request_options(timeout, retry, extra_query, extra_headers),
         )
 
+    @operation("webhooks.create")
     async def create(
         self,
         *,
@@ -133,6 +136,7 @@ class Webhooks(Resource):
             response,
         )
 
+    @operation("webhooks.delete")
     async def delete(
         self,
         subscription_id: IdLike,
@@ -147,6 +151,7 @@ class Webhooks(Resource):
         options = request_options(timeout, retry, extra_query, extra_headers)
         await self._send("DELETE", f"{_PATH}/{sid}", options=options)
 
+    @operation("webhooks.replace")
     async def replace(
         self,
         subscription_id: IdLike,
@@ -193,6 +198,7 @@ class Webhooks(Resource):
         logger.info("replaced webhook subscription %s with %s", sid, new.webhook_subscription_id)
         return new
 
+    @operation("webhooks.ensure")
     async def ensure(
         self,
         *,

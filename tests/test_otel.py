@@ -1,0 +1,124 @@
+"""OpenTelemetry: operation spans over attempt spans, events, metrics; nothing without it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+pytest.importorskip("opentelemetry.sdk")
+
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from payroll_async import PayrollClient, RetryPolicy, _otel
+from tests import factories
+from tests.conftest import TOKEN, Serve, StartEmulator
+
+EXPORTER = InMemorySpanExporter()
+READER = InMemoryMetricReader()
+_PROVIDERS: list[Any] = []
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    if not _PROVIDERS:  # global providers can be set once per process
+        tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
+        trace.set_tracer_provider(tracer_provider)
+        metrics.set_meter_provider(MeterProvider(metric_readers=[READER]))
+        _PROVIDERS.append(tracer_provider)
+    EXPORTER.clear()
+    yield EXPORTER
+    EXPORTER.clear()
+
+
+def metric_points() -> dict[str, list[Any]]:
+    data = READER.get_metrics_data()
+    points: dict[str, list[Any]] = {}
+    for resource in data.resource_metrics if data else ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                points.setdefault(metric.name, []).extend(metric.data.data_points)
+    return points
+
+
+def by_name(finished: tuple[ReadableSpan, ...], name: str) -> list[ReadableSpan]:
+    return [s for s in finished if s.name == name]
+
+
+async def test_a_listing_is_one_span_over_its_attempts(
+    spans: InMemorySpanExporter, start_emulator: StartEmulator
+) -> None:
+    emu = await start_emulator(payroll_connections=250, seed=3)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        got = [c async for c in client.payroll_connections.list(page_size=100)]
+    finished = spans.get_finished_spans()
+    (walk,) = by_name(finished, "payroll_connections.list")
+    attempts = by_name(finished, "GET")
+    assert len(got) == 250
+    assert walk.attributes == {"payroll_async.pages": 3, "payroll_async.items": 250}
+    assert len(attempts) == 3
+    for span in attempts:
+        assert span.kind is trace.SpanKind.CLIENT
+        assert span.parent is not None
+        assert span.parent.span_id == walk.context.span_id
+        assert span.attributes["http.request.method"] == "GET"
+        assert span.attributes["http.response.status_code"] == 200
+        assert span.attributes["url.full"] == f"{emu.base_url}/v1/payroll-connections"
+        assert "?" not in span.attributes["url.full"]  # no query in the URL recorded
+        assert span.attributes["server.address"] == "127.0.0.1"
+        assert emu.token not in str(span.attributes)
+    points = metric_points()
+    assert sum(p.value for p in points["payroll_async.items"]) >= 250
+    assert points["http.client.request.duration"]
+
+
+async def test_retries_and_429s_are_events_and_counted(
+    spans: InMemorySpanExporter, serve: Serve
+) -> None:
+    answers = iter(
+        [
+            web.json_response({"message": "busy"}, status=503),
+            web.json_response({"message": "slow down"}, status=429, headers={"Retry-After": "0"}),
+            web.Response(status=204),
+        ]
+    )
+
+    async def handle(request: web.Request) -> web.Response:
+        return next(answers)
+
+    app = web.Application()
+    app.router.add_delete("/v1/webhooks/subscriptions/{sid}", handle)
+    base = await serve(app)
+    async with PayrollClient(base, TOKEN, retry=RetryPolicy(backoff_initial=0)) as client:
+        await client.webhooks.delete(factories.uid(1, 5))
+    finished = spans.get_finished_spans()
+    (operation,) = by_name(finished, "webhooks.delete")
+    deletes = by_name(finished, "DELETE")
+    assert [d.attributes["http.response.status_code"] for d in deletes] == [503, 429, 204]
+    assert [d.attributes.get("http.request.resend_count") for d in deletes] == [None, 1, 2]
+    assert deletes[0].attributes["error.type"] == "503"
+    names = [e.name for e in operation.events]
+    assert names.count("payroll_async.retry") == 2
+    assert names.count("payroll_async.rate_limited") == 1
+    assert {d.parent.span_id for d in deletes if d.parent} == {operation.context.span_id}
+    points = metric_points()
+    assert sum(p.value for p in points["payroll_async.retries"]) >= 2
+    assert sum(p.value for p in points["payroll_async.rate_limited"]) >= 1
+
+
+async def test_nothing_is_recorded_when_telemetry_is_off(
+    spans: InMemorySpanExporter, start_emulator: StartEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_otel, "ENABLED", False)  # as when opentelemetry is not installed
+    emu = await start_emulator(payroll_connections=10)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await client.payroll_connections.list().collect()
+    assert spans.get_finished_spans() == ()
