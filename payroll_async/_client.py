@@ -29,7 +29,12 @@ _SINGLE_ATTEMPT = RetryPolicy(max_attempts=1)
 
 
 class ClientState(enum.Enum):
-    """Where a client is in its life: made, used (session open), or closed."""
+    """Where a client is in its life: made, used (session open), or closed.
+
+    >>> client = PayrollClient(base_url, token)
+    >>> client.state
+    <ClientState.UNOPENED: 'unopened'>
+    """
 
     UNOPENED = "unopened"
     """Made; no request sent and no session started yet."""

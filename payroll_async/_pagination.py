@@ -135,7 +135,11 @@ class AsyncPaginator(Generic[T]):
         return self._model
 
     def describe(self) -> dict[str, Any]:
-        """What this listing asks for: path, query, start and item limit (no secrets)."""
+        """What this listing asks for: path, query, start and item limit (no secrets).
+
+        >>> client.webhooks.list(active=True).describe()["query"]
+        {'filter[active][eq]': 'true'}
+        """
         return {
             "path": self._path,
             "query": {str(k): str(v) for k, v in sorted(self._params.items())},
@@ -144,7 +148,10 @@ class AsyncPaginator(Generic[T]):
         }
 
     def skip(self, count: int) -> AsyncPaginator[T]:
-        """The same listing without its first ``count`` items (as a resume needs it)."""
+        """The same listing without its first ``count`` items (as a resume needs it).
+
+        >>> rest = client.payroll_connections.list().skip(10_000)   # from the 10,001st item
+        """
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise InvalidArgumentError(f"skip takes an integer >= 0, got {count!r}")
         if count == 0:

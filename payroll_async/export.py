@@ -367,6 +367,11 @@ async def export_to_file(
     ``job`` names the export in its checkpoint (default: the listing and the format); a
     checkpoint of another job is never resumed. ``on_page(page, progress)`` is called after
     each page is written.
+
+    >>> result = await export_to_file(client.employer_identifiers.list(), "employers.csv",
+    ...                               format="csv")
+    >>> result.items, result.resumed_from
+    (200, 0)
     """
     fmt = FORMATS.get(format)
     if fmt is None:

@@ -113,7 +113,12 @@ class Resource:
 
     @property
     def with_raw_response(self) -> WithRawResponse:
-        """These operations, each returning a RawResponse (status, headers, request id)."""
+        """These operations, each returning a RawResponse (status, headers, request id).
+
+        >>> raw = await client.webhooks.with_raw_response.delete(sid)
+        >>> raw.status, raw.request_id
+        (204, 'req-42')
+        """
         return WithRawResponse(self)
 
     def _paginate(
