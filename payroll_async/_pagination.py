@@ -137,8 +137,8 @@ class AsyncPaginator(Generic[T]):
     def describe(self) -> dict[str, Any]:
         """What this listing asks for: path, query, start and item limit (no secrets).
 
-        >>> client.webhooks.list(active=True).describe()["query"]
-        {'filter[active][eq]': 'true'}
+        >>> client.payroll_connections.list(sort="-createdAt").describe()["query"]
+        {'sort': '-createdAt'}
         """
         return {
             "path": self._path,
