@@ -16,7 +16,8 @@ When Redis is unreachable or failing, requests go on through the process's own g
 in-process pause, and ``rate`` per process): one WARNING is logged on the
 ``payroll_async`` logger per outage, and one INFO when Redis answers again. With
 ``on_error="raise"`` a :class:`CoordinationError` is raised instead. A Redis call never
-holds a request longer than ``timeout`` seconds.
+holds a request longer than ``timeout`` seconds, and while Redis is down it is asked again
+at most once a second.
 
 Needs the ``redis`` extra (redis-py's asyncio client). The Redis client is the caller's:
 the gate never closes it.
@@ -66,6 +67,7 @@ if current < ms then redis.call('SET', KEYS[1], '1', 'PX', ms) end
 return current
 """
 
+_RETRY_REDIS_AFTER = 1.0  # seconds between tries of a Redis that is down
 _KEY = re.compile(r"[\x21-\x7e]{1,200}\Z")  # printable ASCII, no spaces
 
 
@@ -128,6 +130,7 @@ class RedisGate:
         self._pause = redis.register_script(_PAUSE)
         self._fallback = LocalGate(rate=self.rate, clock=clock)
         self._down = False
+        self._retry_at = 0.0  # while down: when Redis is asked again
 
     def __repr__(self) -> str:
         state = "down: using the local gate" if self._down else "up"
@@ -155,6 +158,10 @@ class RedisGate:
             return
 
     async def _call(self, script: Any, keys: list[str], args: list[int]) -> Any:
+        if self._down and self._clock.now() < self._retry_at and self.on_error == "local":
+            # Down: ask again at most once a second, so that a Redis that hangs costs one
+            # timeout a second, not one per request.
+            raise _Unavailable
         failure: str | None = None
         try:
             result = await asyncio.wait_for(script(keys=keys, args=args), self.timeout)
@@ -175,6 +182,7 @@ class RedisGate:
             raise CoordinationError(
                 f"the fleet's gate {self.key!r} cannot reach Redis ({reason}); nothing was sent"
             )
+        self._retry_at = self._clock.now() + _RETRY_REDIS_AFTER
         if not self._down:
             self._down = True
             logger.warning(

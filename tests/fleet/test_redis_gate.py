@@ -16,7 +16,7 @@ from redis.asyncio import Redis
 
 from payroll_async import CoordinationError, InvalidArgumentError, PayrollClient
 from payroll_async.fleet import RedisGate
-from tests.conftest import TOKEN, Serve, StartEmulator
+from tests.conftest import TOKEN, FakeClock, Serve, StartEmulator
 from tests.fleet.conftest import RedisServer
 
 WORKER = Path(__file__).with_name("_worker.py")
@@ -157,11 +157,12 @@ async def test_redis_down_mid_export_keeps_going_with_one_warning_and_comes_back
     redis_server: RedisServer,
     start_emulator: StartEmulator,
     caplog: pytest.LogCaptureFixture,
+    clock: FakeClock,
 ) -> None:
     caplog.set_level(logging.INFO, logger="payroll_async")
     emu = await start_emulator(payroll_connections=600, seed=5)
     redis = Redis.from_url(redis_server.url)
-    gate = RedisGate(redis, key=f"test:{uuid.uuid4().hex}", rate=2000, timeout=0.2)
+    gate = RedisGate(redis, key=f"test:{uuid.uuid4().hex}", rate=2000, timeout=0.2, clock=clock)
     ids = []
     async with redis, PayrollClient(emu.base_url, emu.token, gate=gate) as client:
         async for conn in client.payroll_connections.list(page_size=10, concurrency=2):
@@ -173,6 +174,7 @@ async def test_redis_down_mid_export_keeps_going_with_one_warning_and_comes_back
         assert len(warnings) == 1
         assert "cannot reach Redis" in warnings[0].getMessage()
         redis_server.start()  # back on the same port
+        clock.time += 1.5  # while down, Redis is asked again once a second
         await client.payroll_connections.list(max_items=1).collect()
     back = [r for r in caplog.records if "Redis answers again" in r.getMessage()]
     assert len(back) == 1
@@ -205,3 +207,35 @@ def test_bad_options_are_typed_errors_before_anything_runs() -> None:
     ):
         with pytest.raises(InvalidArgumentError):
             RedisGate(redis, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_a_redis_that_never_answers_cannot_hold_a_request(
+    start_emulator: StartEmulator, caplog: pytest.LogCaptureFixture, clock: FakeClock
+) -> None:
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)  # reads nothing, answers nothing
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    emu = await start_emulator(payroll_connections=30)
+    caplog.set_level(logging.WARNING, logger="payroll_async")
+    try:
+        async with Redis.from_url(f"redis://127.0.0.1:{port}/0") as redis:
+            gate = RedisGate(redis, key="payroll:silent", timeout=0.1, clock=clock)
+            async with PayrollClient(emu.base_url, emu.token, gate=gate) as client:
+                # Bounded by the gate's timeout, not by the test's: the walk completes.
+                conns = await asyncio.wait_for(
+                    client.payroll_connections.list(page_size=10).collect(), 60
+                )
+    finally:
+        for writer in accepted:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+    assert len(conns) == 30
+    assert len(accepted) == 1  # asked once: not again within the second that follows
+    warnings = [r for r in caplog.records if "cannot reach Redis" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "TimeoutError" in warnings[0].getMessage()
