@@ -8,7 +8,6 @@ characters can ever reach a URL path.
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import re
 import uuid
@@ -21,6 +20,7 @@ from yarl import URL
 from . import _assumed
 from ._converter import to_camel
 from ._exceptions import InvalidArgumentError
+from ._net import is_loopback
 from ._types import IdLike, SortLike
 from .models import EVENT_TYPES, EventType
 
@@ -190,18 +190,6 @@ def check_event_types(event_types: Iterable[EventType | str]) -> list[str]:
     if not out:
         raise InvalidArgumentError("event_types must name at least one event type")
     return out
-
-
-def is_loopback(host: str | None) -> bool:
-    """True for localhost and the loopback addresses (127.0.0.0/8, ::1)."""
-    if not host:
-        return False
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def redact_url(value: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from .._json import dumps
+from .._net import is_loopback
 
 __all__ = ["ApiError", "is_loopback", "json_response", "path_uuid"]
 
@@ -53,19 +53,3 @@ def path_uuid(request: web.Request, key: str, name: str) -> str:
             400, "Invalid request parameters", [f"{name}: must be a UUID, got {value!r}"]
         )
     return value.lower()
-
-
-def is_loopback(host: str | None) -> bool:
-    """localhost or a loopback address.
-
-    The SDK's validator has the same rule; the emulator keeps its own so that it never
-    imports the SDK's internals and the two cannot agree by accident.
-    """
-    if not host:
-        return False
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
