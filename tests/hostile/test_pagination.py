@@ -174,3 +174,45 @@ def test_any_link_header_gives_items_or_a_payroll_error_and_stays_home(link: str
         assert all(h.startswith(PATH) for h in hits)
 
     asyncio.run(run())
+
+
+def _offset_link_app(next_for: object) -> tuple[web.Application, list[str]]:
+    """Pages of 10 (of 40) whose Link rel=next is ``next_for(request, offset)``."""
+    seen: list[str] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization", ""))
+        offset = int(request.query.get("offset", "0"))
+        items = [factories.connection(i) for i in range(offset, min(offset + 10, 40))]
+        link = next_for(request, offset)  # type: ignore[operator]
+        return web.json_response(
+            factories.envelope(items, offset=offset, limit=10, total=40),
+            headers={"Link": f'<{link}>; rel="next"'},
+        )
+
+    app = web.Application()
+    app.router.add_get(PATH, handle)
+    return app, seen
+
+
+async def test_an_offset_shaped_link_to_another_origin_is_refused(serve: Serve) -> None:
+    # Same path and query with the offset advanced, but another port: not the walk's next
+    # request, so it is a link to follow, and following it would leave the origin.
+    other = await serve(_offset_link_app(lambda r, o: "http://127.0.0.1:1/")[0])
+    app, seen = _offset_link_app(
+        lambda r, o: str(r.url.with_port(int(other.rsplit(":", 1)[1])).update_query(offset=o + 10))
+    )
+    base = await serve(app)
+    async with PayrollClient(base, TOKEN, page_size=10, retry=ONCE) as client:
+        with pytest.raises(PaginationError, match="another origin"):
+            await client.payroll_connections.list().collect()
+    assert len(seen) == 1  # nothing sent anywhere after the first page
+
+
+async def test_offset_links_that_do_not_advance_are_a_loop_not_a_flood(serve: Serve) -> None:
+    app, seen = _offset_link_app(lambda r, o: str(r.url))  # next = this very page
+    base = await serve(app)
+    async with PayrollClient(base, TOKEN, page_size=10, retry=ONCE) as client:
+        with pytest.raises(PaginationError, match="already visited"):
+            await client.payroll_connections.list().collect()
+    assert len(seen) == 1
