@@ -68,6 +68,7 @@ return current
 """
 
 _RETRY_REDIS_AFTER = 1.0  # seconds between tries of a Redis that is down
+_LONGEST_WAIT_US = 60_000_000  # a wait Redis asks for is checked again at least every minute
 _KEY = re.compile(r"[\x21-\x7e]{1,200}\Z")  # printable ASCII, no spaces
 
 
@@ -140,10 +141,14 @@ class RedisGate:
         """Wait until the fleet's pause is over and this request's slot in the budget."""
         while True:
             try:
-                wait_us = int(await self._call(self._acquire, self._keys, [self._interval_us]))
+                answer = await self._call(self._acquire, self._keys, [self._interval_us])
+                if isinstance(answer, bool) or not isinstance(answer, int):
+                    self._failed(f"an unexpected answer of type {type(answer).__name__}")
+                    raise _Unavailable
             except _Unavailable:
                 await self._fallback.acquire()
                 return
+            wait_us = min(answer, _LONGEST_WAIT_US)  # asked again after that
             if wait_us <= 0:
                 return
             await self._clock.sleep(wait_us / 1_000_000)

@@ -9,6 +9,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -239,3 +240,25 @@ async def test_a_redis_that_never_answers_cannot_hold_a_request(
     warnings = [r for r in caplog.records if "cannot reach Redis" in r.getMessage()]
     assert len(warnings) == 1
     assert "TimeoutError" in warnings[0].getMessage()
+
+
+class Garbled:
+    """A Redis client whose scripts answer with something no script of ours returns."""
+
+    def register_script(self, text: str) -> Any:
+        async def run(keys: list[str], args: list[int]) -> object:
+            return b"not a number"
+
+        return run
+
+
+async def test_an_unexpected_redis_answer_falls_back_to_the_local_gate(
+    caplog: pytest.LogCaptureFixture, clock: FakeClock
+) -> None:
+    caplog.set_level(logging.WARNING, logger="payroll_async")
+    gate = RedisGate(Garbled(), key="payroll:garbled", clock=clock)  # type: ignore[arg-type]
+    await gate.acquire()  # no ValueError: the local gate decides
+    assert "unexpected answer" in caplog.records[-1].getMessage()
+    raising = RedisGate(Garbled(), key="k", on_error="raise", clock=clock)  # type: ignore[arg-type]
+    with pytest.raises(CoordinationError, match="unexpected answer"):
+        await raising.acquire()
