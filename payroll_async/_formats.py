@@ -51,11 +51,12 @@ class Format:
 
 def _one_line(item: Any) -> Any:
     """An item's bytes on one line (JSON strings hold no raw line breaks: only layout does)."""
-    if b"\n" not in item and b"\r" not in item:
+    data = bytes(item)
+    if b"\n" not in data and b"\r" not in data:
         return item
     if _compact_json is not None:
-        return _compact_json(bytes(item), indent=0)
-    return dumps(json.loads(bytes(item)))  # pragma: no cover - without msgspec
+        return _compact_json(data, indent=0)
+    return dumps(json.loads(data))  # pragma: no cover - without msgspec
 
 
 def _lines(items: Sequence[Any]) -> Sequence[Any]:
@@ -155,9 +156,16 @@ def _csv_page(cell: Callable[[Any], Any]) -> Callable[[Sequence[Any], list[str],
     def page(items: Sequence[Any], columns: list[str], first: bool) -> bytes:
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
+        # With "\n" as the line end, the csv module does not quote a value holding a bare
+        # CR, which readers take as a line end: such a row has every value quoted.
+        quoted = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
         for item in items:
             data = to_dict(item)
-            writer.writerow([cell(data.get(c)) for c in columns])
+            row = [cell(data.get(c)) for c in columns]
+            if any(isinstance(value, str) and "\r" in value for value in row):
+                quoted.writerow(row)
+            else:
+                writer.writerow(row)
         return buffer.getvalue().encode()
 
     return page

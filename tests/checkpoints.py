@@ -21,17 +21,19 @@ def forge(
     data: bytes = b"",
     done: bool = False,
     name: str | None = None,
+    make_partial: bool = True,
 ) -> Path:
     """An interrupted export of ``job`` to ``target``: (its partial file is returned)."""
-    partial = target.with_name(name or f"{target.name}.test01.partial")
-    if not done:
+    name = name or f"{target.name}.test01.partial"
+    partial = target.parent / ("not-made" if "/" in name else name)
+    if make_partial and not done and "/" not in name:
         partial.write_bytes(data)
         os.chmod(partial, 0o600)
     checkpoint = Checkpoint(
         job=JOB if job is None else job,
         service=Service.of(base_url, token),
         items=items,
-        writer={"partial": partial.name, "bytes": len(data)},
+        writer={"partial": name, "bytes": len(data)},
         done=done,
     )
     write_checkpoint(target.with_name(target.name + ".checkpoint"), checkpoint)
