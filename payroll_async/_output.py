@@ -194,7 +194,7 @@ class FileWriter:
             prefix=f"{self.target.name}.", suffix=".partial", dir=self.target.parent
         )
         self._partial = Path(name)
-        self._file = os.fdopen(fd, "wb")
+        self._file = os.fdopen(fd, "wb", buffering=0)  # pages are written whole: no buffer
         self._write(self.fmt.header(self._columns))
 
     def _named(self, record: Mapping[str, Any]) -> tuple[Path, int]:
@@ -242,7 +242,7 @@ class FileWriter:
                     f"to start over"
                 )
             os.ftruncate(fd, size)  # drop whatever was written after the checkpoint
-            file = os.fdopen(fd, "r+b")
+            file = os.fdopen(fd, "r+b", buffering=0)
         except BaseException:
             os.close(fd)
             raise
@@ -266,8 +266,13 @@ class FileWriter:
             os.close(fd)
 
     def _write(self, data: bytes) -> None:
+        # Unbuffered, so that a failed write (a full disk) leaves nothing pending: the file
+        # holds whole pages up to ``_bytes`` and perhaps part of the next, which sync cuts.
         assert self._file is not None
-        self._file.write(data)
+        view = memoryview(data)
+        while view:
+            written = self._file.write(view)
+            view = view[written or 0 :]
         self._bytes += len(data)
 
     def write(self, items: Sequence[Any]) -> None:
@@ -279,15 +284,17 @@ class FileWriter:
         return {"partial": self._partial.name, "bytes": self._bytes}
 
     def sync(self) -> None:
+        """Make the whole pages written durable, and drop part of a page that failed."""
         assert self._file is not None
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        fd = self._file.fileno()
+        os.ftruncate(fd, self._bytes)  # frees what a failed write took, on a full disk too
+        self._file.seek(self._bytes)
+        os.fsync(fd)
 
     def finish(self) -> dict[str, Any]:
         """Write the footer, give the file its mode, make it durable: the final position."""
         assert self._file is not None
         self._write(self.fmt.footer)
-        self._file.flush()
         os.fchmod(self._file.fileno(), _mode_of(self.target))
         os.fsync(self._file.fileno())
         return self.position()
