@@ -61,15 +61,12 @@ def main() -> None:
         target = str(work / "x.jsonl")
         for _ in range(options.repeats):
             for name, tree in trees.items():
-                emu = cpu_of(tree, ["--emulator", "export", "payroll-connections", "-o", target], work)
+                demo = ["--emulator", "export", "payroll-connections", "-o", target]
+                emu = cpu_of(tree, demo, work)
                 results[name]["emu"].append(emu / 25_000)
                 start = cpu_of(tree, ["export", "--help"], work)
-                full = cpu_of(
-                    tree,
-                    ["--base-url", base, "--token", TOKEN, "export", "payroll-connections"]
-                    + ["-o", target, "--page-size", "100"],
-                    work,
-                )
+                against = ["--base-url", base, "--token", TOKEN, "export", "payroll-connections"]
+                full = cpu_of(tree, [*against, "-o", target, "--page-size", "100"], work)
                 results[name]["client"].append((full - start) / options.items)
     first = next(iter(trees))
     rows = []
