@@ -24,9 +24,11 @@ class TokenProvider(Protocol):
     ``get_token()`` is called before each request (cache inside the provider);
     ``get_token(refresh=True)`` after the service answered 401, to obtain a new one.
 
+    ```pycon
     >>> class FromVault:
     ...     async def get_token(self, *, refresh: bool = False) -> str:
     ...         return await vault.read("payroll-token", force=refresh)
+    ```
     """
 
     async def get_token(self, *, refresh: bool = False) -> str: ...

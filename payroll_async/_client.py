@@ -31,9 +31,11 @@ _SINGLE_ATTEMPT = RetryPolicy(max_attempts=1)
 class ClientState(enum.Enum):
     """Where a client is in its life: made, used (session open), or closed.
 
+    ```pycon
     >>> client = PayrollClient(base_url, token)
     >>> client.state
     <ClientState.UNOPENED: 'unopened'>
+    ```
     """
 
     UNOPENED = "unopened"
@@ -47,22 +49,27 @@ class ClientState(enum.Enum):
 class PayrollClient:
     """The async client of the Payroll Onboarding and Webhook Service.
 
+    ```pycon
     >>> async with PayrollClient(base_url="https://api.example.com", token="...") as client:
     ...     async for conn in client.payroll_connections.list():
     ...         print(conn.id, conn.status)
+    ```
 
     ``base_url`` falls back to ``PAYROLL_BASE_URL`` and ``token`` to ``PAYROLL_TOKEN``;
-    ``token`` may be a :class:`TokenProvider`, asked again with ``refresh=True`` on a 401.
+    ``token`` may be a [`TokenProvider`][payroll_async.TokenProvider], asked again with
+    ``refresh=True`` on a 401.
     ``timeout`` is per attempt, in seconds or an ``aiohttp.ClientTimeout`` (None: no
-    limit). ``retry`` is a :class:`RetryPolicy` (left out: the default policy; None: a
+    limit). ``retry`` is a [`RetryPolicy`][payroll_async.RetryPolicy] (left out: the default
+    policy; None: a
     single attempt). ``page_size`` is what listings ask for (None: the service's own page
     size). ``concurrency`` caps the requests this client has in flight at once.
     ``max_response_size`` bounds one response body in bytes after decompression (64 MiB
     by default, None for no limit); a larger body raises ResponseDecodeError. A
     ``session`` passed in is borrowed and never closed. ``clock`` is the time source of
     retry waits and pauses (for tests on virtual time). ``gate`` is what every request
-    passes before it is sent and what a 429 is reported to: a :class:`LocalGate` of the
-    client's own when None; share one :class:`LocalGate` between clients, or a
+    passes before it is sent and what a 429 is reported to: a
+    [`LocalGate`][payroll_async.LocalGate] of the
+    client's own when None; share one [`LocalGate`][payroll_async.LocalGate] between clients, or a
     ``payroll_async.fleet.RedisGate`` between processes. Use the client from one event
     loop, and close it (``async with`` or ``await client.close()``).
     """
@@ -156,7 +163,9 @@ class PayrollClient:
 
         Closing the copy closes only the copy; closing this client closes both.
 
+        ```pycon
         >>> await client.with_options(retry=RetryPolicy(max_attempts=1)).webhooks.delete(sid)
+        ```
         """
         options = RequestOptions(
             timeout=NOT_GIVEN if isinstance(timeout, NotGiven) else check.check_timeout(timeout),
@@ -177,7 +186,8 @@ class PayrollClient:
 
     @property
     def state(self) -> ClientState:
-        """:class:`ClientState`: unopened, open or closed (a copy is closed with its parent)."""
+        """[`ClientState`][payroll_async.ClientState]: unopened, open or closed (a copy is closed
+        with its parent)."""
         if self._closed():
             return ClientState.CLOSED
         if self._state is ClientState.UNOPENED and self._transport.session_started:
@@ -194,7 +204,8 @@ class PayrollClient:
     async def close(self) -> None:
         """Close the client; the session it created too (a borrowed one is left open).
 
-        A copy made by :meth:`with_options` closes only itself.
+        A copy made by [`with_options()`][payroll_async.PayrollClient.with_options] closes only
+        itself.
         """
         self._state = ClientState.CLOSED
         if self._parent is None:

@@ -1,24 +1,26 @@
 """The exceptions raised by payroll_async.
 
-Every failure the SDK reports derives from :class:`PayrollError`::
+Every failure the SDK reports derives from [`PayrollError`][payroll_async.PayrollError]:
 
-    PayrollError
-    ├── InvalidArgumentError        (also a ValueError) bad input, caught before any request
-    ├── ClientClosedError           (also a RuntimeError) the client was used after close()
-    ├── APIConnectionError          no response: connect failure, dropped connection
-    │   └── APITimeoutError         no response in time
-    ├── APIStatusError              any non-2xx answer
-    │   ├── BadRequestError         400
-    │   ├── AuthenticationError     401
-    │   ├── PermissionDeniedError   403
-    │   ├── NotFoundError           404
-    │   ├── RateLimitError          429 (.retry_after)
-    │   └── ServerError             5xx
-    ├── ResponseDecodeError         a 2xx whose body is not the JSON shape expected
-    ├── PaginationError             a next link to another origin, or a loop
-    ├── CoordinationError           a shared gate (RedisGate, on_error="raise") failed
-    └── ReplaceIncompleteError      webhooks.replace created the new subscription but
-                                    could not delete the old one
+```text
+PayrollError
+├── InvalidArgumentError        (also a ValueError) bad input, caught before any request
+├── ClientClosedError           (also a RuntimeError) the client was used after close()
+├── APIConnectionError          no response: connect failure, dropped connection
+│   └── APITimeoutError         no response in time
+├── APIStatusError              any non-2xx answer
+│   ├── BadRequestError         400
+│   ├── AuthenticationError     401
+│   ├── PermissionDeniedError   403
+│   ├── NotFoundError           404
+│   ├── RateLimitError          429 (.retry_after)
+│   └── ServerError             5xx
+├── ResponseDecodeError         a 2xx whose body is not the JSON shape expected
+├── PaginationError             a next link to another origin, or a loop
+├── CoordinationError           a shared gate (RedisGate, on_error="raise") failed
+└── ReplaceIncompleteError      webhooks.replace created the new subscription but
+                                could not delete the old one
+```
 
 No exception text ever contains the bearer token: URLs carry no credentials and request
 headers are never included.

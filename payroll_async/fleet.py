@@ -1,10 +1,12 @@
 """A fleet of processes as one client: a shared 429 pause and request budget on Redis.
 
+```pycon
 >>> from redis.asyncio import Redis
 >>> from payroll_async.fleet import RedisGate
 >>> gate = RedisGate(Redis.from_url("redis://localhost"), key="payroll:acme", rate=50)
 >>> async with PayrollClient(..., gate=gate) as client:   # in every worker process
 ...     ...
+```
 
 Every client of every process made with the same Redis and ``key`` shares one pause
 (after any of them gets a 429 with Retry-After, none sends before that time) and, with
@@ -15,7 +17,8 @@ the workers' clocks. Every key starts with ``key``, expires, and holds only time
 When Redis is unreachable or failing, requests go on through the process's own gate (the
 in-process pause, and ``rate`` per process): one WARNING is logged on the
 ``payroll_async`` logger per outage, and one INFO when Redis answers again. With
-``on_error="raise"`` a :class:`CoordinationError` is raised instead. A Redis call never
+``on_error="raise"`` a [`CoordinationError`][payroll_async.CoordinationError] is raised instead. A
+Redis call never
 holds a request longer than ``timeout`` seconds, and while Redis is down it is asked again
 at most once a second.
 
@@ -75,8 +78,10 @@ _KEY = re.compile(r"[\x21-\x7e]{1,200}\Z")  # printable ASCII, no spaces
 def default_key(base_url: str) -> str:
     """The gate key of every client of one service: derived from its origin, never a token.
 
+    ```pycon
     >>> default_key("https://api.example.com/")
     'payroll-async:https://api.example.com'
+    ```
     """
     from yarl import URL
 

@@ -48,10 +48,12 @@ def _check(
 class Emulator:
     """A local, faithful emulator of the Payroll Onboarding and Webhook Service.
 
+    ```pycon
     >>> async with Emulator(seed=1, payroll_connections=1000) as emu:
     ...     async with PayrollClient(base_url=emu.base_url, token=emu.token) as client:
     ...         print(len(await client.payroll_connections.list().collect()))
     1000
+    ```
 
     Collections are derived from ``seed`` on demand, so any size starts at once and a page
     costs the same whatever the size. Faults (``latency`` seconds per request,
@@ -182,7 +184,8 @@ class Emulator:
 
     @property
     def deliveries(self) -> list[Delivery]:
-        """Every notification delivery attempted by :meth:`emit`, in order."""
+        """Every notification delivery attempted by
+        [`emit()`][payroll_async.emulator.Emulator.emit], in order."""
         return self._deliverer.deliveries
 
     # -- lifecycle -------------------------------------------------------------------------

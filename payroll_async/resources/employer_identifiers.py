@@ -38,8 +38,10 @@ class UpdateGroups(Resource):
     ) -> AsyncPaginator[UpdateGroup]:
         """The update groups of one employer.
 
+        ```pycon
         >>> async for group in client.employer_identifiers.update_groups.list(employer_id):
         ...     print(group.update_group_id, group.upload_date, group.error_count)
+        ```
         """
         eid = check.check_id(employer_identifier_id, "employer_identifier_id")
         return self._paginate(
@@ -72,9 +74,11 @@ class Invites(Resource):
     ) -> InviteSession:
         """A fresh onboarding link for an existing invite: valid 30 minutes, single use.
 
+        ```pycon
         >>> session = await client.employer_identifiers.invites.create_session(eid, invite_id)
         >>> session.onboarding_link
         'https://...'
+        ```
         """
         eid = check.check_id(employer_identifier_id, "employer_identifier_id")
         iid = check.check_id(invite_id, "invite_id")
@@ -111,8 +115,10 @@ class EmployerIdentifiers(Resource):
     ) -> AsyncPaginator[EmployerIdentifier]:
         """Every employer identifier.
 
+        ```pycon
         >>> async for employer in client.employer_identifiers.list():
         ...     print(employer.id, employer.display_name, employer.identifier)
+        ```
         """
         return self._paginate(
             _PATH,
