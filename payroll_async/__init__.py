@@ -2,7 +2,7 @@
 
 ```pycon
 >>> from payroll_async import PayrollClient
->>> async with PayrollClient(base_url="https://api.example.com", token="...") as client:
+>>> async with PayrollClient("https://api.example.com", token) as client:
 ...     async for conn in client.payroll_connections.list():
 ...         print(conn.id)
 ```

@@ -50,28 +50,34 @@ class PayrollClient:
     """The async client of the Payroll Onboarding and Webhook Service.
 
     ```pycon
-    >>> async with PayrollClient(base_url="https://api.example.com", token="...") as client:
+    >>> async with PayrollClient("https://api.example.com", token) as client:
     ...     async for conn in client.payroll_connections.list():
     ...         print(conn.id, conn.status)
     ```
 
-    ``base_url`` falls back to ``PAYROLL_BASE_URL`` and ``token`` to ``PAYROLL_TOKEN``;
-    ``token`` may be a [`TokenProvider`][payroll_async.TokenProvider], asked again with
-    ``refresh=True`` on a 401.
-    ``timeout`` is per attempt, in seconds or an ``aiohttp.ClientTimeout`` (None: no
-    limit). ``retry`` is a [`RetryPolicy`][payroll_async.RetryPolicy] (left out: the default
-    policy; None: a
-    single attempt). ``page_size`` is what listings ask for (None: the service's own page
-    size). ``concurrency`` caps the requests this client has in flight at once.
-    ``max_response_size`` bounds one response body in bytes after decompression (64 MiB
-    by default, None for no limit); a larger body raises ResponseDecodeError. A
-    ``session`` passed in is borrowed and never closed. ``clock`` is the time source of
-    retry waits and pauses (for tests on virtual time). ``gate`` is what every request
-    passes before it is sent and what a 429 is reported to: a
-    [`LocalGate`][payroll_async.LocalGate] of the
-    client's own when None; share one [`LocalGate`][payroll_async.LocalGate] between clients, or a
-    ``payroll_async.fleet.RedisGate`` between processes. Use the client from one event
-    loop, and close it (``async with`` or ``await client.close()``).
+    Use the client from one event loop, and close it (``async with`` or
+    ``await client.close()``).
+
+    Args:
+        base_url: The service's root URL; ``PAYROLL_BASE_URL`` when left out. Plain
+            ``http://`` is refused except for loopback hosts.
+        token: The bearer token, or a [`TokenProvider`][payroll_async.TokenProvider]
+            (asked again with ``refresh=True`` on a 401); ``PAYROLL_TOKEN`` when left out.
+        timeout: Per attempt, in seconds or an ``aiohttp.ClientTimeout``; None: no limit.
+        retry: A [`RetryPolicy`][payroll_async.RetryPolicy]; left out: the default
+            policy; None: a single attempt.
+        page_size: What listings ask for; None: the service's own page size.
+        concurrency: The most requests this client has in flight at once.
+        session: An ``aiohttp.ClientSession`` of yours: borrowed, never closed.
+        headers: Extra headers sent with every request.
+        max_response_size: The largest response body read, in bytes after
+            decompression (None: no limit); a larger one raises
+            [`ResponseDecodeError`][payroll_async.ResponseDecodeError].
+        clock: The time source of retry waits and pauses (tests pass a virtual one).
+        gate: What every request passes before it is sent and what a 429 is reported
+            to: a [`LocalGate`][payroll_async.LocalGate] of the client's own when None;
+            share one between clients, or a ``payroll_async.fleet.RedisGate`` between
+            processes.
     """
 
     webhooks: Webhooks
@@ -164,7 +170,8 @@ class PayrollClient:
         Closing the copy closes only the copy; closing this client closes both.
 
         ```pycon
-        >>> await client.with_options(retry=RetryPolicy(max_attempts=1)).webhooks.delete(sid)
+        >>> once = client.with_options(retry=RetryPolicy(max_attempts=1))
+        >>> await once.webhooks.delete(sid)
         ```
         """
         options = RequestOptions(

@@ -19,7 +19,7 @@ class Clock:
     ...     def __init__(self): self.t = 0.0
     ...     def now(self): return self.t
     ...     async def sleep(self, seconds): self.t += seconds
-    >>> client = PayrollClient(base_url, token, clock=Instant())   # retries wait no time
+    >>> client = PayrollClient(url, token, clock=Instant())  # no real waits
     ```
     """
 

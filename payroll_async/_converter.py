@@ -257,7 +257,7 @@ def to_dict(model: Any) -> dict[str, Any]:
 
     ```pycon
     >>> to_dict(conn)
-    {'id': 'f2e87725-...', 'employerIdentifierId': '870cada6-...', 'status': 'pending', ...}
+    {'id': 'f2e87725-...', 'employerIdentifierId': '870cada6-...', ...}
     ```
 
     ``json.dumps(to_dict(model))`` is the model's JSON; the SDK's models structure it back.
@@ -273,7 +273,7 @@ def from_dict(model: type[T], data: Any) -> T:
     [`to_dict()`][payroll_async.to_dict]).
 
     ```pycon
-    >>> from_dict(PayrollConnection, json.loads(line))   # a line of a JSONL export
+    >>> from_dict(PayrollConnection, json.loads(line))  # a JSONL line
     PayrollConnection(id=UUID('f2e87725-...'), ...)
     ```
 

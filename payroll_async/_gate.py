@@ -26,8 +26,8 @@ class Gate(Protocol):
 
     ```pycon
     >>> class Quiet:
-    ...     async def acquire(self) -> None: ...          # wait until a request may go
-    ...     async def pause(self, seconds: float) -> None: ...  # none before then
+    ...     async def acquire(self) -> None: ...  # until a request may go
+    ...     async def pause(self, seconds: float) -> None: ...  # none till then
     ```
     """
 
@@ -59,13 +59,14 @@ class LocalGate:
 
     ```pycon
     >>> gate = LocalGate(rate=20)
-    >>> async with PayrollClient(..., gate=gate) as a, PayrollClient(..., gate=gate) as b:
-    ...     ...   # a and b together send at most 20 requests a second
+    >>> a = PayrollClient(..., gate=gate)
+    >>> b = PayrollClient(..., gate=gate)   # a and b: at most 20 requests/s in all
     ```
     """
 
     def __init__(self, rate: float | None = None, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.rate = check_rate(rate)
+        """At most this many requests per second (None: no limit of its own)."""
         self._interval = 0.0 if self.rate is None else 1.0 / self.rate
         self._clock = clock
         self._resume_at = 0.0

@@ -91,7 +91,7 @@ class AsyncPaginator(Generic[T]):
     """The items of a listing, fetched page by page as they are consumed.
 
     ```pycon
-    >>> async for conn in client.payroll_connections.list():        # every item
+    >>> async for conn in client.payroll_connections.list():  # every item
     ...     print(conn.id)
     >>> async for page in client.payroll_connections.list().pages():
     ...     print(page.meta.offset, len(page.items))
@@ -155,7 +155,7 @@ class AsyncPaginator(Generic[T]):
         """The same listing without its first ``count`` items (as a resume needs it).
 
         ```pycon
-        >>> rest = client.payroll_connections.list().skip(10_000)   # from the 10,001st item
+        >>> rest = client.payroll_connections.list().skip(10_000)  # 10,001st on
         ```
         """
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:

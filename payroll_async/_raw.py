@@ -59,7 +59,9 @@ class WithRawResponse:
     [`RawResponse`][payroll_async.RawResponse].
 
     ```pycon
-    >>> raw = await client.webhooks.with_raw_response.create(event_types=[...], path=...)
+    >>> raw = await client.webhooks.with_raw_response.create(
+    ...     event_types=[...], path=...
+    ... )
     >>> raw.status, raw.request_id, raw.parsed.webhook_subscription_id
     ```
     """

@@ -43,7 +43,7 @@ class RetryPolicy:
     GET and DELETE; a POST only on 429 and on connect failures where nothing was sent.
 
     ```pycon
-    >>> RetryPolicy(max_attempts=6, backoff_max=30.0)   # more patient than the default
+    >>> RetryPolicy(max_attempts=6, backoff_max=30.0)   # more patient
     >>> RetryPolicy(max_attempts=1)                     # never retry
     ```
 

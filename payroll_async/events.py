@@ -82,7 +82,8 @@ def header_secret(header: str, secret: str) -> Verify:
     """A ``verify`` hook for a shared secret sent in a header, compared in constant time.
 
     ```pycon
-    >>> router = EventRouter(verify=header_secret("X-Webhook-Secret", os.environ["HOOK_SECRET"]))
+    >>> secret = os.environ["HOOK_SECRET"]
+    >>> router = EventRouter(verify=header_secret("X-Webhook-Secret", secret))
     ```
     """
 

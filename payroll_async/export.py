@@ -2,7 +2,8 @@
 
 ```pycon
 >>> from payroll_async.export import export_to_file
->>> result = await export_to_file(client.payroll_connections.list(), "connections.jsonl")
+>>> listing = client.payroll_connections.list()
+>>> result = await export_to_file(listing, "connections.jsonl")
 >>> result.items
 25000
 ```
@@ -371,8 +372,8 @@ async def export_to_file(
     each page is written.
 
     ```pycon
-    >>> result = await export_to_file(client.employer_identifiers.list(), "employers.csv",
-    ...                               format="csv")
+    >>> listing = client.employer_identifiers.list()
+    >>> result = await export_to_file(listing, "employers.csv", format="csv")
     >>> result.items, result.resumed_from
     (200, 0)
     ```

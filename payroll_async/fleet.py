@@ -3,8 +3,9 @@
 ```pycon
 >>> from redis.asyncio import Redis
 >>> from payroll_async.fleet import RedisGate
->>> gate = RedisGate(Redis.from_url("redis://localhost"), key="payroll:acme", rate=50)
->>> async with PayrollClient(..., gate=gate) as client:   # in every worker process
+>>> redis = Redis.from_url("redis://localhost")
+>>> gate = RedisGate(redis, key="payroll:acme", rate=50)
+>>> async with PayrollClient(..., gate=gate) as client:  # in every worker
 ...     ...
 ```
 

@@ -45,7 +45,7 @@ class EmulatorThread:
 
     ```pycon
     >>> with EmulatorThread(seed=1, payroll_connections=100) as emu:
-    ...     requests.get(emu.base_url + "/v1/payroll-connections", headers=...)
+    ...     requests.get(emu.base_url + "/v1/payroll-connections", ...)
     ```
     """
 

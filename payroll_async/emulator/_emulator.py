@@ -50,7 +50,7 @@ class Emulator:
 
     ```pycon
     >>> async with Emulator(seed=1, payroll_connections=1000) as emu:
-    ...     async with PayrollClient(base_url=emu.base_url, token=emu.token) as client:
+    ...     async with PayrollClient(emu.base_url, emu.token) as client:
     ...         print(len(await client.payroll_connections.list().collect()))
     1000
     ```

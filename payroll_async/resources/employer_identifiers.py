@@ -39,7 +39,8 @@ class UpdateGroups(Resource):
         """The update groups of one employer.
 
         ```pycon
-        >>> async for group in client.employer_identifiers.update_groups.list(employer_id):
+        >>> groups = client.employer_identifiers.update_groups.list(employer_id)
+        >>> async for group in groups:
         ...     print(group.update_group_id, group.upload_date, group.error_count)
         ```
         """
@@ -75,7 +76,8 @@ class Invites(Resource):
         """A fresh onboarding link for an existing invite: valid 30 minutes, single use.
 
         ```pycon
-        >>> session = await client.employer_identifiers.invites.create_session(eid, invite_id)
+        >>> invites = client.employer_identifiers.invites
+        >>> session = await invites.create_session(eid, invite_id)
         >>> session.onboarding_link
         'https://...'
         ```

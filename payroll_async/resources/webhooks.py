@@ -75,7 +75,7 @@ class Webhooks(Resource):
 
         ```pycon
         >>> async for sub in client.webhooks.list(active=True, sort="-createdAt"):
-        ...     print(sub.webhook_subscription_id, sub.webhook_event_types, sub.path)
+        ...     print(sub.webhook_subscription_id, sub.path)
         ```
         """
         filters: dict[str, str] = {}
@@ -112,7 +112,8 @@ class Webhooks(Resource):
 
         ```pycon
         >>> sub = await client.webhooks.create(
-        ...     event_types=[EventType.PAYROLL_PROCESSED], path="https://example.com/hooks"
+        ...     event_types=[EventType.PAYROLL_PROCESSED],
+        ...     path="https://example.com/hooks",
         ... )
         ```
         """
