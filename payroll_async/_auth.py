@@ -31,7 +31,9 @@ class TokenProvider(Protocol):
     ```
     """
 
-    async def get_token(self, *, refresh: bool = False) -> str: ...
+    async def get_token(self, *, refresh: bool = False) -> str:
+        """The token to send; with ``refresh=True``, a new one (the last was refused)."""
+        ...
 
 
 class _StaticToken:

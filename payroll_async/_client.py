@@ -184,6 +184,7 @@ class PayrollClient:
 
     @property
     def base_url(self) -> str:
+        """The service's root URL, as given or read from ``PAYROLL_BASE_URL``."""
         return str(self._transport.base_url)
 
     @property
@@ -203,6 +204,7 @@ class PayrollClient:
 
     @property
     def is_closed(self) -> bool:
+        """Whether ``close()`` was called (on this client or, for a copy, its parent)."""
         return self._closed()
 
     def _closed(self) -> bool:

@@ -35,6 +35,7 @@ class NotGiven(enum.Enum):
     """
 
     NOT_GIVEN = enum.auto()
+    """The one value of this type."""
 
     def __repr__(self) -> str:
         return "NOT_GIVEN"
@@ -44,6 +45,7 @@ class NotGiven(enum.Enum):
 
 
 NOT_GIVEN: Final = NotGiven.NOT_GIVEN
+"""An option left out: the default applies (``None`` would mean "none")."""
 
 T = TypeVar("T")
 

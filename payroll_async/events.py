@@ -163,6 +163,7 @@ class EventRouter:
         return register
 
     def handlers_for(self, event_type: EventType | str) -> list[EventHandler]:
+        """The handlers an event of this type runs: its own, then the catch-alls."""
         return [*self._handlers.get(str(event_type), []), *self._handlers.get(None, [])]
 
     async def dispatch(self, event: WebhookEvent) -> None:

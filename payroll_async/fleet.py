@@ -96,10 +96,16 @@ def default_key(base_url: str) -> str:
 class RedisGate:
     """One 429 pause and one request budget for every process that uses ``key``.
 
-    ``redis`` is a ``redis.asyncio.Redis`` (never closed here). ``rate``: requests per
-    second for the whole fleet (None: no budget, only the shared pause). ``on_error``:
-    ``"local"`` (go on with the process's own gate, the default) or ``"raise"``.
-    ``timeout``: the longest one Redis call may take.
+    Args:
+        redis: A ``redis.asyncio.Redis`` of yours: the gate never closes it.
+        key: The prefix of the gate's Redis keys: the same for every client of one
+            service and token ([`default_key`][payroll_async.fleet.default_key] derives one).
+        rate: Requests per second for the whole fleet; None: no budget, only the shared
+            pause.
+        on_error: When Redis cannot be asked: ``"local"`` goes on with the process's own
+            gate; ``"raise"`` raises [`CoordinationError`][payroll_async.CoordinationError].
+        timeout: The longest one Redis call may take, in seconds.
+        clock: The time source of the waits (tests pass a virtual one).
     """
 
     def __init__(
@@ -125,10 +131,14 @@ class RedisGate:
             or timeout <= 0
         ):
             raise InvalidArgumentError(f"timeout must be finite seconds > 0, got {timeout!r}")
-        self.key = key
-        self.rate = check_rate(rate)
-        self.on_error = on_error
-        self.timeout = float(timeout)
+        self.key: str = key
+        """The prefix of the gate's Redis keys."""
+        self.rate: float | None = check_rate(rate)
+        """The fleet's requests per second (None: no budget)."""
+        self.on_error: Literal["local", "raise"] = on_error
+        """What happens when Redis cannot be asked: ``"local"`` or ``"raise"``."""
+        self.timeout: float = float(timeout)
+        """The longest one Redis call may take, in seconds."""
         self._redis = redis
         self._clock = clock
         self._keys = [f"{key}:pause", f"{key}:tat"]

@@ -51,7 +51,9 @@ class EmulatorThread:
 
     def __init__(self, **options: Any) -> None:
         self.loop = asyncio.new_event_loop()
+        """The event loop the emulator serves from, on its own thread."""
         self.emulator = Emulator(**options)
+        """The emulator, started on entering the ``with`` block."""
         self._ready = threading.Event()
         self._failure: BaseException | None = None
         self._thread = threading.Thread(

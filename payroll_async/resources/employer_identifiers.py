@@ -99,8 +99,10 @@ class EmployerIdentifiers(Resource):
 
     def __init__(self, binding: Binding) -> None:
         super().__init__(binding)
-        self.update_groups = UpdateGroups(binding)
-        self.invites = Invites(binding)
+        self.update_groups: UpdateGroups = UpdateGroups(binding)
+        """The update groups of an employer."""
+        self.invites: Invites = Invites(binding)
+        """Onboarding invites: a fresh onboarding link for an invite."""
 
     def list(
         self,
