@@ -12,6 +12,7 @@ import importlib as _importlib
 import logging as _logging
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
+from . import _env
 from ._clock import Clock
 from ._exceptions import (
     APIConnectionError,
@@ -82,6 +83,7 @@ def __dir__() -> list[str]:
 
 # A library logs; the application decides where it goes (the logging HOWTO's advice).
 _logging.getLogger("payroll_async").addHandler(_logging.NullHandler())
+_env.configure_logging()  # PAYROLL_LOG=debug|info: the SDK's log on stderr, no code needed
 
 __all__ = [
     "APIConnectionError",
