@@ -93,14 +93,14 @@ def test_every_snippet_is_a_program_or_a_labelled_fragment(
     compile(code, page, "exec", flags=flags, dont_inherit=True)
 
 
-def test_the_immediate_cancellation_pattern_type_checks(tmp_path: Path) -> None:
+def test_the_documented_patterns_type_check(tmp_path: Path) -> None:
     api = pytest.importorskip("mypy.api")
     snippet = tmp_path / "snippet.py"
     snippet.write_text(
         textwrap.dedent(
             """
             import contextlib
-            from payroll_async import PayrollClient
+            from payroll_async import PayrollClient, PayrollConnection
 
             async def first_active(client: PayrollClient) -> str | None:
                 paginator = client.payroll_connections.list()
@@ -109,6 +109,11 @@ def test_the_immediate_cancellation_pattern_type_checks(tmp_path: Path) -> None:
                         if conn.status == "active":
                             return str(conn.id)
                 return None
+
+            async def total(client: PayrollClient) -> int:
+                page = await client.payroll_connections.list()  # the first Page
+                first: list[PayrollConnection] = list(page.items)
+                return page.meta.total_count + len(first)
             """
         )
     )
