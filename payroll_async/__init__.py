@@ -48,7 +48,7 @@ from .models import (
 if _TYPE_CHECKING:
     from ._auth import TokenProvider
     from ._client import ClientState, PayrollClient
-    from ._converter import from_dict, to_dict
+    from ._converter import from_dict, to_dict, to_json
     from ._pagination import AsyncPaginator, Page
     from ._raw import RawResponse
     from ._retry import RetryPolicy
@@ -65,6 +65,7 @@ _LAZY = {
     "TokenProvider": "._auth",
     "from_dict": "._converter",
     "to_dict": "._converter",
+    "to_json": "._converter",
 }
 
 
@@ -124,4 +125,5 @@ __all__ = [
     "__version__",
     "from_dict",
     "to_dict",
+    "to_json",
 ]
