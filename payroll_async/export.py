@@ -1,9 +1,12 @@
 """Bulk export to a file that is always whole, and that an interrupted run can resume.
 
+```pycon
 >>> from payroll_async.export import export_to_file
->>> result = await export_to_file(client.payroll_connections.list(), "connections.jsonl")
+>>> listing = client.payroll_connections.list()
+>>> result = await export_to_file(listing, "connections.jsonl")
 >>> result.items
 25000
+```
 
 Run it again after a crash (a killed worker, a lost connection, a full disk) and it
 continues where the last checkpoint left off: the file ends with every item exactly once.
@@ -137,10 +140,12 @@ async def export_to_file(
     export writes to ``path``, :class:`OutputWriteError` when the disk is full (what was
     saved is resumed by the next call).
 
-    >>> result = await export_to_file(client.employer_identifiers.list(), "employers.csv",
-    ...                               format="csv")
+    ```pycon
+    >>> listing = client.employer_identifiers.list()
+    >>> result = await export_to_file(listing, "employers.csv", format="csv")
     >>> result.items, result.resumed_from
     (200, 0)
+    ```
     """
     fmt = format_for(format, csv_raw=csv_raw)
     if fmt is None:
