@@ -84,15 +84,18 @@ class OutputLockedError(ExportError):
 class OutputWriteError(ExportError):
     """Writing the output failed (a full disk, a quota); what was saved can be resumed.
 
-    ``saved`` items are on disk and recorded in the checkpoint; ``reason`` says what failed
-    (e.g. "cannot write out.jsonl: No space left on device"); ``errno`` is the failure's.
+    The next export of the same listing to the same file (``--resume``) continues from
+    what was saved.
     """
 
     def __init__(self, message: str, *, reason: str, saved: int, errno: int | None) -> None:
         super().__init__(message)
-        self.reason = reason
-        self.saved = saved
-        self.errno = errno
+        self.reason: str = reason
+        """What failed, e.g. "cannot write out.jsonl: No space left on device"."""
+        self.saved: int = saved
+        """Items on disk and recorded in the checkpoint: where a resume continues."""
+        self.errno: int | None = errno
+        """The failure's ``errno`` (``errno.ENOSPC`` for a full disk)."""
 
 
 class Writer(Protocol):
