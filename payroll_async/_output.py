@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -106,6 +107,9 @@ def is_streamed(output: str) -> bool:
 # -- one writer per target ---------------------------------------------------------------
 
 
+_LOCK_TEXT = re.compile(rb"(?:[0-9]{1,20}\n)?")  # empty, or the process id of its last holder
+
+
 def lock_output(target: Path) -> tuple[int, Path]:
     """Lock ``target`` for this export: (the lock's descriptor, its path), or raise.
 
@@ -148,6 +152,11 @@ def lock_output(target: Path) -> tuple[int, Path]:
         if now is None or (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
             os.close(fd)  # the one that held it removed it meanwhile: take the new one
             continue
+        if not _LOCK_TEXT.fullmatch(os.pread(fd, 64, 0)):
+            os.close(fd)  # a file of the user's that happens to have the name: leave it be
+            raise ExportError(
+                f"{path} exists and is not an export's lock file; move it away to go on"
+            )
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         return fd, path

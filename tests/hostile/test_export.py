@@ -176,6 +176,19 @@ async def test_a_dangling_link_as_the_target_is_refused(emu: Emulator, tmp_path:
     assert link.is_symlink()
 
 
+async def test_a_file_of_the_users_at_the_locks_name_is_left_alone(
+    emu: Emulator, tmp_path: Path
+) -> None:
+    target = tmp_path / "c.jsonl"
+    notes = tmp_path / "c.jsonl.lock"
+    notes.write_text("my notes about the lock-in period\n")
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        with pytest.raises(ExportError, match="not an export's lock file"):
+            await export_to_file(client.payroll_connections.list(), target)
+    assert notes.read_text() == "my notes about the lock-in period\n"
+    assert names(tmp_path) == ["c.jsonl.lock"]
+
+
 # --- 2. modes that fit payroll data ----------------------------------------------------------
 
 
