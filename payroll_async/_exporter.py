@@ -55,6 +55,7 @@ class Exporter:
     _position: tuple[int, dict[str, Any]] = (0, {})  # items and where they end, in memory
     _recorded: int = 0  # items in the last checkpoint written
     _last_checkpoint: float = 0.0
+    _finishing: bool = False
 
     async def run(
         self, writer: Writer, target: Path | None, listing: AsyncPaginator[Any], *, resume: bool
@@ -77,6 +78,7 @@ class Exporter:
                     self._checkpoint(writer, target, force=False)
                     if self.on_page is not None:
                         self.on_page(page, progress)
+                self._finishing = True  # from here, the last checkpoint is the one to keep
                 try:
                     final = writer.finish()
                     if target is not None:
@@ -110,9 +112,14 @@ class Exporter:
         path = checkpoint_path(target)
         state = read_checkpoint(path)
         if state is not None and state.done:
+            same = (
+                state.service.mismatch(self.base_url, self.token)
+                if state.job == self.job
+                else "another job"
+            )
             if writer.finished(state.writer, state.items):
                 path.unlink(missing_ok=True)  # killed between the rename and this removal
-                if resume:
+                if resume and same is None:
                     self.progress.written = self.progress.committed = state.items
                     self.progress.resumed_from = state.items
                     return None
@@ -209,9 +216,10 @@ class Exporter:
             checkpoint_path(target).unlink(missing_ok=True)
             return
         # A checkpoint that cannot be written leaves the one before, which still holds: a
-        # resume cuts the file back to it.
-        with contextlib.suppress(_WriteFailed):
-            self._checkpoint(writer, target, force=True)
+        # resume cuts the file back to it. Once the footer is written, that one is kept.
+        if not self._finishing:
+            with contextlib.suppress(_WriteFailed):
+                self._checkpoint(writer, target, force=True)
         with contextlib.suppress(OSError):
             writer.close(keep=True)
 

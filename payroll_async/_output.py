@@ -259,20 +259,35 @@ class FileWriter:
         self._file, self._partial, self._bytes, self._items = file, partial, size, items
 
     def finished(self, record: Mapping[str, Any], items: int) -> bool:
-        """Whether the target is the whole file a checkpoint marked done (killed after the
-        rename, before the checkpoint's removal)."""
+        """Whether the whole file a checkpoint marked done is in place: killed after the
+        rename and before the checkpoint's removal, or (the rename is then done now) after
+        the done checkpoint and before the rename."""
         partial, size = self._named(record)
         if partial.exists():
-            return False
+            try:
+                fd, info = checked_open(partial, os.O_RDONLY, "partial file")
+            except (FileNotFoundError, CheckpointError):
+                return False
+            try:
+                whole = self._holds(fd, info.st_size, size, items)
+            finally:
+                os.close(fd)
+            if whole:
+                os.replace(partial, self.target)
+                sync_directory(self.target.parent)
+            return whole
         try:
             fd, info = checked_open(self.target, os.O_RDONLY, "export")
         except (FileNotFoundError, CheckpointError):
             return False
         try:
-            body = info.st_size - len(self.fmt.footer)
-            return info.st_size == size and self.fmt.count(fd, body) == items
+            return self._holds(fd, info.st_size, size, items)
         finally:
             os.close(fd)
+
+    def _holds(self, fd: int, length: int, size: int, items: int) -> bool:
+        """Whether a finished file of ``length`` bytes is ``size`` long with ``items``."""
+        return length == size and self.fmt.count(fd, size - len(self.fmt.footer)) == items
 
     def _write(self, data: bytes) -> None:
         # Unbuffered, so that a failed write (a full disk) leaves nothing pending: the file

@@ -8,8 +8,6 @@ import csv
 import io
 import json
 import os
-import resource
-import signal
 import stat
 import subprocess
 import sys
@@ -108,18 +106,25 @@ def test_a_full_disk_says_resume_will_continue(tmp_path: Path) -> None:
     """A real process whose file size limit (RLIMIT_FSIZE) runs out mid-export: EFBIG."""
     target = tmp_path / "c.jsonl"
     limit = 40_000  # about 165 items: a few pages in, far from the end
-
-    def small_files() -> None:
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # fail the write, do not kill
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
+    # The limit is set inside the child before the command runs (no preexec_fn: the test
+    # process has threads). SIGXFSZ ignored: the write fails with EFBIG instead of killing.
+    small_files = (
+        "import resource, runpy, signal, sys; "
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit})); "
+        "sys.argv[0] = 'payroll-async'; "
+        "runpy.run_module('payroll_async.cli', run_name='__main__')"
+    )
     with EmulatorThread(seed=12, payroll_connections=N) as emu:
-        command = [sys.executable, "-m", "payroll_async.cli", "--base-url", emu.base_url]
-        command += ["--token", emu.token, "export", "payroll-connections", "-o", str(target)]
-        command += ["--page-size", "20"]
+        args = ["--base-url", emu.base_url, "--token", emu.token, "export"]
+        args += ["payroll-connections", "-o", str(target), "--page-size", "20"]
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         full = subprocess.run(
-            command, capture_output=True, text=True, timeout=120, preexec_fn=small_files, env=env
+            [sys.executable, "-c", small_files, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
         )
         assert full.returncode == 1, full.stderr
         assert "Traceback" not in full.stderr
@@ -127,7 +132,8 @@ def test_a_full_disk_says_resume_will_continue(tmp_path: Path) -> None:
         assert "items are saved" in full.stderr
         assert "run the same command with --resume to continue" in full.stderr
         assert not target.exists()
-        done = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=120)
+        command = [sys.executable, "-m", "payroll_async.cli", *args, "--resume"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         assert "Resumed at " in done.stderr
     assert ids_of(target) == expected(emu)

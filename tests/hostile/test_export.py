@@ -426,6 +426,23 @@ async def test_a_count_the_file_does_not_hold_is_refused(emu: Emulator, tmp_path
             await export_to_file(client.payroll_connections.list(), target, job=JOB)
 
 
+async def test_a_run_killed_before_its_final_rename_is_finished(
+    emu: Emulator, tmp_path: Path
+) -> None:
+    target = tmp_path / "c.jsonl"
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await export_to_file(client.payroll_connections.list(page_size=50), target, job=JOB)
+        whole = target.read_bytes()
+        target.unlink()
+        partial = forge(target, base_url=emu.base_url, token=emu.token, items=N, data=whole)
+        forge(target, base_url=emu.base_url, token=emu.token, items=N, data=whole, done=True)
+        result = await export_to_file(client.payroll_connections.list(), target, job=JOB)
+    assert (result.items, result.resumed_from) == (N, N)
+    assert not partial.exists()
+    assert target.read_bytes() == whole
+    assert names(tmp_path) == ["c.jsonl"]
+
+
 async def test_a_checkpoint_of_another_user_or_with_hard_links_is_refused(
     emu: Emulator, tmp_path: Path
 ) -> None:
