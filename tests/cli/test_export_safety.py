@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -231,9 +232,12 @@ async def test_a_second_export_process_is_refused_while_the_first_runs(tmp_path:
                 break
             await asyncio.sleep(0.05)
         assert first.returncode is None, "the first export ended before the second started"
-        second = await start("employer-identifiers", "-o", str(target))
-        _, err = await asyncio.wait_for(second.communicate(), 60)
-        assert first.returncode is None  # refused while the first still runs: at once
+        first.send_signal(signal.SIGSTOP)  # holds its lock, mid-export, for as long as needed
+        try:
+            second = await start("employer-identifiers", "-o", str(target))
+            _, err = await asyncio.wait_for(second.communicate(), 60)
+        finally:
+            first.send_signal(signal.SIGCONT)
         assert second.returncode == 2
         text = err.decode()
         assert f"another export (process {first.pid}) is writing to {target}" in text
