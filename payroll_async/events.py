@@ -14,7 +14,10 @@ Delivery semantics a receiver needs:
   makes the answer 500, so that the sender delivers again;
 - a delivery of an ``event_id`` already handled within ``dedupe_window`` seconds is
   acknowledged without running the handlers again (a copy that arrives while the first is
-  still being handled waits for its outcome);
+  still being handled waits for its outcome); with ``dedupe=RedisDedupe(...)`` (see
+  :mod:`payroll_async.fleet`) that memory is shared by every receiver process on one Redis,
+  a copy being handled by another process is answered 409, and while Redis cannot be
+  reached the answer is 503 and nothing runs;
 - a body that is not JSON, has no event type, or has an ``eventId`` that is not a
   non-empty string of at most 256 characters, gets 400 and a log line;
 - a handler that takes longer than ``handler_timeout`` seconds (30 by default) is
@@ -34,20 +37,23 @@ import asyncio
 import hmac
 import inspect
 import logging
+import math
 import sys
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from aiohttp import web
 
 from ._converter import from_dict
-from ._exceptions import InvalidArgumentError
+from ._exceptions import CoordinationError, InvalidArgumentError
 from ._json import loads
 from .models import EventType, WebhookEvent
 
 __all__ = [
+    "Claim",
+    "Dedupe",
     "EventHandler",
     "EventRouter",
     "Verify",
@@ -88,6 +94,112 @@ def header_secret(header: str, secret: str) -> Verify:
     return verify
 
 
+Claim = Literal["claimed", "done", "busy"]
+"""What :meth:`Dedupe.claim` found: ``"claimed"`` (this process handles the event now),
+``"done"`` (already handled: acknowledge it) or ``"busy"`` (being handled elsewhere)."""
+
+
+@runtime_checkable
+class Dedupe(Protocol):
+    """Where a router remembers the events it handled: ``EventRouter(dedupe=...)``.
+
+    The default remembers them in the process;
+    :class:`payroll_async.fleet.RedisDedupe` remembers them for every process on one Redis.
+    A store of your own implements these four calls. The router calls them at most once at
+    a time per event id (copies arriving in the same process wait for the first one's
+    outcome), and it calls :meth:`renew` every ``lease / 3`` seconds while the handlers run.
+    Any call may raise :class:`~payroll_async.CoordinationError` when the store cannot be
+    reached: the notification is then answered 503, never handled without the memory.
+    """
+
+    @property
+    def lease(self) -> float:
+        """Seconds a claim holds without being renewed (``math.inf``: no renewal)."""
+        ...
+
+    async def claim(self, event_id: str) -> Claim:
+        """Claim ``event_id`` for this process, unless it was handled or is held elsewhere."""
+        ...
+
+    async def renew(self, event_id: str) -> None:
+        """Extend this process's claim by ``lease`` seconds: the handlers still run."""
+        ...
+
+    async def complete(self, event_id: str) -> None:
+        """The handlers succeeded: remember ``event_id`` as handled for the window."""
+        ...
+
+    async def release(self, event_id: str) -> None:
+        """The handlers failed or were cancelled: a redelivery runs them again."""
+        ...
+
+
+class _LocalDedupe:
+    """The default: handled ids remembered in this process, bounded by count and bytes."""
+
+    lease = math.inf  # a claim dies with the process; nothing to renew
+
+    def __init__(
+        self, *, window: float, max_ids: int, max_bytes: int, clock: Callable[[], float]
+    ) -> None:
+        self._window = window
+        self._max = max_ids
+        self._max_bytes = max_bytes
+        self._clock = clock
+        self._bytes = 0
+        self._handled: OrderedDict[str, float] = OrderedDict()
+
+    @property
+    def memory(self) -> int:
+        return self._bytes
+
+    async def claim(self, event_id: str) -> Claim:
+        return "done" if self._seen(event_id) else "claimed"
+
+    async def renew(self, event_id: str) -> None:
+        pass
+
+    async def complete(self, event_id: str) -> None:
+        self._remember(event_id)
+
+    async def release(self, event_id: str) -> None:
+        pass
+
+    def _seen(self, key: str) -> bool:
+        when = self._handled.get(key)
+        if when is None:
+            return False
+        if self._clock() - when > self._window:
+            del self._handled[key]
+            self._bytes -= _cost(key)
+            return False
+        return True
+
+    def _remember(self, key: str) -> None:
+        if key not in self._handled:
+            self._bytes += _cost(key)
+        self._handled[key] = self._clock()
+        self._handled.move_to_end(key)
+        # drop expired ids from the old end, so memory follows the window, then the oldest
+        # while over either bound
+        cutoff = self._clock() - self._window
+        while self._handled and (
+            len(self._handled) > self._max
+            or self._bytes > self._max_bytes
+            or next(iter(self._handled.values())) < cutoff
+        ):
+            old, _ = self._handled.popitem(last=False)
+            self._bytes -= _cost(old)
+
+
+class _Busy(Exception):
+    """Another process of the fleet holds the event's claim."""
+
+
+class _Unreachable(Exception):
+    """The dedupe store could not be asked: the event was not handled."""
+
+
 class EventRouter:
     """Routes notifications to handlers by event type; an aiohttp handler and app.
 
@@ -98,6 +210,12 @@ class EventRouter:
     (100,000 ids of 256 non-ASCII characters) and about 17 MB for UUID ids.
     ``handler_timeout``: seconds the handlers of one notification may take (None: no
     limit); past it they are cancelled and the sender is answered 503.
+
+    ``dedupe``: where handled ids are remembered instead (a :class:`Dedupe`, such as
+    :class:`payroll_async.fleet.RedisDedupe` for a fleet of receivers); the ``dedupe_*``
+    arguments configure only the default, in-process memory. A copy being handled by
+    another process is answered 409 with Retry-After; while the store cannot be reached,
+    every notification with an id is answered 503 with Retry-After and nothing runs.
     """
 
     def __init__(
@@ -109,6 +227,7 @@ class EventRouter:
         dedupe_max_bytes: int = 64 * 2**20,
         handler_timeout: float | None = 30.0,
         clock: Callable[[], float] = time.monotonic,
+        dedupe: Dedupe | None = None,
     ) -> None:
         if not _number(dedupe_window) or dedupe_window < 0:
             raise InvalidArgumentError(f"dedupe_window must be seconds >= 0, got {dedupe_window!r}")
@@ -128,16 +247,27 @@ class EventRouter:
             raise InvalidArgumentError(
                 f"handler_timeout must be finite seconds > 0 or None, got {handler_timeout!r}"
             )
-        self._max_bytes = dedupe_max_bytes
-        self._bytes = 0
+        if dedupe is not None:
+            if not isinstance(dedupe, Dedupe):
+                raise InvalidArgumentError(
+                    f"dedupe must have claim, renew, complete, release and lease, got {dedupe!r}"
+                )
+            if (dedupe_window, dedupe_max, dedupe_max_bytes) != (24 * 3600.0, 100_000, 64 * 2**20):
+                raise InvalidArgumentError(
+                    "dedupe_window, dedupe_max and dedupe_max_bytes configure the in-process "
+                    "memory; with dedupe= configure the window on the dedupe store"
+                )
         self._handler_timeout = handler_timeout
         self._handlers: dict[str | None, list[EventHandler]] = {}
         self._verify = verify
-        self._window = dedupe_window
-        self._max = dedupe_max
-        self._clock = clock
-        self._handled: OrderedDict[str, float] = OrderedDict()
+        self._local: _LocalDedupe | None = None
+        if dedupe is None and dedupe_window > 0:
+            dedupe = self._local = _LocalDedupe(
+                window=dedupe_window, max_ids=dedupe_max, max_bytes=dedupe_max_bytes, clock=clock
+            )
+        self._dedupe = dedupe
         self._in_flight: dict[str, asyncio.Future[None]] = {}
+        self._background: set[asyncio.Task[None]] = set()
 
     def on(self, *event_types: EventType | str) -> Callable[[H], H]:
         """Register a handler for these event types; with none, for every event.
@@ -185,14 +315,9 @@ class EventRouter:
             logger.warning("rejected a notification: %s", exc)
             return web.json_response({"error": f"bad notification: {exc}"}, status=400)
         key = event.event_id
-        if key is not None and self._window > 0:
-            if self._seen(key):
-                logger.info(
-                    "notification %s (%s) already handled: acknowledged", key, event.event_type
-                )
-                return web.json_response({"status": "duplicate"})
+        if key is not None and self._dedupe is not None:
             pending = self._in_flight.get(key)
-            if pending is not None:  # the same event is being handled right now
+            if pending is not None:  # the same event is being handled here right now
                 return await self._outcome_of(pending)
         return await self._run(event)
 
@@ -208,15 +333,83 @@ class EventRouter:
             return web.json_response({"error": "handling was interrupted"}, status=503)
         except asyncio.TimeoutError:
             return web.json_response({"error": "handler timed out"}, status=503)
+        except _Busy:
+            return _busy()
+        except _Unreachable:
+            return _unreachable()
         except Exception:
             return web.json_response({"error": "handler failed"}, status=500)
         return web.json_response({"status": "duplicate"})
 
     async def _run(self, event: WebhookEvent) -> web.Response:
-        key = event.event_id if self._window > 0 else None
-        done: asyncio.Future[None] | None = None
-        if key is not None:
-            done = self._in_flight[key] = asyncio.get_running_loop().create_future()
+        key = event.event_id
+        if key is None or self._dedupe is None:
+            response, _ = await self._answered(event)
+            return response
+        done = self._in_flight[key] = asyncio.get_running_loop().create_future()
+        try:
+            return await self._claimed_run(event, key, self._dedupe, done)
+        except BaseException:
+            if not done.done():
+                done.cancel()  # cancelled mid-way: copies waiting on it must not hang
+            raise
+        finally:
+            self._in_flight.pop(key, None)
+
+    async def _claimed_run(
+        self, event: WebhookEvent, key: str, dedupe: Dedupe, done: asyncio.Future[None]
+    ) -> web.Response:
+        try:
+            claim = await dedupe.claim(key)
+        except Exception as exc:
+            # CoordinationError: the store logs its outage once; anything else is a defect
+            # of a store of the user's, logged with its traceback
+            if not isinstance(exc, CoordinationError):
+                logger.exception("the dedupe store failed to claim notification %s", key)
+            _fail(done, _Unreachable())
+            return _unreachable()
+        if claim == "done":
+            logger.info("notification %s (%s) already handled: acknowledged", key, event.event_type)
+            done.set_result(None)
+            return web.json_response({"status": "duplicate"})
+        if claim != "claimed":
+            logger.info(
+                "notification %s (%s) is being handled by another receiver: answered 409",
+                key,
+                event.event_type,
+            )
+            _fail(done, _Busy())
+            return _busy()
+        renewal = None
+        if math.isfinite(dedupe.lease):
+            renewal = self._spawn(self._renew_while_running(dedupe, key))
+        try:
+            response, error = await self._answered(event)
+        except BaseException:
+            self._spawn(self._release(dedupe, key))  # not awaited: this task is cancelled
+            raise
+        finally:
+            if renewal is not None:
+                renewal.cancel()
+        if error is not None:
+            await self._release(dedupe, key)  # before answering, so a redelivery runs again
+            _fail(done, error)
+            return response
+        try:
+            await dedupe.complete(key)
+        except Exception as exc:
+            logger.error(
+                "notification %s (%s) was handled but the dedupe store could not remember "
+                "it (%s): a copy arriving after its claim expires would run again",
+                key,
+                event.event_type,
+                type(exc).__name__,
+            )
+        done.set_result(None)
+        return response
+
+    async def _answered(self, event: WebhookEvent) -> tuple[web.Response, Exception | None]:
+        """Run the handlers; the answer, and the failure (None after success)."""
         try:
             if self._handler_timeout is None:
                 await self.dispatch(event)
@@ -230,30 +423,37 @@ class EventRouter:
                 event.event_type,
                 self._handler_timeout,
             )
-            if done is not None:
-                done.set_exception(exc)
-                done.exception()
-            return web.json_response({"error": "handler timed out"}, status=503)
+            return web.json_response({"error": "handler timed out"}, status=503), exc
         except Exception as exc:
             logger.exception(
                 "a handler of notification %s (%s) failed", event.event_id, event.event_type
             )
-            if done is not None:
-                done.set_exception(exc)
-                done.exception()  # retrieved here, so an unawaited copy does not warn
-            return web.json_response({"error": "handler failed"}, status=500)
-        except BaseException:
-            if done is not None:
-                done.cancel()  # cancelled mid-way: copies waiting on it must not hang
-            raise
-        else:
-            if done is not None:
-                done.set_result(None)
-                self._remember(key)  # type: ignore[arg-type]
-            return web.json_response({"status": "ok"})
-        finally:
-            if key is not None:
-                self._in_flight.pop(key, None)
+            return web.json_response({"error": "handler failed"}, status=500), exc
+        return web.json_response({"status": "ok"}), None
+
+    async def _renew_while_running(self, dedupe: Dedupe, key: str) -> None:
+        while True:
+            await asyncio.sleep(dedupe.lease / 3)
+            try:
+                await dedupe.renew(key)
+            except CoordinationError:
+                pass  # logged once per outage by the store; the next renewal tries again
+            except Exception:
+                logger.exception("the dedupe store failed to renew notification %s", key)
+
+    async def _release(self, dedupe: Dedupe, key: str) -> None:
+        try:
+            await dedupe.release(key)
+        except CoordinationError:
+            pass  # the claim expires after the store's lease instead
+        except Exception:
+            logger.exception("the dedupe store failed to release notification %s", key)
+
+    def _spawn(self, work: Awaitable[None]) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
 
     async def _verified(self, request: web.Request, body: bytes) -> bool:
         assert self._verify is not None
@@ -266,36 +466,34 @@ class EventRouter:
             return False
         return bool(result)
 
-    def _seen(self, key: str) -> bool:
-        when = self._handled.get(key)
-        if when is None:
-            return False
-        if self._clock() - when > self._window:
-            del self._handled[key]
-            self._bytes -= _cost(key)
-            return False
-        return True
-
-    def _remember(self, key: str) -> None:
-        if key not in self._handled:
-            self._bytes += _cost(key)
-        self._handled[key] = self._clock()
-        self._handled.move_to_end(key)
-        # drop expired ids from the old end, so memory follows the window, then the oldest
-        # while over either bound
-        cutoff = self._clock() - self._window
-        while self._handled and (
-            len(self._handled) > self._max
-            or self._bytes > self._max_bytes
-            or next(iter(self._handled.values())) < cutoff
-        ):
-            old, _ = self._handled.popitem(last=False)
-            self._bytes -= _cost(old)
-
     @property
     def dedupe_memory(self) -> int:
-        """Approximate bytes held by the remembered event ids."""
-        return self._bytes
+        """Approximate bytes held by the event ids remembered in this process."""
+        return 0 if self._local is None else self._local.memory
+
+
+_RETRY_AFTER = "5"  # seconds: a busy claim or an unreachable store is asked again then
+
+
+def _busy() -> web.Response:
+    return web.json_response(
+        {"error": "being handled by another receiver"},
+        status=409,
+        headers={"Retry-After": _RETRY_AFTER},
+    )
+
+
+def _unreachable() -> web.Response:
+    return web.json_response(
+        {"error": "the receivers' shared memory cannot be reached"},
+        status=503,
+        headers={"Retry-After": _RETRY_AFTER},
+    )
+
+
+def _fail(done: asyncio.Future[None], error: BaseException) -> None:
+    done.set_exception(error)
+    done.exception()  # retrieved here, so that a future no copy awaits does not warn
 
 
 def _cost(key: str) -> int:
