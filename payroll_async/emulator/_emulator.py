@@ -308,6 +308,7 @@ class Emulator:
             errors.append("eventId: must be a non-empty string")
         if errors:
             raise ApiError(400, "Invalid request parameters", errors)
+        assert isinstance(kind, str)
         key = event_id or f"evt_{secrets.token_hex(12)}"
         delivered = await self.emit(kind, data, event_id=key)
         return json_response({"eventId": key, "delivered": delivered})
