@@ -77,9 +77,10 @@ def test_parsing_keeps_unknown_types_and_extra_fields() -> None:
     assert known.event_type is EventType.PAYROLL_PROCESSED
     assert known.occurred_at == datetime.datetime(2026, 11, 22, 5, tzinfo=datetime.timezone.utc)
     odd = from_dict(
-        WebhookEvent, {"eventType": "PAYROLL_PROCESSED", "occurredAt": "yesterday", "data": [1]}
+        WebhookEvent,
+        {"eventId": "o", "eventType": "PAYROLL_PROCESSED", "occurredAt": "yesterday", "data": [1]},
     )
-    assert (odd.event_id, odd.occurred_at, odd.data) == (None, None, {"data": [1]})
+    assert (odd.event_id, odd.occurred_at, odd.data) == ("o", None, {"data": [1]})
 
 
 @pytest.mark.parametrize("value", [[], "x", {"data": {}}, {"eventType": ""}, {"eventType": 5}])
@@ -97,13 +98,14 @@ def test_any_json_object_either_parses_or_is_refused_cleanly(value: dict[str, An
     try:
         event = from_dict(WebhookEvent, value)
     except ValueError:
-        assert not isinstance(value.get("eventType"), str) or not value.get("eventType")
+        kind, key = value.get("eventType"), value.get("eventId")
+        assert not (isinstance(kind, str) and kind) or not (isinstance(key, str) and key)
     else:
         assert str(event.event_type) == value["eventType"]
 
 
 async def test_routing_by_type_with_several_handlers_and_a_catch_all(post: Any) -> None:
-    router = EventRouter()
+    router = EventRouter(insecure=True)
     seen: list[tuple[str, str]] = []
 
     @router.on(EventType.PAYROLL_PROCESSED)
@@ -135,7 +137,7 @@ async def test_routing_by_type_with_several_handlers_and_a_catch_all(post: Any) 
 async def test_bad_bodies_get_400_and_are_logged(
     post: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    router = EventRouter()
+    router = EventRouter(insecure=True)
     send = await post(router)
     status, _ = await send(raw=b"not json")
     assert status == 400
@@ -145,7 +147,7 @@ async def test_bad_bodies_get_400_and_are_logged(
 
 
 async def test_a_failing_handler_answers_500_and_a_redelivery_runs_again(post: Any) -> None:
-    router = EventRouter()
+    router = EventRouter(insecure=True)
     calls = 0
 
     @router.on(EventType.PAYROLL_PROCESSED)
@@ -163,7 +165,7 @@ async def test_a_failing_handler_answers_500_and_a_redelivery_runs_again(post: A
 
 
 async def test_duplicates_are_acknowledged_without_running_handlers(post: Any) -> None:
-    router = EventRouter()
+    router = EventRouter(insecure=True)
     started = asyncio.Event()
     release = asyncio.Event()
     calls = 0
@@ -184,13 +186,11 @@ async def test_duplicates_are_acknowledged_without_running_handlers(post: Any) -
     assert await first == (200, {"status": "ok"})
     assert await second == (200, {"status": "duplicate"})
     assert await send(body(event_id="dup")) == (200, {"status": "duplicate"})
-    assert await send(body(event_id=None)) == (200, {"status": "ok"})  # no id: never deduplicated
-    assert await send(body(event_id=None)) == (200, {"status": "ok"})
-    assert calls == 3
+    assert calls == 1
 
 
 async def test_the_dedupe_window_expires(post: Any, clock: FakeClock) -> None:
-    router = EventRouter(dedupe_window=60, clock=clock)
+    router = EventRouter(insecure=True, dedupe_window=60, clock=clock)
     calls = 0
 
     @router.on()
@@ -208,7 +208,7 @@ async def test_the_dedupe_window_expires(post: Any, clock: FakeClock) -> None:
 
 
 async def test_the_remembered_ids_are_bounded_oldest_first(post: Any) -> None:
-    router = EventRouter(dedupe_max=3)
+    router = EventRouter(insecure=True, dedupe_max=3)
     handled: list[str | None] = []
 
     @router.on()
@@ -261,13 +261,13 @@ def test_compare_secret() -> None:
 
 
 def test_handlers_must_be_async() -> None:
-    router = EventRouter()
+    router = EventRouter(insecure=True)
     with pytest.raises(InvalidArgumentError, match="async"):
         router.on()(lambda event: None)  # type: ignore[arg-type]
 
 
 async def test_router_handle_mounts_in_an_app_of_your_own(serve: Serve) -> None:
-    router = EventRouter()
+    router = EventRouter(insecure=True)
     got: list[WebhookEvent] = []
 
     @router.on()
@@ -287,7 +287,7 @@ async def test_router_handle_mounts_in_an_app_of_your_own(serve: Serve) -> None:
 async def test_a_copy_waiting_on_a_cancelled_handling_does_not_hang() -> None:
     # A sender that hangs up cancels its handling (aiohttp's handler_cancellation); a copy
     # of the same event waiting on that handling gets 503, and a redelivery runs again.
-    router = EventRouter()
+    router = EventRouter(insecure=True)
     started = asyncio.Event()
     runs = 0
 
@@ -359,15 +359,15 @@ class RecordingStore:
 def test_a_store_of_your_own_is_a_dedupe() -> None:
     assert isinstance(RecordingStore(), Dedupe)
     with pytest.raises(InvalidArgumentError, match="claim, renew"):
-        EventRouter(dedupe=object())  # type: ignore[arg-type]
+        EventRouter(insecure=True, dedupe=object())  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="in-process memory"):
-        EventRouter(dedupe=RecordingStore(), dedupe_window=60)
-    assert EventRouter(dedupe=RecordingStore()).dedupe_memory == 0
+        EventRouter(insecure=True, dedupe=RecordingStore(), dedupe_window=60)
+    assert EventRouter(insecure=True, dedupe=RecordingStore()).dedupe_memory == 0
 
 
 async def test_the_store_decides_and_learns_the_outcome(post: Any) -> None:
     store = RecordingStore()
-    router = EventRouter(dedupe=store)
+    router = EventRouter(insecure=True, dedupe=store)
     runs: list[str | None] = []
 
     @router.on()
@@ -381,8 +381,8 @@ async def test_the_store_decides_and_learns_the_outcome(post: Any) -> None:
     assert (await send(body(event_id="bad")))[0] == 500
     store.answer = "done"
     assert await send(body(event_id="a")) == (200, {"status": "duplicate"})
-    assert await send(body(event_id=None)) == (200, {"status": "ok"})  # no id: no store
-    assert runs == ["a", "bad", None]
+    assert (await send(body(event_id=None)))[0] == 400  # no id: refused before the store
+    assert runs == ["a", "bad"]
     assert store.calls == [
         ("claim", "a"),
         ("complete", "a"),
@@ -394,7 +394,7 @@ async def test_the_store_decides_and_learns_the_outcome(post: Any) -> None:
 
 async def test_busy_and_unreachable_stores_answer_with_retry_after(serve: Serve) -> None:
     store = RecordingStore()
-    router = EventRouter(dedupe=store)
+    router = EventRouter(insecure=True, dedupe=store)
     runs = 0
 
     @router.on()
@@ -423,7 +423,7 @@ async def test_busy_and_unreachable_stores_answer_with_retry_after(serve: Serve)
 
 async def test_the_claim_is_renewed_while_handlers_run(post: Any) -> None:
     store = RecordingStore(lease=0.03)
-    router = EventRouter(dedupe=store)
+    router = EventRouter(insecure=True, dedupe=store)
 
     @router.on()
     async def slow(event: WebhookEvent) -> None:
@@ -447,7 +447,7 @@ async def test_copies_in_one_process_share_the_first_ones_busy_answer(post: Any)
         return "busy"
 
     store.claim = slow_claim  # type: ignore[method-assign]
-    router = EventRouter(dedupe=store)
+    router = EventRouter(insecure=True, dedupe=store)
     send = await post(router)
     first = asyncio.create_task(send(body()))
     await claimed.wait()
@@ -461,7 +461,7 @@ async def test_copies_in_one_process_share_the_first_ones_busy_answer(post: Any)
 
 async def test_a_sender_hanging_up_releases_the_claim() -> None:
     store = RecordingStore()
-    router = EventRouter(dedupe=store)
+    router = EventRouter(insecure=True, dedupe=store)
     started = asyncio.Event()
 
     @router.on()
