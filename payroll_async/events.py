@@ -419,6 +419,7 @@ class EventRouter:
                 clock=clock.now,
             )
         self._dedupe = dedupe
+        self._clock = clock
         self._in_flight: dict[str, asyncio.Future[None]] = {}
         self._background: set[asyncio.Task[None]] = set()
 
@@ -610,7 +611,7 @@ class EventRouter:
 
     async def _renew_while_running(self, dedupe: Dedupe, key: str) -> None:
         while True:
-            await asyncio.sleep(dedupe.lease / 3)
+            await self._clock.sleep(dedupe.lease / 3)
             try:
                 await dedupe.renew(key)
             except CoordinationError:

@@ -101,7 +101,9 @@ async def test_redis_down_answers_503_logs_once_and_comes_back(
     redis_server.stop()
     handled: list[str | None] = []
     async with Redis.from_url(redis_server.url) as redis:
-        router = EventRouter(dedupe=RedisDedupe(redis, key=fresh_key(), timeout=0.5, clock=clock))
+        router = EventRouter(
+            insecure=True, dedupe=RedisDedupe(redis, key=fresh_key(), timeout=0.5, clock=clock)
+        )
 
         @router.on()
         async def record(event: WebhookEvent) -> None:
@@ -117,9 +119,8 @@ async def test_redis_down_answers_503_logs_once_and_comes_back(
 
             for event_id in ("a", "b", "a"):
                 assert await deliver(event_id) == (503, "5")
-            warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-            assert len(warnings) == 1
-            assert "cannot reach Redis" in warnings[0].getMessage()
+            warnings = [r for r in caplog.records if "cannot reach Redis" in r.getMessage()]
+            assert [r.levelno for r in warnings] == [logging.WARNING]
             redis_server.start()
             assert await deliver("a") == (503, "5")  # asked again a second after the failure
             clock.time += 1.5
