@@ -15,6 +15,8 @@ import logging
 import math
 import re
 import secrets
+import sys
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._clock import SYSTEM_CLOCK, Clock
@@ -170,7 +172,7 @@ class RedisDedupe:
     async def _call(self, command: Any) -> Any:
         failure: str | None = None
         try:
-            result = await asyncio.wait_for(command, self.timeout)
+            result = await _bounded(command, self.timeout)
         except (asyncio.TimeoutError, OSError, _redis_errors()) as exc:
             # Only the kind of failure is kept: Redis's text may hold its URL, password
             # included, and no exception of ours chains it.
@@ -193,6 +195,15 @@ class RedisDedupe:
                 reason,
             )
         raise CoordinationError(f"the receivers' memory {self.key!r} cannot reach Redis ({reason})")
+
+
+async def _bounded(command: Awaitable[Any], seconds: float) -> Any:
+    if sys.version_info >= (3, 11):
+        # asyncio.timeout runs the call in this task; wait_for makes a task of it, which
+        # costs about 0.05 ms a call, a tenth of a claim on loopback
+        async with asyncio.timeout(seconds):
+            return await command
+    return await asyncio.wait_for(command, seconds)
 
 
 def _redis_errors() -> type[BaseException]:
