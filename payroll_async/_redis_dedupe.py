@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._clock import SYSTEM_CLOCK, Clock
 from ._exceptions import CoordinationError, InvalidArgumentError
+from ._visible import visible
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -151,7 +152,7 @@ class RedisDedupe:
             logger.warning(
                 "the claim of notification %s expired before its handlers finished (was "
                 "this process stalled for %gs?): another receiver may run it too",
-                event_id,
+                visible(event_id),  # what a sender wrote: no control codes in a log line
                 self.lease,
             )
 

@@ -26,6 +26,9 @@ async def redis(redis_server: RedisServer) -> AsyncIterator[Redis]:
         yield client
 
 
+EVT = "evt\x1b[2J"  # an id with a terminal control sequence in it
+
+
 def fresh_key() -> str:
     return f"hooks:{uuid.uuid4().hex}"
 
@@ -61,17 +64,20 @@ async def test_a_lease_expires_unless_renewed(
     key = fresh_key()
     holder = RedisDedupe(redis, key=key, lease=60)
     other = RedisDedupe(redis, key=key, lease=60)
-    assert await holder.claim("evt") == "claimed"
-    await redis.pexpire(f"{key}:evt", 50_000)  # as if time passed
-    await holder.renew("evt")
-    assert 50_000 < await redis.pttl(f"{key}:evt") <= 60_000
-    await redis.delete(f"{key}:evt")  # as if the lease ran out
-    assert await other.claim("evt") == "claimed"  # another process takes over
+    assert await holder.claim(EVT) == "claimed"
+    await redis.pexpire(f"{key}:{EVT}", 50_000)  # as if time passed
+    await holder.renew(EVT)
+    assert 50_000 < await redis.pttl(f"{key}:{EVT}") <= 60_000
+    await redis.delete(f"{key}:{EVT}")  # as if the lease ran out
+    assert await other.claim(EVT) == "claimed"  # another process takes over
     caplog.set_level(logging.WARNING, logger="payroll_async")
-    await holder.renew("evt")  # the stalled holder must not extend the new claim
-    assert "expired before its handlers finished" in caplog.records[-1].getMessage()
-    await holder.release("evt")
-    assert await holder.claim("evt") == "busy"
+    await holder.renew(EVT)  # the stalled holder must not extend the new claim
+    message = caplog.records[-1].getMessage()
+    assert "expired before its handlers finished" in message
+    assert "evt\\x1b[2J" in message  # what the sender wrote, never a control code
+    assert "\x1b" not in message
+    await holder.release(EVT)
+    assert await holder.claim(EVT) == "busy"
 
 
 async def test_keys_hold_only_ids_and_states_and_expire(redis: Redis) -> None:
