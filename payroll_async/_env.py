@@ -12,7 +12,7 @@ BASE_URL: Final = "PAYROLL_BASE_URL"
 TOKEN: Final = "PAYROLL_TOKEN"
 """The bearer token, when ``token`` is not given."""
 DEMO_BASE_URL: Final = "PAYROLL_DEMO_BASE_URL"
-"""The demo environment's root, for :meth:`PayrollClient.demo`."""
+"""The demo environment's root, for [`PayrollClient.demo()`][payroll_async.PayrollClient.demo]."""
 REDIS_URL: Final = "PAYROLL_REDIS_URL"
 """The Redis of a fleet's shared gate (the command's ``--redis-url``)."""
 

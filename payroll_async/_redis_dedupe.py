@@ -64,22 +64,34 @@ _KEY = re.compile(r"[\x21-\x7e]{1,200}\Z")  # printable ASCII, no spaces (as Red
 class RedisDedupe:
     """Remembers handled events for every receiver process on one Redis and ``key``.
 
+    ```pycon
     >>> from redis.asyncio import Redis
     >>> from payroll_async.fleet import RedisDedupe
-    >>> dedupe = RedisDedupe(Redis.from_url("redis://localhost"), key="payroll:hooks")
+    >>> redis = Redis.from_url("redis://localhost")
+    >>> dedupe = RedisDedupe(redis, key="payroll:hooks", window=86400)
     >>> router = EventRouter(secret=os.environ["PAYROLL_WEBHOOK_SECRET"], dedupe=dedupe)
+    ```
 
     An event handled by any of them within ``window`` seconds is acknowledged by all
     without running handlers; a copy that arrives while one of them handles it is answered
-    409 (the sender comes back). ``lease``: seconds a claim survives the process that holds
-    it (a process that dies mid-handler blocks the event that long; a live one renews its
-    claim every ``lease / 3`` seconds). ``timeout``: the longest one Redis call may take.
+    409 (the sender comes back). While Redis is unreachable,
+    [`claim()`][payroll_async.fleet.RedisDedupe.claim] raises
+    [`CoordinationError`][payroll_async.CoordinationError] and the router answers 503 (and
+    Redis is asked again at most once a second); one WARNING is logged on the
+    ``payroll_async`` logger per outage, and one INFO when Redis answers again. Keys hold
+    only event ids, random claim tokens and ``done``, and all expire.
 
-    While Redis is unreachable, :meth:`claim` raises :class:`CoordinationError` and the
-    router answers 503 (and Redis is asked again at most once a second); one WARNING is
-    logged on the ``payroll_async`` logger per outage, and one INFO when Redis answers
-    again. Keys hold only event ids, random claim tokens and ``done``, and all expire.
-    ``redis`` is a ``redis.asyncio.Redis``, never closed here.
+    Args:
+        redis: A ``redis.asyncio.Redis`` of yours: never closed here.
+        key: The prefix of the Redis keys: the same for every receiver of one
+            subscription (or of several, if their events may be handled by any of them).
+        window: Seconds a handled event is remembered (Redis's persistence decides whether
+            the memory survives a Redis restart).
+        lease: Seconds a claim outlives the process that holds it: a process that dies
+            mid-handler blocks its event that long; a live one renews its claim every
+            ``lease / 3`` seconds.
+        timeout: The longest one Redis call may take, in seconds.
+        clock: The time source of the once-a-second retry while Redis is down.
     """
 
     def __init__(
