@@ -116,10 +116,14 @@ class RedisDedupe:
                 or value <= 0
             ):
                 raise InvalidArgumentError(f"{name} must be finite seconds > 0, got {value!r}")
-        self.key = key
-        self.window = float(window)
-        self.lease = float(lease)
-        self.timeout = float(timeout)
+        self.key: str = key
+        """The prefix of the Redis keys."""
+        self.window: float = float(window)
+        """Seconds a handled event is remembered."""
+        self.lease: float = float(lease)
+        """Seconds a claim outlives the process that holds it (renewed every third)."""
+        self.timeout: float = float(timeout)
+        """The longest one Redis call may take, in seconds."""
         self._redis = redis
         self._clock = clock
         self._window_ms = max(1, math.ceil(self.window * 1000))
