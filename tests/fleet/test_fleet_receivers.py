@@ -176,7 +176,8 @@ async def test_a_copy_arriving_while_another_process_handles_it_waits(
 async def test_a_killed_handler_process_does_not_block_the_event(
     fleet: Start, tmp_path: Path
 ) -> None:
-    holder, other = await fleet(hold=True, lease=1.0), await fleet(lease=1.0)
+    # 2 s: a loaded machine may take a while between the kill and the next delivery
+    holder, other = await fleet(hold=True, lease=2.0), await fleet(lease=2.0)
     async with aiohttp.ClientSession() as session:
         first = asyncio.create_task(deliver(session, holder, "hold-2"))
         assert await holder.started() == "hold-2"
@@ -192,11 +193,12 @@ async def test_a_killed_handler_process_does_not_block_the_event(
 
 async def test_a_held_lease_is_renewed_past_its_length(fleet: Start, tmp_path: Path) -> None:
     # The handler holds for several lease lengths: renewed, the claim is never taken over.
-    holder, other = await fleet(hold=True, lease=0.3), await fleet(lease=0.3)
+    # renewed every 0.33 s: the holder may stall up to 0.67 s (a loaded machine) and keep it
+    holder, other = await fleet(hold=True, lease=1.0), await fleet(lease=1.0)
     async with aiohttp.ClientSession() as session:
         first = asyncio.create_task(deliver(session, holder, "hold-3"))
         assert await holder.started() == "hold-3"
-        deadline = time.monotonic() + 1.5  # five lease lengths
+        deadline = time.monotonic() + 3.0  # three lease lengths
         while time.monotonic() < deadline:
             assert await deliver(session, other, "hold-3") == 409
             await asyncio.sleep(0.05)
