@@ -158,7 +158,7 @@ async def test_redeliveries_and_concurrent_copies_are_handled_once(
     assert sum(len(a) for a in answers) >= len(copies)
 
 
-async def test_a_copy_arriving_while_another_process_handles_it_waits(
+async def test_a_copy_arriving_while_another_process_handles_it_gets_409(
     fleet: Start, tmp_path: Path
 ) -> None:
     holder, other = await fleet(hold=True), await fleet()
