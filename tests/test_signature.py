@@ -152,7 +152,9 @@ async def test_a_redelivery_is_signed_afresh(serve: Serve, monkeypatch: pytest.M
     assert arrived[0]["webhook-signature"] != arrived[1]["webhook-signature"]
 
 
-@pytest.mark.parametrize("secret", [SECRET, SECRET.removeprefix("whsec_")], ids=["prefixed", "bare"])
+@pytest.mark.parametrize(
+    "secret", [SECRET, SECRET.removeprefix("whsec_")], ids=["prefixed", "bare"]
+)
 async def test_secrets_with_and_without_the_prefix(receiver: Any, secret: str) -> None:
     _, send = await receiver(secret=secret)
     body = notification()

@@ -35,8 +35,11 @@ def _body(event_id: object = "evt_1", **extra: object) -> bytes:
 
 
 async def _post(url: str, body: bytes, headers: dict[str, str] | None = None) -> int:
-    async with aiohttp.ClientSession() as session, session.post(url, data=body, headers=headers) as r:
-        return r.status
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(url, data=body, headers=headers) as response,
+    ):
+        return response.status
 
 
 def _recording(router: EventRouter) -> list[WebhookEvent]:
@@ -174,7 +177,9 @@ async def _trickle(port: int, head: bytes, closed: list[bool]) -> None:
 
 
 @pytest.mark.parametrize("part", ["headers", "body"])
-async def test_200_trickling_uploads_are_closed(part: str, caplog: pytest.LogCaptureFixture) -> None:
+async def test_200_trickling_uploads_are_closed(
+    part: str, caplog: pytest.LogCaptureFixture
+) -> None:
     # Scaled down in time, not in count: a byte every 50 ms against a 0.5 s bound, as a
     # byte every 5 s stands against the defaults (aiohttp's keepalive_timeout for the
     # headers, read_timeout for the body).
@@ -186,10 +191,7 @@ async def test_200_trickling_uploads_are_closed(part: str, caplog: pytest.LogCap
         b"POST /hooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         b"Content-Length: %d\r\n\r\n" % len(body)
     )
-    if part == "headers":
-        slow = head + body
-    else:
-        slow = body
+    slow = head + body if part == "headers" else body
     closed: list[bool] = []
     started = time.monotonic()
     try:
@@ -247,7 +249,7 @@ async def test_aborted_uploads_log_no_traceback(caplog: pytest.LogCaptureFixture
         with caplog.at_level(logging.DEBUG):
             for _ in range(20):
                 reading.clear()
-                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                _reader, writer = await asyncio.open_connection("127.0.0.1", port)
                 writer.write(
                     b"POST /hooks HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" + b"{" * 10
                 )
