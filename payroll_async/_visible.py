@@ -12,13 +12,15 @@ from __future__ import annotations
 __all__ = ["visible"]
 
 
-def visible(text: object) -> str:
+def visible(text: object, keep: str = "") -> str:
     """``text`` with every non-printable character escaped; printable text is unchanged.
 
-    >>> visible("evt_1\\x1b]8;;https://evil\\x07click\\x1b]8;;\\x07")
-    'evt_1\\\\x1b]8;;https://evil\\\\x07click\\\\x1b]8;;\\\\x07'
+    ``keep``: control characters to leave as they are (the command's own line breaks).
+
+    >>> visible("evt_1\x1b]8;;https://evil\x07click\x1b]8;;\x07")
+    'evt_1\\x1b]8;;https://evil\\x07click\\x1b]8;;\\x07'
     """
     value = text if isinstance(text, str) else str(text)
     if value.isprintable():
         return value
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in value)
+    return "".join(ch if ch.isprintable() or ch in keep else repr(ch)[1:-1] for ch in value)
