@@ -13,7 +13,8 @@ SCRIPT = ROOT / "scripts" / "check_docs_html.py"
 
 def load_checker() -> ModuleType:
     spec = importlib.util.spec_from_file_location("check_docs_html", SCRIPT)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
