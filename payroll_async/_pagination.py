@@ -90,6 +90,9 @@ class Page(Generic[T]):
 class AsyncPaginator(Generic[T]):
     """The items of a listing, fetched page by page as they are consumed.
 
+    ``async for`` walks every item (a fresh walk each time); ``pages()`` walks the pages;
+    ``await paginator`` is the first [`Page`][payroll_async.Page] alone, in one request.
+
     ```pycon
     >>> async for conn in client.payroll_connections.list():  # every item
     ...     print(conn.id)
