@@ -22,6 +22,7 @@ import hashlib
 import hmac
 from collections.abc import Mapping, Sequence
 
+from . import _assumed
 from ._exceptions import InvalidArgumentError
 
 __all__ = [
@@ -33,10 +34,10 @@ __all__ = [
     "sign",
 ]
 
-ID_HEADER = "webhook-id"
-TIMESTAMP_HEADER = "webhook-timestamp"
-SIGNATURE_HEADER = "webhook-signature"
-_PREFIX = "whsec_"
+ID_HEADER = _assumed.SIGNATURE_ID_HEADER
+TIMESTAMP_HEADER = _assumed.SIGNATURE_TIMESTAMP_HEADER
+SIGNATURE_HEADER = _assumed.SIGNATURE_HEADER
+_PREFIX = _assumed.WEBHOOK_SECRET_PREFIX
 _MAX_TIMESTAMP_DIGITS = 12  # Unix seconds until the year 33658: anything longer is not a time
 _MAX_SIGNATURES = 16  # entries tried per request: rotation needs two or three, not thousands
 
