@@ -1,9 +1,11 @@
 """payroll_async: the async Python SDK of the Payroll Onboarding and Webhook Service.
 
+```pycon
 >>> from payroll_async import PayrollClient
->>> async with PayrollClient(base_url="https://api.example.com", token="...") as client:
+>>> async with PayrollClient("https://api.example.com", token) as client:
 ...     async for conn in client.payroll_connections.list():
 ...         print(conn.id)
+```
 """
 
 import importlib as _importlib

@@ -192,8 +192,10 @@ converter = _build_converter()
 def to_dict(model: Any) -> dict[str, Any]:
     """A model as the service sends it: camelCase names, ISO 8601 timestamps, UUID strings.
 
+    ```pycon
     >>> to_dict(conn)
-    {'id': 'f2e87725-...', 'employerIdentifierId': '870cada6-...', 'status': 'pending', ...}
+    {'id': 'f2e87725-...', 'employerIdentifierId': '870cada6-...', ...}
+    ```
 
     ``json.dumps(to_dict(model))`` is the model's JSON; the SDK's models structure it back.
     """
@@ -204,10 +206,13 @@ def to_dict(model: Any) -> dict[str, Any]:
 
 
 def from_dict(model: type[T], data: Any) -> T:
-    """A model from its dict as the service sends it (the inverse of :func:`to_dict`).
+    """A model from its dict as the service sends it (the inverse of
+    [`to_dict()`][payroll_async.to_dict]).
 
-    >>> from_dict(PayrollConnection, json.loads(line))   # a line of a JSONL export
+    ```pycon
+    >>> from_dict(PayrollConnection, json.loads(line))  # a JSONL line
     PayrollConnection(id=UUID('f2e87725-...'), ...)
+    ```
 
     InvalidArgumentError (a ValueError) if ``data`` is not of the model's shape.
     """

@@ -90,11 +90,13 @@ class Page(Generic[T]):
 class AsyncPaginator(Generic[T]):
     """The items of a listing, fetched page by page as they are consumed.
 
-    >>> async for conn in client.payroll_connections.list():        # every item
+    ```pycon
+    >>> async for conn in client.payroll_connections.list():  # every item
     ...     print(conn.id)
     >>> async for page in client.payroll_connections.list().pages():
     ...     print(page.meta.offset, len(page.items))
     >>> firsts = await client.employer_identifiers.list(max_items=10).collect()
+    ```
     """
 
     def __init__(
@@ -137,8 +139,10 @@ class AsyncPaginator(Generic[T]):
     def describe(self) -> dict[str, Any]:
         """What this listing asks for: path, query, start and item limit (no secrets).
 
+        ```pycon
         >>> client.payroll_connections.list(sort="-createdAt").describe()["query"]
         {'sort': '-createdAt'}
+        ```
         """
         return {
             "path": self._path,
@@ -150,7 +154,9 @@ class AsyncPaginator(Generic[T]):
     def skip(self, count: int) -> AsyncPaginator[T]:
         """The same listing without its first ``count`` items (as a resume needs it).
 
-        >>> rest = client.payroll_connections.list().skip(10_000)   # from the 10,001st item
+        ```pycon
+        >>> rest = client.payroll_connections.list().skip(10_000)  # 10,001st on
+        ```
         """
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise InvalidArgumentError(f"skip takes an integer >= 0, got {count!r}")
@@ -173,7 +179,8 @@ class AsyncPaginator(Generic[T]):
                     yield item
 
     def pages(self) -> AsyncGenerator[Page[T], None]:
-        """The listing page by page, each a :class:`Page` with its meta, links and headers."""
+        """The listing page by page, each a [`Page`][payroll_async.Page] with its meta, links and
+        headers."""
         return self._pages()
 
     async def collect(self) -> list[T]:

@@ -1,5 +1,6 @@
 """Receiving webhook notifications: parse, verify, deduplicate and route them.
 
+```pycon
 >>> from payroll_async import EventType
 >>> from payroll_async.events import EventRouter, WebhookEvent
 >>> router = EventRouter(secret=os.environ["PAYROLL_WEBHOOK_SECRET"])   # "whsec_..."
@@ -7,6 +8,7 @@
 ... async def on_payroll(event: WebhookEvent) -> None:
 ...     print(event.event_id, event.data)
 >>> app = router.app(path="/hooks")          # an aiohttp.web.Application
+```
 
 Delivery semantics a receiver needs:
 
@@ -19,10 +21,10 @@ Delivery semantics a receiver needs:
   makes the answer 500, so that the sender delivers again;
 - a delivery of an ``event_id`` already handled within ``dedupe_window`` seconds is
   acknowledged without running the handlers again (a copy that arrives while the first is
-  still being handled waits for its outcome); with ``dedupe=RedisDedupe(...)`` (see
-  :mod:`payroll_async.fleet`) that memory is shared by every receiver process on one Redis,
-  a copy being handled by another process is answered 409, and while Redis cannot be
-  reached the answer is 503 and nothing runs;
+  still being handled waits for its outcome); with ``dedupe=RedisDedupe(...)`` that
+  memory is shared by every receiver process on one Redis, a copy being handled by
+  another process is answered 409, and while Redis cannot be reached the answer is 503
+  and nothing runs;
 - a body that is not JSON, is nested more than 64 levels deep, has no event type, or has
   no ``eventId`` that is a non-empty string of at most 256 characters, gets 400 and a log
   line, and runs nothing;
@@ -119,7 +121,10 @@ def compare_secret(provided: str | bytes | None, expected: str | bytes) -> bool:
 def header_secret(header: str, secret: str) -> Verify:
     """A ``verify`` hook for a shared secret sent in a header, compared in constant time.
 
-    >>> router = EventRouter(verify=header_secret("X-Webhook-Secret", os.environ["HOOK_SECRET"]))
+    ```pycon
+    >>> secret = os.environ["HOOK_SECRET"]
+    >>> router = EventRouter(verify=header_secret("X-Webhook-Secret", secret))
+    ```
     """
 
     def verify(request: web.Request, body: bytes) -> bool:
@@ -215,8 +220,9 @@ def _too_deep(value: object, limit: int) -> bool:
 
 
 Claim = Literal["claimed", "done", "busy"]
-"""What :meth:`Dedupe.claim` found: ``"claimed"`` (this process handles the event now),
-``"done"`` (already handled: acknowledge it) or ``"busy"`` (being handled elsewhere)."""
+"""What [`Dedupe.claim()`][payroll_async.events.Dedupe.claim] found: ``"claimed"`` (this
+process handles the event now), ``"done"`` (already handled: acknowledge it) or
+``"busy"`` (being handled elsewhere)."""
 
 
 @runtime_checkable
@@ -224,11 +230,12 @@ class Dedupe(Protocol):
     """Where a router remembers the events it handled: ``EventRouter(dedupe=...)``.
 
     The default remembers them in the process;
-    :class:`payroll_async.fleet.RedisDedupe` remembers them for every process on one Redis.
+    [`RedisDedupe`][payroll_async.fleet.RedisDedupe] remembers them for every process on one Redis.
     A store of your own implements these four calls. The router calls them at most once at
     a time per event id (copies arriving in the same process wait for the first one's
-    outcome), and it calls :meth:`renew` every ``lease / 3`` seconds while the handlers run.
-    Any call may raise :class:`~payroll_async.CoordinationError` when the store cannot be
+    outcome), and it calls [`renew()`][payroll_async.events.Dedupe.renew] every
+    ``lease / 3`` seconds while the handlers run. Any call may raise
+    [`CoordinationError`][payroll_async.CoordinationError] when the store cannot be
     reached: the notification is then answered 503, never handled without the memory.
     """
 
@@ -331,9 +338,10 @@ class EventRouter:
     ``handler_timeout``: seconds the handlers of one notification may take (None: no
     limit); past it they are cancelled and the sender is answered 503.
 
-    ``dedupe``: where handled ids are remembered instead (a :class:`Dedupe`, such as
-    :class:`payroll_async.fleet.RedisDedupe` for a fleet of receivers); the ``dedupe_*``
-    arguments configure only the default, in-process memory. A copy being handled by
+    ``dedupe``: where handled ids are remembered instead (a
+    [`Dedupe`][payroll_async.events.Dedupe], such as
+    [`RedisDedupe`][payroll_async.fleet.RedisDedupe] for a fleet of receivers); the
+    ``dedupe_*`` arguments configure only the default, in-process memory. A copy being handled by
     another process is answered 409 with Retry-After; while the store cannot be reached,
     every notification with an id is answered 503 with Retry-After and nothing runs.
     """
@@ -419,6 +427,7 @@ class EventRouter:
                 clock=clock.now,
             )
         self._dedupe = dedupe
+        self._clock = clock
         self._in_flight: dict[str, asyncio.Future[None]] = {}
         self._background: set[asyncio.Task[None]] = set()
 
@@ -426,9 +435,10 @@ class EventRouter:
         """Register a handler for these event types; with none, for every event.
 
         Several handlers may share a type; they run in the order registered, type-specific
-        ones before catch-alls. A type must be an :class:`EventType` or its exact text: a
-        misspelt one (``"payroll_processed"``) raises here, rather than leaving its events
-        acknowledged and never handled. (Types newer than this SDK reach a catch-all.)
+        ones before catch-alls. A type must be an [`EventType`][payroll_async.EventType] or
+        its exact text: a misspelt one (``"payroll_processed"``) raises here, rather than
+        leaving its events acknowledged and never handled. (Types newer than this SDK reach
+        a catch-all.)
         """
         for kind in event_types:
             if not isinstance(kind, str) or kind not in EVENT_TYPES:
@@ -449,6 +459,7 @@ class EventRouter:
         return register
 
     def handlers_for(self, event_type: EventType | str) -> list[EventHandler]:
+        """The handlers an event of this type runs: its own, then the catch-alls."""
         return [*self._handlers.get(str(event_type), []), *self._handlers.get(None, [])]
 
     async def dispatch(self, event: WebhookEvent) -> None:
@@ -457,7 +468,8 @@ class EventRouter:
             await handler(event)
 
     def app(self, path: str = "/") -> web.Application:
-        """An aiohttp application that answers POST ``path`` with :meth:`handle`."""
+        """An aiohttp application that answers POST ``path`` with
+        [`handle()`][payroll_async.events.EventRouter.handle]."""
         application = web.Application()
         application.router.add_post(path, self.handle)
         return application
@@ -610,7 +622,7 @@ class EventRouter:
 
     async def _renew_while_running(self, dedupe: Dedupe, key: str) -> None:
         while True:
-            await asyncio.sleep(dedupe.lease / 3)
+            await self._clock.sleep(dedupe.lease / 3)
             try:
                 await dedupe.renew(key)
             except CoordinationError:

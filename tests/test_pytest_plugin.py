@@ -8,29 +8,31 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-README = Path(__file__).parents[1] / "README.md"
+PAGE = Path(__file__).parents[1] / "docs" / "testing.md"
 
 
-def readme_example() -> str:
-    """The README's "Testing your code" example: the suite runs what users read."""
-    text = README.read_text()
+def guide_example() -> str:
+    """The "Testing your code" example of the guide: the suite runs what users read."""
+    text = PAGE.read_text()
     start = text.index("<!-- plugin example -->")
     block = text[text.index("```python\n", start) + len("```python\n") :]
     return block[: block.index("```")]
 
 
-def test_the_fixtures_work_in_a_users_test_run(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_users_code=readme_example())
+@pytest.mark.parametrize("mode", ["strict", "auto"])
+def test_the_fixtures_work_in_a_users_test_run(pytester: pytest.Pytester, mode: str) -> None:
+    # A project of the user's own: no configuration but pytest-asyncio's mode (strict is
+    # its default), warnings as errors.
+    pytester.makepyfile(test_users_code=guide_example())
     result = pytester.runpytest_subprocess(
-        "-p",
-        "no:cacheprovider",
-        "-o",
-        "asyncio_mode=auto",
-        "-o",
-        "asyncio_default_fixture_loop_scope=function",
-        "-W",
-        "error",
+        "-p", "no:cacheprovider", "-o", f"asyncio_mode={mode}", "-W", "error"
     )
+    result.assert_outcomes(passed=4)
+
+
+def test_the_fixtures_work_with_pytest_asyncios_defaults(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_users_code=guide_example())
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=4)
 
 

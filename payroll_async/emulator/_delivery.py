@@ -61,7 +61,7 @@ def _signed(key: bytes, event_id: str, body: bytes) -> dict[str, str]:
 
 @attrs.define
 class Delivery:
-    """One notification sent (or not) to one subscription by :meth:`Emulator.emit`."""
+    """One notification sent (or not) to one subscription by ``Emulator.emit()``."""
 
     subscription_id: str
     url: str
