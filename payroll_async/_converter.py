@@ -20,6 +20,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from . import _json
 from ._exceptions import InvalidArgumentError
 from .models import EventType, event_type
 
@@ -31,6 +32,7 @@ __all__ = [
     "parse_uuid",
     "to_camel",
     "to_dict",
+    "to_json",
 ]
 
 T = TypeVar("T")
@@ -203,6 +205,19 @@ def to_dict(model: Any) -> dict[str, Any]:
         raise TypeError(f"to_dict takes a payroll_async model, not {type(model).__name__}")
     result: dict[str, Any] = converter.unstructure(model)
     return result
+
+
+def to_json(model: Any) -> str:
+    """A model as compact JSON, as the service sends it (a line of a JSONL export).
+
+    ```pycon
+    >>> to_json(conn)
+    '{"id":"f2e87725-...","employerIdentifierId":"870cada6-...",...}'
+    >>> from_dict(PayrollConnection, json.loads(to_json(conn))) == conn
+    True
+    ```
+    """
+    return _json.dumps(to_dict(model)).decode()
 
 
 def from_dict(model: type[T], data: Any) -> T:

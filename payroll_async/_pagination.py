@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import deque
-from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Generator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -90,12 +90,16 @@ class Page(Generic[T]):
 class AsyncPaginator(Generic[T]):
     """The items of a listing, fetched page by page as they are consumed.
 
+    ``async for`` walks every item (a fresh walk each time); ``pages()`` walks the pages;
+    ``await paginator`` is the first [`Page`][payroll_async.Page] alone, in one request.
+
     ```pycon
     >>> async for conn in client.payroll_connections.list():  # every item
     ...     print(conn.id)
     >>> async for page in client.payroll_connections.list().pages():
     ...     print(page.meta.offset, len(page.items))
     >>> firsts = await client.employer_identifiers.list(max_items=10).collect()
+    >>> page = await client.payroll_connections.list(page_size=50)  # the first Page
     ```
     """
 
@@ -182,6 +186,27 @@ class AsyncPaginator(Generic[T]):
         """The listing page by page, each a [`Page`][payroll_async.Page] with its meta, links and
         headers."""
         return self._pages()
+
+    def __await__(self) -> Generator[Any, None, Page[T]]:
+        """``await paginator``: the first [`Page`][payroll_async.Page] only, in one request.
+
+        As openai-python's list calls answer: ``page = await client.webhooks.list()``.
+        ``page.meta.total_count`` says how many there are in all; iterate the paginator
+        for every item.
+        """
+        return self._first_page().__await__()
+
+    async def _first_page(self) -> Page[T]:
+        # One request, as the walk's first: no fetch-ahead of the pages after it.
+        want = self._max_items
+        limit = self._page_size
+        if want is not None and limit is not None:
+            limit = max(1, min(limit, want))
+        url = self._sender.url(self._path)
+        page = self._parse(await self._download(url, self._query(self._start_offset, limit)))
+        if want is not None and len(page.items) > want:
+            page = attrs.evolve(page, items=page.items[:want])
+        return page
 
     async def collect(self) -> list[T]:
         """Every item in a list (mind the memory for large collections)."""

@@ -50,9 +50,9 @@ class EmulatorThread:
     """
 
     def __init__(self, **options: Any) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop: asyncio.AbstractEventLoop = asyncio.new_event_loop()
         """The event loop the emulator serves from, on its own thread."""
-        self.emulator = Emulator(**options)
+        self.emulator: Emulator = Emulator(**options)
         """The emulator, started on entering the ``with`` block."""
         self._ready = threading.Event()
         self._failure: BaseException | None = None

@@ -21,16 +21,23 @@ def guide_example() -> str:
 
 @pytest.mark.parametrize("mode", ["strict", "auto"])
 def test_the_fixtures_work_in_a_users_test_run(pytester: pytest.Pytester, mode: str) -> None:
-    # A project of the user's own: no configuration but pytest-asyncio's mode (strict is
-    # its default), warnings as errors.
+    # A project of the user's own, with warnings as errors. The loop scope is the setting
+    # pytest-asyncio itself asks every project for (it warns while it is unset).
     pytester.makepyfile(test_users_code=guide_example())
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-o", f"asyncio_mode={mode}", "-W", "error"
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        f"asyncio_mode={mode}",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        "-W",
+        "error",
     )
     result.assert_outcomes(passed=4)
 
 
-def test_the_fixtures_work_with_pytest_asyncios_defaults(pytester: pytest.Pytester) -> None:
+def test_the_fixtures_work_with_no_setting_at_all(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_users_code=guide_example())
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=4)
