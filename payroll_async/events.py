@@ -330,6 +330,20 @@ class _Unreachable(Exception):
 class EventRouter:
     """Routes notifications to handlers by event type; an aiohttp handler and app.
 
+    How notifications are authenticated, one of these being required:
+
+    - ``secret``: a ``whsec_...`` Standard Webhooks secret, or a list of them during a key
+      rotation. A notification must be signed with one of them, its ``webhook-timestamp``
+      within ``tolerance`` seconds (300) of this machine's clock, and its ``webhook-id``
+      its ``eventId``; anything else gets 401 and runs nothing.
+    - ``verify``: a check of your own, ``verify(request, raw_body) -> bool`` (or an
+      awaitable, bounded by ``handler_timeout``); anything but ``True`` gets 401.
+    - ``insecure=True``: no check at all (logged as a WARNING).
+
+    ``read_timeout``: seconds a sender has to send the body once its headers arrived (10);
+    past it the connection is closed. ``clock``: the monotonic time of the dedupe window
+    (a [`Clock`][payroll_async.Clock]; tests pass a fake one).
+
     ``dedupe_window``: seconds during which a handled ``event_id`` is not handled again
     (0 turns deduplication off). At most ``dedupe_max`` ids, and at most
     ``dedupe_max_bytes`` of memory for them, are remembered; the oldest go first. An id is
