@@ -236,7 +236,9 @@ class Handling:
             _fail(done, error)
             return response
         try:
-            await dedupe.complete(key)
+            # shielded: the handlers succeeded, so a sender hanging up now must not leave the
+            # event claimed but not remembered (it would run again once the lease expired)
+            await asyncio.shield(self._spawn(dedupe.complete(key)))
         except Exception as exc:
             logger.error(
                 "notification %s (%s) was handled but the dedupe store could not remember "

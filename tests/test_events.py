@@ -485,3 +485,44 @@ async def test_a_sender_hanging_up_releases_the_claim() -> None:
     finally:
         await runner.cleanup()
     assert store.calls == [("claim", "evt_1"), ("release", "evt_1")]
+
+
+async def test_a_sender_hanging_up_after_the_handlers_succeeded_still_completes() -> None:
+    store = RecordingStore()
+    completing = asyncio.Event()
+    finish = asyncio.Event()
+    completed = asyncio.Event()
+
+    async def slow_complete(event_id: str) -> None:
+        completing.set()
+        await finish.wait()
+        store.calls.append(("complete", event_id))
+        completed.set()
+
+    store.complete = slow_complete  # type: ignore[method-assign]
+    router = EventRouter(insecure=True, dedupe=store)
+    runs = 0
+
+    @router.on()
+    async def handler(event: WebhookEvent) -> None:
+        nonlocal runs
+        runs += 1
+
+    runner = web.AppRunner(router.app(path="/hooks"), handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        session = aiohttp.ClientSession()
+        delivery = asyncio.create_task(
+            session.post(f"http://127.0.0.1:{runner.addresses[0][1]}/hooks", json=body())
+        )
+        await completing.wait()  # the handlers succeeded; the store is remembering it
+        delivery.cancel()
+        await session.close()
+        finish.set()
+        await asyncio.wait_for(completed.wait(), 10)
+    finally:
+        await runner.cleanup()
+    assert runs == 1
+    assert store.calls == [("claim", "evt_1"), ("complete", "evt_1")]  # never released

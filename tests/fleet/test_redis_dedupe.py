@@ -6,11 +6,14 @@ import asyncio
 import json
 import logging
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from redis.asyncio import Redis
 
 from payroll_async import CoordinationError, InvalidArgumentError
@@ -198,3 +201,63 @@ def test_bad_options_are_typed_errors() -> None:
     ):
         with pytest.raises(InvalidArgumentError):
             RedisDedupe(redis, **kwargs)  # type: ignore[arg-type]
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    batches=st.lists(
+        st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2)), min_size=1, max_size=6),
+        min_size=1,
+        max_size=5,
+    ),
+    failures=st.lists(st.integers(0, 2), min_size=4, max_size=4),
+)
+async def test_any_mix_of_copies_failures_and_receivers_handles_each_event_once(
+    redis: Redis,
+    serve: Serve,
+    batches: list[list[tuple[int, int]]],
+    failures: list[int],
+) -> None:
+    # Three receivers ("processes": each its own router and RedisDedupe) on one Redis; the
+    # copies of a batch arrive at once; event n's handler fails its first failures[n]
+    # runs. Then every event is delivered until acknowledged, as a sender does.
+    key = fresh_key()
+    successes: Counter[int] = Counter()
+    left = dict(enumerate(failures))
+    routers = [
+        EventRouter(insecure=True, dedupe=RedisDedupe(redis, key=key, lease=30)) for _ in range(3)
+    ]
+    for router in routers:
+
+        @router.on()
+        async def handle(event: WebhookEvent) -> None:
+            n = int(event.data["n"])
+            await asyncio.sleep(0)  # let other copies arrive while this one is in hand
+            if left[n] > 0:
+                left[n] -= 1
+                raise RuntimeError("a handler failure")
+            successes[n] += 1
+
+    bases = [await serve(router.app(path="/hooks")) for router in routers]
+    async with aiohttp.ClientSession() as session:
+
+        async def deliver(n: int, receiver: int) -> int:
+            payload = {"eventId": f"e{n}", "eventType": "PAYROLL_PROCESSED", "data": {"n": n}}
+            url = f"{bases[receiver]}/hooks"
+            async with session.post(url, data=json.dumps(payload)) as response:
+                return response.status
+
+        for batch in batches:
+            answers = await asyncio.gather(*(deliver(n, r) for n, r in batch))
+            assert set(answers) <= {200, 409, 500}
+        for n in range(4):
+            for attempt in range(20):
+                if await deliver(n, attempt % 3) == 200:
+                    break
+            else:
+                raise AssertionError(f"event {n} never acknowledged")
+    assert successes == Counter(range(4))  # each exactly once, whatever happened before
