@@ -7,6 +7,8 @@ import os
 import sys
 from typing import Final
 
+from ._visible import visible
+
 __all__ = [
     "BASE_URL",
     "DEMO_BASE_URL",
@@ -39,6 +41,13 @@ def read(name: str) -> str | None:
     return os.environ.get(name) or None
 
 
+class _Visible(logging.Formatter):
+    """Log lines with control characters escaped: a record may quote a server or a sender."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record), keep="\n")
+
+
 class _EnvHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """The stderr handler that ``PAYROLL_LOG`` installs (one, however often imported)."""
 
@@ -57,6 +66,6 @@ def configure_logging() -> None:
     logger = logging.getLogger("payroll_async")
     if not any(isinstance(h, _EnvHandler) for h in logger.handlers):
         handler = _EnvHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("[%(asctime)s %(name)s %(levelname)s] %(message)s"))
+        handler.setFormatter(_Visible("[%(asctime)s %(name)s %(levelname)s] %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(level)
