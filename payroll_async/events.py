@@ -28,7 +28,8 @@ Delivery semantics a receiver needs:
 - a body that is not JSON, is nested more than 64 levels deep, has no event type, or has
   no ``eventId`` that is a non-empty string of at most 256 characters, gets 400 and a log
   line, and runs nothing;
-- a sender has ``read_timeout`` seconds (10) to send the body once its headers arrived;
+- a sender has ``read_timeout`` seconds (10) for a request's headers, and as long again
+  for its body;
 - a handler that takes longer than ``handler_timeout`` seconds (30) is cancelled and the
   answer is 503, so that the sender delivers again; copies waiting on it get 503 too;
 - text from the sender (ids, types) is written to the log with control characters escaped.
@@ -331,8 +332,12 @@ class EventRouter:
 
     def app(self, path: str = "/") -> web.Application:
         """An aiohttp application that answers POST ``path`` with
-        [`handle()`][payroll_async.events.EventRouter.handle]."""
-        application = web.Application()
+        [`handle()`][payroll_async.events.EventRouter.handle].
+
+        Whatever server runs it, a request's headers must arrive within ``read_timeout``
+        (aiohttp's ``keepalive_timeout``, set here), as its body must after them.
+        """
+        application = web.Application(handler_args={"keepalive_timeout": self._read_timeout})
         application.router.add_post(path, self.handle)
         return application
 
