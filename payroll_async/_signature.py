@@ -92,8 +92,10 @@ def sign(secret: str, event_id: str, timestamp: int, body: bytes) -> dict[str, s
 
     For tests of a receiver of your own, or a sender of your own:
 
+    ```pycon
     >>> headers = sign(secret, "evt_1", int(time.time()), body)
     >>> await session.post(url, data=body, headers=headers)
+    ```
     """
     if isinstance(timestamp, bool) or not isinstance(timestamp, int):
         raise InvalidArgumentError(f"timestamp must be integer Unix seconds, got {timestamp!r}")
