@@ -9,6 +9,9 @@ and others use:
 - ``webhook-signature``: space-separated ``v1,<base64 HMAC-SHA256>`` entries over
   ``{id}.{timestamp}.{raw body}``, keyed with the secret's bytes (``whsec_<base64>``).
 
+The receiver's other ways to authenticate live here too: the ``verify=`` hook type, its
+bounded, fail-closed call (``run_verify``), and ``header_secret``/``compare_secret``.
+
 HMAC-SHA256 itself comes from the standard library (the scheme's primitive); this module
 only frames it as the scheme says. The third-party ``standardwebhooks`` package checks it
 both ways in the tests.
@@ -16,12 +19,18 @@ both ways in the tests.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hashlib
 import hmac
-from collections.abc import Mapping, Sequence
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
+from aiohttp import web
+
+from . import _assumed
 from ._exceptions import InvalidArgumentError
 
 __all__ = [
@@ -29,14 +38,25 @@ __all__ = [
     "SIGNATURE_HEADER",
     "TIMESTAMP_HEADER",
     "Signer",
+    "Verify",
+    "compare_secret",
+    "header_secret",
+    "run_verify",
     "secret_key",
     "sign",
+    "unverified",
 ]
 
-ID_HEADER = "webhook-id"
-TIMESTAMP_HEADER = "webhook-timestamp"
-SIGNATURE_HEADER = "webhook-signature"
-_PREFIX = "whsec_"
+logger = logging.getLogger("payroll_async.events")  # the receiver's logger, and its filter
+
+Verify = Callable[[web.Request, bytes], bool | Awaitable[bool]]
+"""``verify(request, raw_body) -> bool`` (or awaitable); False or an exception answers 401."""
+
+
+ID_HEADER = _assumed.SIGNATURE_ID_HEADER
+TIMESTAMP_HEADER = _assumed.SIGNATURE_TIMESTAMP_HEADER
+SIGNATURE_HEADER = _assumed.SIGNATURE_HEADER
+_PREFIX = _assumed.WEBHOOK_SECRET_PREFIX
 _MAX_TIMESTAMP_DIGITS = 12  # Unix seconds until the year 33658: anything longer is not a time
 _MAX_SIGNATURES = 16  # entries tried per request: rotation needs two or three, not thousands
 
@@ -72,8 +92,10 @@ def sign(secret: str, event_id: str, timestamp: int, body: bytes) -> dict[str, s
 
     For tests of a receiver of your own, or a sender of your own:
 
+    ```pycon
     >>> headers = sign(secret, "evt_1", int(time.time()), body)
     >>> await session.post(url, data=body, headers=headers)
+    ```
     """
     if isinstance(timestamp, bool) or not isinstance(timestamp, int):
         raise InvalidArgumentError(f"timestamp must be integer Unix seconds, got {timestamp!r}")
@@ -129,3 +151,59 @@ class Signer:
             if any([hmac.compare_digest(expected, mac) for mac in given]):  # noqa: C419
                 return None
         return "no signature matches"
+
+
+def compare_secret(provided: str | bytes | None, expected: str | bytes) -> bool:
+    """Constant-time comparison of a secret from a request with the expected one."""
+    if provided is None:
+        return False
+    a = provided.encode() if isinstance(provided, str) else provided
+    b = expected.encode() if isinstance(expected, str) else expected
+    return hmac.compare_digest(a, b)
+
+
+def header_secret(header: str, secret: str) -> Verify:
+    """A ``verify`` hook for a shared secret sent in a header, compared in constant time.
+
+    ```pycon
+    >>> secret = os.environ["HOOK_SECRET"]
+    >>> router = EventRouter(verify=header_secret("X-Webhook-Secret", secret))
+    ```
+    """
+
+    def verify(request: web.Request, body: bytes) -> bool:
+        return compare_secret(request.headers.get(header), secret)
+
+    return verify
+
+
+async def run_verify(
+    verify: Verify, request: web.Request, body: bytes, timeout: float | None
+) -> bool | None:
+    """The verify hook's answer: True or False, or None if it timed out."""
+    try:
+        result: object = verify(request, body)
+        if inspect.isawaitable(result):
+            result = await asyncio.wait_for(result, timeout)
+    except asyncio.TimeoutError:
+        logger.error("the verify hook took longer than %gs: answered 503", timeout)
+        return None
+    except Exception:
+        logger.exception("the verify hook raised")
+        return False
+    if type(result) is not bool:
+        # fail closed: a truthy string such as "signature mismatch" is not an approval
+        logger.error(
+            "the verify hook returned %s, not a bool: the notification was refused",
+            type(result).__name__,
+        )
+        return False
+    return result
+
+
+def unverified(request: web.Request, why: str) -> web.Response:
+    """The 401 of a notification that failed verification, and its one log line."""
+    logger.warning(
+        "rejected a notification from %s that failed verification: %s", request.remote, why
+    )
+    return web.json_response({"error": "verification failed"}, status=401)

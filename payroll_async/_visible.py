@@ -9,7 +9,9 @@ would write it, so that the text is shown and never obeyed.
 
 from __future__ import annotations
 
-__all__ = ["visible"]
+import logging
+
+__all__ = ["EscapingFilter", "visible"]
 
 
 def visible(text: object, keep: str = "") -> str:
@@ -24,3 +26,16 @@ def visible(text: object, keep: str = "") -> str:
     if value.isprintable():
         return value
     return "".join(ch if ch.isprintable() or ch in keep else repr(ch)[1:-1] for ch in value)
+
+
+class EscapingFilter(logging.Filter):
+    """Escapes control characters in the arguments of every record of the logger it is added to.
+
+    The arguments are what a sender wrote (ids, types): escaped once here, so that no log
+    line of the receiver can carry a terminal escape sequence, whoever adds the next one.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(visible(a) if isinstance(a, str) else a for a in record.args)
+        return True

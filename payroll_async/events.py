@@ -28,16 +28,10 @@ Delivery semantics a receiver needs:
 - a body that is not JSON, is nested more than 64 levels deep, has no event type, or has
   no ``eventId`` that is a non-empty string of at most 256 characters, gets 400 and a log
   line, and runs nothing;
-- a sender has ``read_timeout`` seconds (10 by default) to send the body once its headers
-  arrived; past it the connection is closed. (The headers themselves are bounded by the
-  server: aiohttp closes a connection whose request has not arrived within its
-  ``keepalive_timeout``, 75 s under ``web.run_app``.)
-- a handler that takes longer than ``handler_timeout`` seconds (30 by default) is
-  cancelled and the answer is 503, so that the sender delivers again; copies waiting on it
-  get 503 too;
-- ``verify`` (a scheme of your own) receives the request and the raw body and must return
-  ``True`` (or an awaitable of it) to accept; ``False``, anything that is not a bool, or an
-  exception answers 401. An async ``verify`` is bounded by ``handler_timeout`` (503);
+- a sender has ``read_timeout`` seconds (10) for a request's headers, and as long again
+  for its body;
+- a handler that takes longer than ``handler_timeout`` seconds (30) is cancelled and the
+  answer is 503, so that the sender delivers again; copies waiting on it get 503 too;
 - text from the sender (ids, types) is written to the log with control characters escaped.
 
 ASSUMED notification body (not shown by the interface document):
@@ -48,15 +42,11 @@ other top-level fields are kept in ``data`` (without overwriting its own keys).
 from __future__ import annotations
 
 import asyncio
-import hmac
 import inspect
 import logging
-import math
-import sys
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
 import aiohttp
 from aiohttp import web
@@ -64,10 +54,20 @@ from aiohttp import web
 from . import _assumed
 from ._clock import SYSTEM_CLOCK, Clock
 from ._converter import converter, format_datetime, from_dict, parse_datetime
-from ._exceptions import CoordinationError, InvalidArgumentError
+from ._dedupe import Claim, Dedupe, Handling, LocalDedupe
+from ._exceptions import InvalidArgumentError
 from ._json import loads
-from ._signature import ID_HEADER, Signer, sign
-from ._visible import visible
+from ._signature import (
+    ID_HEADER,
+    Signer,
+    Verify,
+    compare_secret,
+    header_secret,
+    run_verify,
+    sign,
+    unverified,
+)
+from ._visible import EscapingFilter
 from .models import EVENT_TYPES, EventType, WebhookEvent, event_type
 
 __all__ = [
@@ -83,54 +83,14 @@ __all__ = [
 ]
 
 logger = logging.getLogger("payroll_async.events")
+# What a sender wrote (ids, types) is escaped in every record of this logger, so no log
+# line of the receiver carries a terminal escape sequence, whoever adds the next one.
+logger.addFilter(EscapingFilter())
 
-
-class _Escaped(logging.Filter):
-    """Escapes control characters in the arguments of every record of this logger.
-
-    The arguments are what a sender wrote (ids, types): escaped once here, so that no log
-    line of the receiver can carry a terminal escape sequence, whoever adds the next one.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple):
-            record.args = tuple(visible(a) if isinstance(a, str) else a for a in record.args)
-        return True
-
-
-logger.addFilter(_Escaped())
 
 EventHandler = Callable[["WebhookEvent"], Awaitable[None]]
 """``async def handler(event: WebhookEvent) -> None``."""
-Verify = Callable[[web.Request, bytes], bool | Awaitable[bool]]
-"""``verify(request, raw_body) -> bool`` (or awaitable); False or an exception answers 401."""
-
 H = TypeVar("H", bound=EventHandler)
-_ENTRY_OVERHEAD = 120  # bytes per remembered id besides the string: dict slot, float, links
-
-
-def compare_secret(provided: str | bytes | None, expected: str | bytes) -> bool:
-    """Constant-time comparison of a secret from a request with the expected one."""
-    if provided is None:
-        return False
-    a = provided.encode() if isinstance(provided, str) else provided
-    b = expected.encode() if isinstance(expected, str) else expected
-    return hmac.compare_digest(a, b)
-
-
-def header_secret(header: str, secret: str) -> Verify:
-    """A ``verify`` hook for a shared secret sent in a header, compared in constant time.
-
-    ```pycon
-    >>> secret = os.environ["HOOK_SECRET"]
-    >>> router = EventRouter(verify=header_secret("X-Webhook-Secret", secret))
-    ```
-    """
-
-    def verify(request: web.Request, body: bytes) -> bool:
-        return compare_secret(request.headers.get(header), secret)
-
-    return verify
 
 
 MAX_EVENT_ID_LENGTH = 256
@@ -219,116 +179,22 @@ def _too_deep(value: object, limit: int) -> bool:
     return False
 
 
-Claim = Literal["claimed", "done", "busy"]
-"""What [`Dedupe.claim()`][payroll_async.events.Dedupe.claim] found: ``"claimed"`` (this
-process handles the event now), ``"done"`` (already handled: acknowledge it) or
-``"busy"`` (being handled elsewhere)."""
-
-
-@runtime_checkable
-class Dedupe(Protocol):
-    """Where a router remembers the events it handled: ``EventRouter(dedupe=...)``.
-
-    The default remembers them in the process;
-    [`RedisDedupe`][payroll_async.fleet.RedisDedupe] remembers them for every process on one Redis.
-    A store of your own implements these four calls. The router calls them at most once at
-    a time per event id (copies arriving in the same process wait for the first one's
-    outcome), and it calls [`renew()`][payroll_async.events.Dedupe.renew] every
-    ``lease / 3`` seconds while the handlers run. Any call may raise
-    [`CoordinationError`][payroll_async.CoordinationError] when the store cannot be
-    reached: the notification is then answered 503, never handled without the memory.
-    """
-
-    @property
-    def lease(self) -> float:
-        """Seconds a claim holds without being renewed (``math.inf``: no renewal)."""
-        ...
-
-    async def claim(self, event_id: str) -> Claim:
-        """Claim ``event_id`` for this process, unless it was handled or is held elsewhere."""
-        ...
-
-    async def renew(self, event_id: str) -> None:
-        """Extend this process's claim by ``lease`` seconds: the handlers still run."""
-        ...
-
-    async def complete(self, event_id: str) -> None:
-        """The handlers succeeded: remember ``event_id`` as handled for the window."""
-        ...
-
-    async def release(self, event_id: str) -> None:
-        """The handlers failed or were cancelled: a redelivery runs them again."""
-        ...
-
-
-class _LocalDedupe:
-    """The default: handled ids remembered in this process, bounded by count and bytes."""
-
-    lease = math.inf  # a claim dies with the process; nothing to renew
-
-    def __init__(
-        self, *, window: float, max_ids: int, max_bytes: int, clock: Callable[[], float]
-    ) -> None:
-        self._window = window
-        self._max = max_ids
-        self._max_bytes = max_bytes
-        self._clock = clock
-        self._bytes = 0
-        self._handled: OrderedDict[str, float] = OrderedDict()
-
-    @property
-    def memory(self) -> int:
-        return self._bytes
-
-    async def claim(self, event_id: str) -> Claim:
-        return "done" if self._seen(event_id) else "claimed"
-
-    async def renew(self, event_id: str) -> None:
-        pass
-
-    async def complete(self, event_id: str) -> None:
-        self._remember(event_id)
-
-    async def release(self, event_id: str) -> None:
-        pass
-
-    def _seen(self, key: str) -> bool:
-        when = self._handled.get(key)
-        if when is None:
-            return False
-        if self._clock() - when > self._window:
-            del self._handled[key]
-            self._bytes -= _cost(key)
-            return False
-        return True
-
-    def _remember(self, key: str) -> None:
-        if key not in self._handled:
-            self._bytes += _cost(key)
-        self._handled[key] = self._clock()
-        self._handled.move_to_end(key)
-        # drop expired ids from the old end, so memory follows the window, then the oldest
-        # while over either bound
-        cutoff = self._clock() - self._window
-        while self._handled and (
-            len(self._handled) > self._max
-            or self._bytes > self._max_bytes
-            or next(iter(self._handled.values())) < cutoff
-        ):
-            old, _ = self._handled.popitem(last=False)
-            self._bytes -= _cost(old)
-
-
-class _Busy(Exception):
-    """Another process of the fleet holds the event's claim."""
-
-
-class _Unreachable(Exception):
-    """The dedupe store could not be asked: the event was not handled."""
-
-
 class EventRouter:
     """Routes notifications to handlers by event type; an aiohttp handler and app.
+
+    How notifications are authenticated, one of these being required:
+
+    - ``secret``: a ``whsec_...`` Standard Webhooks secret, or a list of them during a key
+      rotation. A notification must be signed with one of them, its ``webhook-timestamp``
+      within ``tolerance`` seconds (300) of this machine's clock, and its ``webhook-id``
+      its ``eventId``; anything else gets 401 and runs nothing.
+    - ``verify``: a check of your own, ``verify(request, raw_body) -> bool`` (or an
+      awaitable, bounded by ``handler_timeout``); anything but ``True`` gets 401.
+    - ``insecure=True``: no check at all (logged as a WARNING).
+
+    ``read_timeout``: seconds a sender has to send the body once its headers arrived (10);
+    past it the connection is closed. ``clock``: the monotonic time of the dedupe window
+    (a [`Clock`][payroll_async.Clock]; tests pass a fake one).
 
     ``dedupe_window``: seconds during which a handled ``event_id`` is not handled again
     (0 turns deduplication off). At most ``dedupe_max`` ids, and at most
@@ -418,18 +284,15 @@ class EventRouter:
         self._handler_timeout = handler_timeout
         self._handlers: dict[str | None, list[EventHandler]] = {}
         self._verify = verify
-        self._local: _LocalDedupe | None = None
+        self._local: LocalDedupe | None = None
         if dedupe is None and dedupe_window > 0:
-            dedupe = self._local = _LocalDedupe(
+            dedupe = self._local = LocalDedupe(
                 window=dedupe_window,
                 max_ids=dedupe_max,
                 max_bytes=dedupe_max_bytes,
                 clock=clock.now,
             )
-        self._dedupe = dedupe
-        self._clock = clock
-        self._in_flight: dict[str, asyncio.Future[None]] = {}
-        self._background: set[asyncio.Task[None]] = set()
+        self._handling = Handling(self.dispatch, handler_timeout, dedupe, clock)
 
     def on(self, *event_types: EventType | str) -> Callable[[H], H]:
         """Register a handler for these event types; with none, for every event.
@@ -469,8 +332,12 @@ class EventRouter:
 
     def app(self, path: str = "/") -> web.Application:
         """An aiohttp application that answers POST ``path`` with
-        [`handle()`][payroll_async.events.EventRouter.handle]."""
-        application = web.Application()
+        [`handle()`][payroll_async.events.EventRouter.handle].
+
+        Whatever server runs it, a request's headers must arrive within ``read_timeout``
+        (aiohttp's ``keepalive_timeout``, set here), as its body must after them.
+        """
+        application = web.Application(handler_args={"keepalive_timeout": self._read_timeout})
         application.router.add_post(path, self.handle)
         return application
 
@@ -486,13 +353,13 @@ class EventRouter:
         if self._signer is not None:
             problem = self._signer.check(request.headers, body, time.time())
             if problem is not None:
-                return _unverified(request, problem)
+                return unverified(request, problem)
         if self._verify is not None:
-            verdict = await self._verified(request, body)
+            verdict = await run_verify(self._verify, request, body, self._handler_timeout)
             if verdict is None:
                 return web.json_response({"error": "verification timed out"}, status=503)
             if not verdict:
-                return _unverified(request, "the verify hook refused it")
+                return unverified(request, "the verify hook refused it")
         try:
             document = loads(body)
             if _too_deep(document, MAX_DEPTH):
@@ -502,149 +369,8 @@ class EventRouter:
             logger.warning("rejected a notification: %s", exc)
             return web.json_response({"error": f"bad notification: {exc}"}, status=400)
         if self._signer is not None and request.headers.get(ID_HEADER) != event.event_id:
-            return _unverified(request, "webhook-id differs from the body's eventId")
-        key = event.event_id
-        if key is not None and self._dedupe is not None:
-            pending = self._in_flight.get(key)
-            if pending is not None:  # the same event is being handled here right now
-                return await self._outcome_of(pending)
-        return await self._run(event)
-
-    @staticmethod
-    async def _outcome_of(pending: asyncio.Future[None]) -> web.Response:
-        """The answer for a copy of an event whose first delivery is still being handled."""
-        try:
-            await asyncio.shield(pending)
-        except asyncio.CancelledError:
-            if not pending.cancelled():
-                raise  # this request itself was cancelled
-            # the first delivery's handling was cancelled: the event was not handled
-            return web.json_response({"error": "handling was interrupted"}, status=503)
-        except asyncio.TimeoutError:
-            return web.json_response({"error": "handler timed out"}, status=503)
-        except _Busy:
-            return _busy()
-        except _Unreachable:
-            return _unreachable()
-        except Exception:
-            return web.json_response({"error": "handler failed"}, status=500)
-        return web.json_response({"status": "duplicate"})
-
-    async def _run(self, event: WebhookEvent) -> web.Response:
-        key = event.event_id
-        if key is None or self._dedupe is None:
-            response, _ = await self._answered(event)
-            return response
-        done = self._in_flight[key] = asyncio.get_running_loop().create_future()
-        try:
-            return await self._claimed_run(event, key, self._dedupe, done)
-        except BaseException:
-            if not done.done():
-                done.cancel()  # cancelled mid-way: copies waiting on it must not hang
-            raise
-        finally:
-            self._in_flight.pop(key, None)
-
-    async def _claimed_run(
-        self, event: WebhookEvent, key: str, dedupe: Dedupe, done: asyncio.Future[None]
-    ) -> web.Response:
-        try:
-            claim = await dedupe.claim(key)
-        except Exception as exc:
-            # CoordinationError: the store logs its outage once; anything else is a defect
-            # of a store of the user's, logged with its traceback
-            if not isinstance(exc, CoordinationError):
-                logger.exception("the dedupe store failed to claim notification %s", key)
-            _fail(done, _Unreachable())
-            return _unreachable()
-        if claim == "done":
-            logger.info("notification %s (%s) already handled: acknowledged", key, event.event_type)
-            done.set_result(None)
-            return web.json_response({"status": "duplicate"})
-        if claim != "claimed":
-            logger.info(
-                "notification %s (%s) is being handled by another receiver: answered 409",
-                key,
-                event.event_type,
-            )
-            _fail(done, _Busy())
-            return _busy()
-        renewal = None
-        if math.isfinite(dedupe.lease):
-            renewal = self._spawn(self._renew_while_running(dedupe, key))
-        try:
-            response, error = await self._answered(event)
-        except BaseException:
-            self._spawn(self._release(dedupe, key))  # not awaited: this task is cancelled
-            raise
-        finally:
-            if renewal is not None:
-                renewal.cancel()
-        if error is not None:
-            await self._release(dedupe, key)  # before answering, so a redelivery runs again
-            _fail(done, error)
-            return response
-        try:
-            # shielded: the handlers succeeded, so a sender hanging up now must not leave the
-            # event claimed but not remembered (it would run again once the lease expired)
-            await asyncio.shield(self._spawn(dedupe.complete(key)))
-        except Exception as exc:
-            logger.error(
-                "notification %s (%s) was handled but the dedupe store could not remember "
-                "it (%s): a copy arriving after its claim expires would run again",
-                key,
-                event.event_type,
-                type(exc).__name__,
-            )
-        done.set_result(None)
-        return response
-
-    async def _answered(self, event: WebhookEvent) -> tuple[web.Response, Exception | None]:
-        """Run the handlers; the answer, and the failure (None after success)."""
-        try:
-            if self._handler_timeout is None:
-                await self.dispatch(event)
-            else:
-                await asyncio.wait_for(self.dispatch(event), self._handler_timeout)
-        except asyncio.TimeoutError as exc:
-            logger.error(
-                "the handlers of notification %s (%s) took longer than %gs: cancelled, "
-                "answered 503 so that it is delivered again",
-                event.event_id,
-                event.event_type,
-                self._handler_timeout,
-            )
-            return web.json_response({"error": "handler timed out"}, status=503), exc
-        except Exception as exc:
-            logger.exception(
-                "a handler of notification %s (%s) failed", event.event_id, event.event_type
-            )
-            return web.json_response({"error": "handler failed"}, status=500), exc
-        return web.json_response({"status": "ok"}), None
-
-    async def _renew_while_running(self, dedupe: Dedupe, key: str) -> None:
-        while True:
-            await self._clock.sleep(dedupe.lease / 3)
-            try:
-                await dedupe.renew(key)
-            except CoordinationError:
-                pass  # logged once per outage by the store; the next renewal tries again
-            except Exception:
-                logger.exception("the dedupe store failed to renew notification %s", key)
-
-    async def _release(self, dedupe: Dedupe, key: str) -> None:
-        try:
-            await dedupe.release(key)
-        except CoordinationError:
-            pass  # the claim expires after the store's lease instead
-        except Exception:
-            logger.exception("the dedupe store failed to release notification %s", key)
-
-    def _spawn(self, work: Awaitable[None]) -> asyncio.Task[None]:
-        task: asyncio.Task[None] = asyncio.ensure_future(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        return task
+            return unverified(request, "webhook-id differs from the body's eventId")
+        return await self._handling.answer(event)
 
     async def _read(self, request: web.Request) -> bytes | None:
         """The body, or None if it did not arrive within ``read_timeout`` (then closed)."""
@@ -667,69 +393,10 @@ class EventRouter:
             request.transport.close()
         return None
 
-    async def _verified(self, request: web.Request, body: bytes) -> bool | None:
-        """The verify hook's answer: True or False, or None if it timed out."""
-        assert self._verify is not None
-        try:
-            result: object = self._verify(request, body)
-            if inspect.isawaitable(result):
-                result = await asyncio.wait_for(result, self._handler_timeout)
-        except asyncio.TimeoutError:
-            logger.error(
-                "the verify hook took longer than %gs: answered 503", self._handler_timeout
-            )
-            return None
-        except Exception:
-            logger.exception("the verify hook raised")
-            return False
-        if type(result) is not bool:
-            # fail closed: a truthy string such as "signature mismatch" is not an approval
-            logger.error(
-                "the verify hook returned %s, not a bool: the notification was refused",
-                type(result).__name__,
-            )
-            return False
-        return result
-
     @property
     def dedupe_memory(self) -> int:
         """Approximate bytes held by the event ids remembered in this process."""
         return 0 if self._local is None else self._local.memory
-
-
-_RETRY_AFTER = "5"  # seconds: a busy claim or an unreachable store is asked again then
-
-
-def _unverified(request: web.Request, why: str) -> web.Response:
-    logger.warning(
-        "rejected a notification from %s that failed verification: %s", request.remote, why
-    )
-    return web.json_response({"error": "verification failed"}, status=401)
-
-
-def _busy() -> web.Response:
-    return web.json_response(
-        {"error": "being handled by another receiver"},
-        status=409,
-        headers={"Retry-After": _RETRY_AFTER},
-    )
-
-
-def _unreachable() -> web.Response:
-    return web.json_response(
-        {"error": "the receivers' shared memory cannot be reached"},
-        status=503,
-        headers={"Retry-After": _RETRY_AFTER},
-    )
-
-
-def _fail(done: asyncio.Future[None], error: BaseException) -> None:
-    done.set_exception(error)
-    done.exception()  # retrieved here, so that a future no copy awaits does not warn
-
-
-def _cost(key: str) -> int:
-    return sys.getsizeof(key) + _ENTRY_OVERHEAD
 
 
 def _number(value: object) -> bool:

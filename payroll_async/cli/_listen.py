@@ -152,12 +152,8 @@ def listen(
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, on_signal, ExitCode.INTERRUPTED)
         loop.add_signal_handler(signal.SIGTERM, on_signal, ExitCode.TERMINATED)
-        # keepalive_timeout bounds how long a request's headers may take to arrive (aiohttp
-        # closes a connection that has not sent a whole request by then); read_timeout
-        # bounds the body.
-        runner = web.AppRunner(
-            router.app(path=hook_path), access_log=None, keepalive_timeout=READ_TIMEOUT
-        )
+        # router.app() bounds the headers and the body by READ_TIMEOUT each
+        runner = web.AppRunner(router.app(path=hook_path), access_log=None)
         await runner.setup()
         try:
             site = web.TCPSite(runner, host, port)

@@ -65,6 +65,11 @@ class Emulator:
     ``rate_limit`` requests per second, ``error_rate`` and ``drop_rate`` shares of
     requests) are drawn from the seed too. ``app`` is the aiohttp application, for mounting
     in a server of your own.
+
+    Deliveries are signed as Standard Webhooks says with ``webhook_secret`` (a fresh
+    ``whsec_`` secret when None: read it as ``emu.webhook_secret``), so a receiver built
+    with ``EventRouter(secret=emu.webhook_secret)`` accepts them. ``delivery_headers`` are
+    added to every delivery. ``POST /_emulator/events`` emits from outside the process.
     """
 
     def __init__(

@@ -87,3 +87,23 @@ async def test_it_prints_what_arrives_and_stops_on_ctrl_c() -> None:
     assert proc.returncode == 130  # Ctrl-C, as the exit-code table of docs/command.md says
     assert err.decode().rstrip().endswith("Stopped after 1 event.")
     assert b"Traceback" not in err
+
+
+async def test_with_the_emulator_and_a_secret_both_sides_use_that_secret() -> None:
+    proc = await start(
+        "--emulator",
+        "webhooks",
+        "listen",
+        "--port",
+        "0",
+        "--interval",
+        "0.05",
+        "--count",
+        "2",
+        "--json",
+        "--secret",
+        SECRET,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    assert len(out.decode().splitlines()) == 2  # signed with SECRET, verified with SECRET
