@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from .._assumed import EMULATOR_MAX_PAGE_SIZE
 from ._emulator import Emulator
 
 __all__ = ["OPTIONS", "Option", "emulator_from_options", "main", "parser", "serve"]
@@ -74,7 +75,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--max-page-size",
         int,
-        None,
+        EMULATOR_MAX_PAGE_SIZE,
         "cap on limit for every listing (webhooks are capped at 100 regardless)",
         "N",
     ),
@@ -130,8 +131,20 @@ async def serve(emulator: Emulator, announce: bool = True) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with emulator:
-        if announce:
+        exposed = emulator._exposed()
+        if announce and exposed:
+            # Say where it really listens, not the loopback URL it is called by from here.
+            print(f"Payroll emulator listening on {', '.join(exposed)}", flush=True)
+            print(
+                "warning: the emulator is reachable from the network, not only from this "
+                "machine: anyone who can reach this machine can call it with the token "
+                "below (--host 127.0.0.1 keeps it local)",
+                file=sys.stderr,
+                flush=True,
+            )
+        elif announce:
             print(f"Payroll emulator listening on {emulator.base_url}", flush=True)
+        if announce:
             print(f"  PAYROLL_BASE_URL={emulator.base_url}", flush=True)
             print(f"  PAYROLL_TOKEN={emulator.token}", flush=True)
             print(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import secrets
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,6 +13,7 @@ import aiohttp
 import attrs
 from yarl import URL
 
+from .._assumed import EMULATOR_DELIVERIES_KEPT
 from .._json import dumps
 from ._http import is_loopback
 from ._store import Subscription
@@ -50,11 +52,12 @@ def notification(
 
 
 class Deliverer:
-    """Sends notifications and records every delivery in ``deliveries``."""
+    """Sends notifications and records the latest deliveries in ``deliveries``."""
 
     def __init__(self, headers: Mapping[str, str]) -> None:
         self.headers = dict(headers)
-        self.deliveries: list[Delivery] = []
+        # Bounded: an emulator that emits for hours (`listen --emulator`) stays flat.
+        self.deliveries: deque[Delivery] = deque(maxlen=EMULATOR_DELIVERIES_KEPT)
         self._session: aiohttp.ClientSession | None = None
 
     async def close(self) -> None:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import datetime
 import random
 import secrets
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
 from aiohttp import web
 
-from .._assumed import EMULATOR_MAX_PAGE_SIZE
+from .._assumed import EMULATOR_MAX_PAGE_SIZE, EMULATOR_MAX_SUBSCRIPTIONS
+from .._net import is_loopback
 from ..models import EventType
 from . import _middleware, _routes_connections, _routes_employers, _routes_webhooks
 from ._data import Dataset
@@ -34,6 +35,11 @@ def _check(
     for name, value in counts.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+    if counts["webhook_subscriptions"] > EMULATOR_MAX_SUBSCRIPTIONS:
+        raise ValueError(
+            f"webhook_subscriptions must be at most {EMULATOR_MAX_SUBSCRIPTIONS:,} "
+            f"(the emulator's bound), got {counts['webhook_subscriptions']!r}"
+        )
     for name, share in (("error_rate", error_rate), ("drop_rate", drop_rate)):
         if not 0 <= share <= 1:
             raise ValueError(f"{name} must be between 0 and 1, got {share!r}")
@@ -114,6 +120,7 @@ class Emulator:
         )
         self._deliverer = Deliverer(delivery_headers or {})
         self._runner: web.AppRunner | None = None
+        self._bound: list[tuple[str, int]] = []
         self.base_url = ""
         self.app = web.Application(
             middlewares=[_middleware.errors, _middleware.faults, _middleware.auth]
@@ -181,8 +188,12 @@ class Emulator:
         self._deliverer.headers = dict(value)
 
     @property
-    def deliveries(self) -> list[Delivery]:
-        """Every notification delivery attempted by :meth:`emit`, in order."""
+    def deliveries(self) -> deque[Delivery]:
+        """The latest notification deliveries attempted by :meth:`emit`, oldest first.
+
+        A bounded record: the latest 1,000 are kept (older ones are dropped), so that an
+        emulator emitting for hours keeps a flat memory. ``emu.deliveries[-1]`` is the latest.
+        """
         return self._deliverer.deliveries
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -194,6 +205,7 @@ class Emulator:
         site = web.TCPSite(runner, self.host, self.port)
         await site.start()
         self._runner = runner
+        self._bound = [(str(a[0]), int(a[1])) for a in runner.addresses]
         host, port = runner.addresses[0][:2]
         self.port = port
         # Listening on every address: the URL to call it by is the loopback one.
@@ -204,6 +216,15 @@ class Emulator:
         host_text = f"[{host}]" if ":" in host else host
         self.base_url = f"http://{host_text}:{port}"
         return self.base_url
+
+    def _exposed(self) -> list[str]:
+        """The addresses it listens on beyond loopback (``0.0.0.0:8080``), once started."""
+        every = {"0.0.0.0": " (every IPv4 address of this machine)", "::": " (every IPv6 address)"}
+        return [
+            (f"[{host}]:{port}" if ":" in host else f"{host}:{port}") + every.get(host, "")
+            for host, port in self._bound
+            if not is_loopback(host)
+        ]
 
     async def close(self) -> None:
         await self._deliverer.close()
