@@ -35,10 +35,11 @@ def _check(
     for name, value in counts.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-    if counts["webhook_subscriptions"] > EMULATOR_MAX_SUBSCRIPTIONS:
+    seeded = counts["webhook_subscriptions"]
+    if isinstance(seeded, int) and seeded > EMULATOR_MAX_SUBSCRIPTIONS:
         raise ValueError(
             f"webhook_subscriptions must be at most {EMULATOR_MAX_SUBSCRIPTIONS:,} "
-            f"(the emulator's bound), got {counts['webhook_subscriptions']!r}"
+            f"(the emulator's bound), got {seeded!r}"
         )
     for name, share in (("error_rate", error_rate), ("drop_rate", drop_rate)):
         if not 0 <= share <= 1:
