@@ -69,7 +69,8 @@ OPTIONS: tuple[Option, ...] = (
         "--drop-rate",
         float,
         0.0,
-        "share of requests whose connection is closed without an answer",
+        "share of requests whose connection is closed without an answer "
+        "(half of them after the request was carried out)",
         "SHARE",
     ),
     Option(

@@ -63,7 +63,8 @@ class Emulator:
     Collections are derived from ``seed`` on demand, so any size starts at once and a page
     costs the same whatever the size. Faults (``latency`` seconds per request,
     ``rate_limit`` requests per second, ``error_rate`` and ``drop_rate`` shares of
-    requests) are drawn from the seed too. ``app`` is the aiohttp application, for mounting
+    requests; half the drops lose the answer after the request was carried out) are drawn
+    from the seed too. ``app`` is the aiohttp application, for mounting
     in a server of your own.
     """
 
@@ -139,7 +140,8 @@ class Emulator:
 
     @property
     def stats(self) -> Counter[str]:
-        """Requests served and faults injected: requests, dropped, errors, rate_limited."""
+        """Requests served and faults injected: requests, dropped (dropped_after: after the
+        request was carried out), errors, rate_limited."""
         return self._state.stats
 
     @property
