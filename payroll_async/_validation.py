@@ -38,6 +38,7 @@ __all__ = [
     "check_start_offset",
     "check_timeout",
     "check_webhook_path",
+    "event_type_problem",
     "is_loopback",
     "redact_url",
 ]
@@ -175,6 +176,17 @@ def check_max_response_size(value: int | None) -> int | None:
     return None if value is None else _check_int(value, "max_response_size", 1, 2**62)
 
 
+def event_type_problem(item: object) -> str:
+    """Why ``item`` is not an event type: the service's spelling is the only one accepted."""
+    known = ", ".join(sorted(EVENT_TYPES))
+    if isinstance(item, str) and str.upper(item) in EVENT_TYPES:
+        return (
+            f"unknown event type {str.__repr__(item)}: event types are upper case, "
+            f"as the service spells them ({str.upper(item)})"
+        )
+    return f"unknown event type {item!r}; known: {known}"
+
+
 def check_event_types(event_types: Iterable[EventType | str]) -> list[str]:
     """Event types as their string values, at least one, duplicates dropped."""
     if isinstance(event_types, str) or not isinstance(event_types, Iterable):
@@ -185,9 +197,7 @@ def check_event_types(event_types: Iterable[EventType | str]) -> list[str]:
     for item in event_types:
         member = EVENT_TYPES.get(item) if isinstance(item, str) else None
         if member is None:
-            raise InvalidArgumentError(
-                f"unknown event type {item!r}; known: {', '.join(sorted(EVENT_TYPES))}"
-            )
+            raise InvalidArgumentError(event_type_problem(item))
         value = member.value  # the enum's own text, not the caller's object
         if value not in out:
             out.append(value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import os
 import signal
 import sys
@@ -15,7 +16,15 @@ import attrs
 from .._assumed import EMULATOR_MAX_PAGE_SIZE
 from ._emulator import Emulator
 
-__all__ = ["OPTIONS", "Option", "emulator_from_options", "main", "parser", "serve"]
+__all__ = [
+    "OPTIONS",
+    "Option",
+    "cannot_listen",
+    "emulator_from_options",
+    "main",
+    "parser",
+    "serve",
+]
 
 
 class BadValue(argparse.ArgumentTypeError, ValueError):
@@ -91,6 +100,10 @@ OPTIONS: tuple[Option, ...] = (
 )
 """Every option but ``--no-link-headers``, which is a switch."""
 LINK_HEADERS_HELP = "omit Link headers from list responses"
+LINK_HEADERS_SWITCH_HELP = (
+    "Send Link headers (rel=next, ...) with list responses, as the service does "
+    "(--link-headers, the default), or omit them (--no-link-headers)."
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -164,6 +177,14 @@ async def serve(emulator: Emulator, announce: bool = True) -> None:
     print("Emulator stopped.", flush=True)
 
 
+def cannot_listen(host: str, port: int, exc: OSError) -> str:
+    """Why the emulator cannot listen, with what to do when the port is taken."""
+    text = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    if exc.errno == errno.EADDRINUSE:
+        text += " (another process uses it: pick another --port, or --port 0 for a free one)"
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
@@ -179,10 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 141
     except OSError as exc:
-        print(
-            f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
+        print(f"error: {cannot_listen(args.host, args.port, exc)}", file=sys.stderr)
         return 1
     return 0
 

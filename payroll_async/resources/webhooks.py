@@ -205,11 +205,8 @@ class Webhooks(Resource):
         options = request_options(timeout, retry, extra_query, extra_headers)
         listing = self.list(**_keywords(options))
         if not [sub async for sub in listing if str(sub.webhook_subscription_id) == sid]:
-            raise NotFoundError(
-                f"webhook subscription {sid} does not exist; nothing was created",
-                status=404,
-                method="GET",
-                url=self._binding.url(_PATH),
+            raise NotFoundError.missing(
+                f"webhook subscription {sid} does not exist; nothing was created"
             )
         new = await self._create(types, path, options)
         try:
