@@ -1,10 +1,13 @@
 """A fleet of processes as one client: a shared 429 pause and request budget on Redis.
 
+```pycon
 >>> from redis.asyncio import Redis
 >>> from payroll_async.fleet import RedisGate
->>> gate = RedisGate(Redis.from_url("redis://localhost"), key="payroll:acme", rate=50)
->>> async with PayrollClient(..., gate=gate) as client:   # in every worker process
+>>> redis = Redis.from_url("redis://localhost")
+>>> gate = RedisGate(redis, key="payroll:acme", rate=50)
+>>> async with PayrollClient(..., gate=gate) as client:  # in every worker
 ...     ...
+```
 
 Every client of every process made with the same Redis and ``key`` shares one pause
 (after any of them gets a 429 with Retry-After, none sends before that time) and, with
@@ -15,7 +18,8 @@ the workers' clocks. Every key starts with ``key``, expires, and holds only time
 When Redis is unreachable or failing, requests go on through the process's own gate (the
 in-process pause, and ``rate`` per process): one WARNING is logged on the
 ``payroll_async`` logger per outage, and one INFO when Redis answers again. With
-``on_error="raise"`` a :class:`CoordinationError` is raised instead. A Redis call never
+``on_error="raise"`` a [`CoordinationError`][payroll_async.CoordinationError] is raised instead. A
+Redis call never
 holds a request longer than ``timeout`` seconds, and while Redis is down it is asked again
 at most once a second. Redis never holds a request longer than ``max_wait`` seconds in all
 (60, as ``RetryPolicy.max_retry_after``): a wait beyond it can only come from stray data at
@@ -83,8 +87,10 @@ _KEY = re.compile(r"[\x21-\x7e]{1,200}\Z")  # printable ASCII, no spaces
 def default_key(base_url: str) -> str:
     """The gate key of every client of one service: derived from its origin, never a token.
 
+    ```pycon
     >>> default_key("https://api.example.com/")
     'payroll-async:https://api.example.com'
+    ```
     """
     from yarl import URL
 
@@ -98,12 +104,19 @@ def default_key(base_url: str) -> str:
 class RedisGate:
     """One 429 pause and one request budget for every process that uses ``key``.
 
-    ``redis`` is a ``redis.asyncio.Redis`` (never closed here). ``rate``: requests per
-    second for the whole fleet (None: no budget, only the shared pause). ``on_error``:
-    ``"local"`` (go on with the process's own gate, the default) or ``"raise"``.
-    ``timeout``: the longest one Redis call may take. ``max_wait``: the longest Redis may
-    hold one request in all (use your ``RetryPolicy.max_retry_after``); a longer wait is
-    stray data at the keys, logged and handled as a Redis failure.
+    Args:
+        redis: A ``redis.asyncio.Redis`` of yours: the gate never closes it.
+        key: The prefix of the gate's Redis keys: the same for every client of one
+            service and token ([`default_key`][payroll_async.fleet.default_key] derives one).
+        rate: Requests per second for the whole fleet; None: no budget, only the shared
+            pause.
+        on_error: When Redis cannot be asked: ``"local"`` goes on with the process's own
+            gate; ``"raise"`` raises [`CoordinationError`][payroll_async.CoordinationError].
+        timeout: The longest one Redis call may take, in seconds.
+        max_wait: The longest Redis may hold one request in all, in seconds (use your
+            ``RetryPolicy.max_retry_after``); a longer wait can only come from stray data
+            at the keys, and is logged and handled as a Redis failure.
+        clock: The time source of the waits (tests pass a virtual one).
     """
 
     def __init__(
@@ -130,18 +143,16 @@ class RedisGate:
             or timeout <= 0
         ):
             raise InvalidArgumentError(f"timeout must be finite seconds > 0, got {timeout!r}")
-        if (
-            isinstance(max_wait, bool)
-            or not isinstance(max_wait, (int, float))
-            or not math.isfinite(max_wait)
-            or max_wait < 0
-        ):
-            raise InvalidArgumentError(f"max_wait must be finite seconds >= 0, got {max_wait!r}")
-        self.key = key
-        self.rate = check_rate(rate)
-        self.on_error = on_error
-        self.timeout = float(timeout)
-        self.max_wait = float(max_wait)
+        self.key: str = key
+        """The prefix of the gate's Redis keys."""
+        self.rate: float | None = check_rate(rate)
+        """The fleet's requests per second (None: no budget)."""
+        self.on_error: Literal["local", "raise"] = on_error
+        """What happens when Redis cannot be asked: ``"local"`` or ``"raise"``."""
+        self.timeout: float = float(timeout)
+        """The longest one Redis call may take, in seconds."""
+        self.max_wait: float = float(max_wait)
+        """The longest Redis may hold one request in all, in seconds."""
         self._max_wait_us = round(self.max_wait * 1_000_000)
         self._redis = redis
         self._clock = clock

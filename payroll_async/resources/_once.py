@@ -3,7 +3,7 @@
 A POST is not idempotent, so the transport never sends one again after its bytes may have
 reached the service (``APIConnectionError.request_sent``). When the connection drops after
 the request was sent, the service may or may not have created the resource. Sending again
-blindly can create a second one; giving up leaves the caller not knowing. :func:`send_once`
+blindly can create a second one; giving up leaves the caller not knowing. ``send_once``
 does what a careful user would: it looks for what the lost attempt may have created (the
 caller's ``find``, e.g. the newest subscription with the same path and event types created
 since the attempt began) and returns that; only when there is none does it send again,
