@@ -143,6 +143,13 @@ class RedisGate:
             or timeout <= 0
         ):
             raise InvalidArgumentError(f"timeout must be finite seconds > 0, got {timeout!r}")
+        if (
+            isinstance(max_wait, bool)
+            or not isinstance(max_wait, (int, float))
+            or not math.isfinite(max_wait)
+            or max_wait < 0
+        ):
+            raise InvalidArgumentError(f"max_wait must be finite seconds >= 0, got {max_wait!r}")
         self.key: str = key
         """The prefix of the gate's Redis keys."""
         self.rate: float | None = check_rate(rate)
