@@ -160,14 +160,21 @@ class Webhooks(Resource):
         since: datetime.datetime,
         options: RequestOptions,
     ) -> WebhookSubscription | None:
-        """The newest subscription with these values created at or after ``since``."""
+        """The newest subscription with these values created at or after ``since``.
+
+        Every page is read: a lost answer is rare, and a service that ignored the sort
+        order must not hide the subscription the lost attempt made.
+        """
         lookup = attrs.evolve(options, extra_query={})  # the query was the POST's
+        found: WebhookSubscription | None = None
         async for sub in self.list(sort=_assumed.CREATE_FALLBACK_SORT, **_keywords(lookup)):
-            if sub.created_at < since:
-                return None  # newest first: nothing older can be the lost attempt's
-            if _matches(sub, types, path):
-                return sub
-        return None
+            if (
+                sub.created_at >= since
+                and _matches(sub, types, path)
+                and (found is None or sub.created_at > found.created_at)
+            ):
+                found = sub
+        return found
 
     @operation("webhooks.delete")
     async def delete(

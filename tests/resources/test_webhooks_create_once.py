@@ -28,8 +28,9 @@ class Service:
     """Subscriptions on loopback; each POST follows ``plan``: answer, or drop before or after
     creating (the connection closed once the body is read, no answer either way)."""
 
-    def __init__(self, *plan: str) -> None:
+    def __init__(self, *plan: str, ignore_sort: bool = False) -> None:
         self.plan = list(plan)
+        self.ignore_sort = ignore_sort
         self.subs: list[dict[str, Any]] = []
         self.posts = 0
         self.lists = 0
@@ -60,7 +61,7 @@ class Service:
 
     async def list(self, request: web.Request) -> web.Response:
         self.lists += 1
-        newest_first = request.query.get("sort") == "-createdAt"
+        newest_first = request.query.get("sort") == "-createdAt" and not self.ignore_sort
         items = sorted(self.subs, key=lambda s: s["createdAt"], reverse=newest_first)
         offset, limit = int(request.query["offset"]), int(request.query["limit"])
         page = items[offset : offset + limit]
@@ -93,6 +94,20 @@ async def test_a_create_whose_answer_was_lost_returns_what_it_created(
     assert len(service.subs) == 1
     assert str(sub.webhook_subscription_id) == service.subs[0]["webhookSubscriptionId"]
     assert any("it had been done" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_service_that_ignores_the_sort_order_cannot_hide_the_lost_attempts_work(
+    serve: Serve, clock: FakeClock
+) -> None:
+    service = Service("drop after creating", ignore_sort=True)
+    long_ago = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+    for n in range(150):  # older subscriptions, oldest first, over two pages
+        service.add(HOOK if n % 2 else f"{HOOK}/{n}", long_ago + datetime.timedelta(hours=n))
+    base = await serve(service.app())
+    async with PayrollClient(base, TOKEN, clock=clock) as client:
+        sub = await client.webhooks.create(event_types=TYPES, path=HOOK)
+    assert service.posts == 1
+    assert str(sub.webhook_subscription_id) == service.subs[-1]["webhookSubscriptionId"]
 
 
 async def test_a_create_that_created_nothing_is_sent_again(serve: Serve, clock: FakeClock) -> None:
