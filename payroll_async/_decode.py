@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from ._converter import converter
+from ._converter import converter, to_dict
 from ._exceptions import ResponseDecodeError
-from ._json import loads
+from ._json import dumps, loads
 from ._response import Response
 from ._status import excerpt, request_id
 from .models import ListMeta
 
-__all__ = ["decode_error", "structure_body", "structure_page"]
+__all__ = ["RawPageDecoder", "decode_error", "structure_body", "structure_page"]
 
 T = TypeVar("T")
 
@@ -117,6 +117,31 @@ class PageDecoder(Generic[T]):
                 response,
             ) from None
         return items, meta
+
+
+class RawPageDecoder(Generic[T]):
+    """Pages of one listing as each item's JSON bytes, as the service sent them.
+
+    The items are checked against ``model`` exactly as :class:`PageDecoder` checks them
+    (same errors), but no model is kept: an export writes the bytes it read. With msgspec,
+    the check builds no model either; without it, the items are models encoded again.
+    """
+
+    def __init__(self, model: type[T]) -> None:
+        self._models = PageDecoder(model)
+        self._fast = _fast(model)
+
+    def decode(self, response: Response) -> tuple[list[Any], ListMeta]:
+        fast = self._fast
+        if fast is not None:
+            result: tuple[list[Any], ListMeta] | None = fast.decode_raw_page(response.body)
+            if result is not None:
+                return result
+        items, meta = self._models.decode_slow(response)  # the errors, as for models
+        raw = None if fast is None else fast.raw_items(response.body)
+        if raw is None or len(raw) != len(items):
+            raw = [dumps(to_dict(item)) for item in items]
+        return raw, meta
 
 
 def structure_page(model: type[T], response: Response) -> tuple[list[T], ListMeta]:

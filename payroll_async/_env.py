@@ -7,7 +7,16 @@ import os
 import sys
 from typing import Final
 
-__all__ = ["BASE_URL", "DEMO_BASE_URL", "LOG", "REDIS_URL", "TOKEN", "configure_logging", "read"]
+__all__ = [
+    "BASE_URL",
+    "DEMO_BASE_URL",
+    "LOG",
+    "REDIS_URL",
+    "TOKEN",
+    "WEBHOOK_SECRET",
+    "configure_logging",
+    "read",
+]
 
 BASE_URL: Final = "PAYROLL_BASE_URL"
 """The service root, when ``base_url`` is not given."""
@@ -19,6 +28,9 @@ REDIS_URL: Final = "PAYROLL_REDIS_URL"
 """The Redis of a fleet's shared gate (the command's ``--redis-url``)."""
 LOG: Final = "PAYROLL_LOG"
 """``debug`` or ``info``: log the SDK's records of that level and above to stderr."""
+
+WEBHOOK_SECRET: Final = "PAYROLL_WEBHOOK_SECRET"
+"""The ``whsec_`` secret notifications are signed with (``webhooks listen --secret``)."""
 
 _LEVELS: Final = {"debug": logging.DEBUG, "info": logging.INFO}
 
