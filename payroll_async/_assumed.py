@@ -57,3 +57,9 @@ OFFSET_MAX: Final = 4_294_967_295
 # than MAX_SORT_ITEMS is refused with a 400 saying why.
 EMULATOR_MAX_PAGE_SIZE: Final = 10_000
 EMULATOR_MAX_SORT_ITEMS: Final = 1_000_000
+# And its memory: at most this many webhook subscriptions (a create past it is a 400), paths
+# of at most this many characters (the de facto URL limit of browsers and CDNs), and the
+# latest this many deliveries kept in ``Emulator.deliveries``.
+EMULATOR_MAX_SUBSCRIPTIONS: Final = 1_000
+EMULATOR_MAX_PATH_LENGTH: Final = 2_048
+EMULATOR_DELIVERIES_KEPT: Final = 1_000

@@ -49,8 +49,10 @@ class _StaticToken:
         return "<static token>"
 
 
-# A token goes into a header: no control characters (CR, LF, NUL, ...), no spaces around.
-_BAD_TOKEN_RE = re.compile(r"[\x00-\x1f\x7f]|\A\s|\s\Z")
+# A token goes into a header: no control characters (CR, LF, NUL, the C1 range with U+0085),
+# no line or paragraph separator (U+2028, U+2029): nothing str.splitlines() breaks on, and
+# no spaces around.
+_BAD_TOKEN_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]|\A\s|\s\Z")
 PROVIDER_TIMEOUT = 30.0
 """Seconds a TokenProvider may take when the request itself has no timeout."""
 

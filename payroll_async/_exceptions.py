@@ -124,7 +124,9 @@ class APIStatusError(PayrollError):
     ) -> None:
         detail = f"{message} ({'; '.join(errors)})" if errors else message
         suffix = f" [request id {request_id}]" if request_id else ""
-        super().__init__(f"{method} {url} -> {status}: {detail}{suffix}")
+        # No method: no request gave this answer (NotFoundError.missing), so none is named.
+        prefix = f"{method} {url} -> {status}: " if method else ""
+        super().__init__(f"{prefix}{detail}{suffix}")
         self.status: int = status
         """The HTTP status code."""
         self.message: str = message
@@ -156,7 +158,17 @@ class PermissionDeniedError(APIStatusError):
 
 
 class NotFoundError(APIStatusError):
-    """404: no such resource."""
+    """404: no such resource.
+
+    Also raised when a lookup found no such resource (``webhooks.replace`` of an unknown
+    id): then no request answered 404, so ``method`` and ``url`` are empty and the message
+    names no request.
+    """
+
+    @classmethod
+    def missing(cls, message: str) -> NotFoundError:
+        """A resource that a lookup did not find (no request answered 404)."""
+        return cls(message, status=404, method="", url="")
 
 
 class RateLimitError(APIStatusError):

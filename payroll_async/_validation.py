@@ -38,6 +38,7 @@ __all__ = [
     "check_start_offset",
     "check_timeout",
     "check_webhook_path",
+    "event_type_problem",
     "is_loopback",
     "redact_url",
 ]
@@ -52,9 +53,10 @@ _MAX = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 _SORT_FIELD_RE = re.compile(r"(-?)([A-Za-z0-9_]{1,100})\Z")
 _SNAKE_RE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+\Z")
 _TOKEN_HEADER = "authorization"
-# RFC 9110 5.1: a field name is a token; a field value has no control characters but tab.
+# RFC 9110 5.1: a field name is a token; a field value has no control characters but tab,
+# and nothing that str.splitlines() breaks on (U+0085, U+2028, U+2029 included).
 _HEADER_NAME_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
-_HEADER_VALUE_BAD_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_HEADER_VALUE_BAD_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 _USERINFO_RE = re.compile(r"(//)[^/?#@]*@")
 # The slot itself: a subclass cannot override what it reads.
 _UUID_INT: Any = uuid.UUID.__dict__["int"]
@@ -68,17 +70,20 @@ def check_id(value: IdLike, name: str) -> str:
     the request elsewhere.
     """
     if isinstance(value, uuid.UUID):
-        return str(uuid.UUID(int=_UUID_INT.__get__(value)))
-    if not isinstance(value, str):
+        # The same rule as for text: an object is checked as the canonical text it stands for.
+        text = str(uuid.UUID(int=_UUID_INT.__get__(value)))
+        shown = f"UUID('{text}')"
+    elif isinstance(value, str):
+        text = str.lower(str.__str__(value))
+        shown = str.__repr__(value)
+    else:
         raise InvalidArgumentError(
             f"{name} must be a UUID or a UUID string, not {type(value).__name__}"
         )
-    text = str.lower(str.__str__(value))
     if text in (_NIL, _MAX) or _UUID_RE.match(text):
         return str(uuid.UUID(text))
     raise InvalidArgumentError(
-        f"{name} must be a UUID such as '123e4567-e89b-42d3-a456-426614174000', "
-        f"got {str.__repr__(value)}"
+        f"{name} must be a UUID such as '123e4567-e89b-42d3-a456-426614174000', got {shown}"
     )
 
 
@@ -171,6 +176,17 @@ def check_max_response_size(value: int | None) -> int | None:
     return None if value is None else _check_int(value, "max_response_size", 1, 2**62)
 
 
+def event_type_problem(item: object) -> str:
+    """Why ``item`` is not an event type: the service's spelling is the only one accepted."""
+    known = ", ".join(sorted(EVENT_TYPES))
+    if isinstance(item, str) and str.upper(item) in EVENT_TYPES:
+        return (
+            f"unknown event type {str.__repr__(item)}: event types are upper case, "
+            f"as the service spells them ({str.upper(item)})"
+        )
+    return f"unknown event type {item!r}; known: {known}"
+
+
 def check_event_types(event_types: Iterable[EventType | str]) -> list[str]:
     """Event types as their string values, at least one, duplicates dropped."""
     if isinstance(event_types, str) or not isinstance(event_types, Iterable):
@@ -181,9 +197,7 @@ def check_event_types(event_types: Iterable[EventType | str]) -> list[str]:
     for item in event_types:
         member = EVENT_TYPES.get(item) if isinstance(item, str) else None
         if member is None:
-            raise InvalidArgumentError(
-                f"unknown event type {item!r}; known: {', '.join(sorted(EVENT_TYPES))}"
-            )
+            raise InvalidArgumentError(event_type_problem(item))
         value = member.value  # the enum's own text, not the caller's object
         if value not in out:
             out.append(value)

@@ -21,7 +21,10 @@ in-process pause, and ``rate`` per process): one WARNING is logged on the
 ``on_error="raise"`` a [`CoordinationError`][payroll_async.CoordinationError] is raised instead. A
 Redis call never
 holds a request longer than ``timeout`` seconds, and while Redis is down it is asked again
-at most once a second.
+at most once a second. Redis never holds a request longer than ``max_wait`` seconds in all
+(60, as ``RetryPolicy.max_retry_after``): a wait beyond it can only come from stray data at
+the gate's keys (a far-future expiry or a foreign value), and is treated as a Redis failure
+and logged, as are a reply of the wrong type and a reply that redis-py cannot parse.
 
 Needs the ``redis`` extra (redis-py's asyncio client). The Redis client is the caller's:
 the gate never closes it.
@@ -39,6 +42,7 @@ from ._clock import SYSTEM_CLOCK, Clock
 from ._exceptions import CoordinationError, InvalidArgumentError
 from ._gate import LocalGate, check_rate
 from ._redis_dedupe import RedisDedupe
+from ._retry import RetryPolicy
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -47,8 +51,9 @@ __all__ = ["RedisDedupe", "RedisGate", "default_key"]
 
 logger = logging.getLogger("payroll_async")
 
-# KEYS: pause, tat. ARGV: interval in microseconds (0: no budget).
-# Returns the microseconds to wait before asking again, 0 when the request may go now.
+# KEYS: pause, tat. ARGV: interval in microseconds (0: no budget), max_wait in microseconds.
+# Returns the microseconds to wait before asking again, 0 when the request may go now, -1
+# when tat holds what no gate writes (not a number, another type, or beyond max_wait).
 _ACQUIRE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -56,7 +61,10 @@ local pause = redis.call('PTTL', KEYS[1])
 if pause > 0 then return pause * 1000 end
 local interval = tonumber(ARGV[1])
 if interval <= 0 then return 0 end
-local tat = tonumber(redis.call('GET', KEYS[2]) or '0')
+local raw = redis.pcall('GET', KEYS[2])
+if type(raw) == 'table' then return -1 end
+local tat = tonumber(raw or '0')
+if tat == nil or tat - now > tonumber(ARGV[2]) then return -1 end
 if tat < now then tat = now end
 if tat - now > interval then return tat - now - interval end
 tat = tat + interval
@@ -106,6 +114,9 @@ class RedisGate:
         on_error: When Redis cannot be asked: ``"local"`` goes on with the process's own
             gate; ``"raise"`` raises [`CoordinationError`][payroll_async.CoordinationError].
         timeout: The longest one Redis call may take, in seconds.
+        max_wait: The longest Redis may hold one request in all, in seconds (use your
+            ``RetryPolicy.max_retry_after``); a longer wait can only come from stray data
+            at the keys, and is logged and handled as a Redis failure.
         clock: The time source of the waits (tests pass a virtual one).
     """
 
@@ -117,6 +128,7 @@ class RedisGate:
         rate: float | None = None,
         on_error: Literal["local", "raise"] = "local",
         timeout: float = 0.25,
+        max_wait: float = RetryPolicy().max_retry_after,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if not isinstance(key, str) or not _KEY.match(key):
@@ -132,6 +144,13 @@ class RedisGate:
             or timeout <= 0
         ):
             raise InvalidArgumentError(f"timeout must be finite seconds > 0, got {timeout!r}")
+        if (
+            isinstance(max_wait, bool)
+            or not isinstance(max_wait, (int, float))
+            or not math.isfinite(max_wait)
+            or max_wait < 0
+        ):
+            raise InvalidArgumentError(f"max_wait must be finite seconds >= 0, got {max_wait!r}")
         self.key: str = key
         """The prefix of the gate's Redis keys."""
         self.rate: float | None = check_rate(rate)
@@ -140,6 +159,9 @@ class RedisGate:
         """What happens when Redis cannot be asked: ``"local"`` or ``"raise"``."""
         self.timeout: float = float(timeout)
         """The longest one Redis call may take, in seconds."""
+        self.max_wait: float = float(max_wait)
+        """The longest Redis may hold one request in all, in seconds."""
+        self._max_wait_us = round(self.max_wait * 1_000_000)
         self._redis = redis
         self._clock = clock
         self._keys = [f"{key}:pause", f"{key}:tat"]
@@ -156,15 +178,36 @@ class RedisGate:
 
     async def acquire(self) -> None:
         """Wait until the fleet's pause is over and this request's slot in the budget."""
+        # Every wait Redis asks for counts against one deadline: no data at the keys, however
+        # stray, holds this request longer than max_wait.
+        deadline = self._clock.now() + self.max_wait
         while True:
             try:
-                answer = await self._call(self._acquire, self._keys, [self._interval_us])
+                answer = await self._call(
+                    self._acquire, self._keys, [self._interval_us, self._max_wait_us]
+                )
                 if isinstance(answer, bool) or not isinstance(answer, int):
-                    self._failed(f"an unexpected answer of type {type(answer).__name__}")
+                    self._failed(
+                        f"an unexpected answer of type {type(answer).__name__}",
+                        "cannot trust Redis",
+                    )
+                    raise _Unavailable
+                if answer < 0:
+                    self._failed(
+                        f"{self._keys[1]!r} holds a value no gate wrote", "cannot trust Redis"
+                    )
+                    raise _Unavailable
+                if answer > 0 and self._clock.now() + answer / 1_000_000 > deadline:
+                    self._failed(
+                        f"Redis asks for a wait of {answer / 1_000_000:.0f}s, beyond "
+                        f"max_wait={self.max_wait:g}s: stray data at {self.key!r}:*",
+                        "cannot trust Redis",
+                    )
                     raise _Unavailable
             except _Unavailable:
                 await self._fallback.acquire()
                 return
+            self._answered()
             wait_us = min(answer, _LONGEST_WAIT_US)  # asked again after that
             if wait_us <= 0:
                 return
@@ -178,6 +221,7 @@ class RedisGate:
             await self._call(self._pause, self._keys[:1], [milliseconds])
         except _Unavailable:
             return
+        self._answered()
 
     async def _call(self, script: Any, keys: list[str], args: list[int]) -> Any:
         if self._down and self._clock.now() < self._retry_at and self.on_error == "local":
@@ -187,30 +231,35 @@ class RedisGate:
         failure: str | None = None
         try:
             result = await asyncio.wait_for(script(keys=keys, args=args), self.timeout)
-        except (asyncio.TimeoutError, OSError, _redis_errors()) as exc:
+        except (asyncio.TimeoutError, OSError, _redis_errors(), ValueError, RecursionError) as exc:
             # Only the kind of failure is kept: Redis's text may hold its URL, password
-            # included, and no exception of ours chains it.
+            # included, and no exception of ours chains it. ValueError and RecursionError:
+            # redis-py's pure-Python parser on a malformed or endlessly nested reply.
             failure = type(exc).__name__
         if failure is not None:
             self._failed(failure)
             raise _Unavailable
+        return result
+
+    def _answered(self) -> None:
+        """Redis gave an answer that can be used."""
         if self._down:
             self._down = False
             logger.info("Redis answers again: the fleet's gate %r is shared again", self.key)
-        return result
 
-    def _failed(self, reason: str) -> None:
+    def _failed(self, reason: str, problem: str = "cannot reach Redis") -> None:
         if self.on_error == "raise":
             raise CoordinationError(
-                f"the fleet's gate {self.key!r} cannot reach Redis ({reason}); nothing was sent"
+                f"the fleet's gate {self.key!r} {problem} ({reason}); nothing was sent"
             )
         self._retry_at = self._clock.now() + _RETRY_REDIS_AFTER
         if not self._down:
             self._down = True
             logger.warning(
-                "the fleet's gate %r cannot reach Redis (%s): requests go on with this "
+                "the fleet's gate %r %s (%s): requests go on with this "
                 "process's own pause%s until it answers again",
                 self.key,
+                problem,
                 reason,
                 f" and {self.rate:g} requests/s" if self.rate else "",
             )

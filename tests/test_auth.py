@@ -8,6 +8,7 @@ from aiohttp import web
 
 from payroll_async import (
     AuthenticationError,
+    InvalidArgumentError,
     PayrollClient,
 )
 from tests import factories
@@ -80,3 +81,36 @@ async def test_a_static_token_is_not_retried_on_401(serve: Serve) -> None:
         with pytest.raises(AuthenticationError):
             await client.payroll_connections.list().collect()
     assert seen == [TOKEN]
+
+
+# --- line breaks in tokens -------------------------------------------------------------------
+
+# Every character str.splitlines() breaks on, derived from Python itself rather than listed.
+LINE_BREAKS = [chr(c) for c in range(0x3000) if len(f"a{chr(c)}b".splitlines()) > 1]
+
+
+def test_the_line_breaks_include_the_unicode_ones() -> None:
+    assert {"\x85", "\u2028", "\u2029", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"} <= set(LINE_BREAKS)
+
+
+@pytest.mark.parametrize("brk", LINE_BREAKS, ids=lambda c: f"U+{ord(c):04X}")
+def test_a_static_token_with_any_line_break_is_refused(brk: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="token") as caught:
+        PayrollClient(BASE, f"tok{brk}Injected: 1")
+    assert "Injected" not in str(caught.value)
+
+
+@pytest.mark.parametrize("brk", LINE_BREAKS, ids=lambda c: f"U+{ord(c):04X}")
+async def test_a_provider_token_with_any_line_break_is_refused(brk: str, serve: Serve) -> None:
+    seen: list[str] = []
+    base = await serve(auth_app({"x"}, seen))
+
+    class Broken:
+        async def get_token(self, *, refresh: bool = False) -> str:
+            return f"tok{brk}Injected: 1"
+
+    async with PayrollClient(base, Broken()) as client:
+        with pytest.raises(InvalidArgumentError, match="token provider") as caught:
+            await client.payroll_connections.list().collect()
+    assert "Injected" not in str(caught.value)
+    assert seen == []

@@ -44,6 +44,34 @@ def test_invalid_ids_are_refused(value: object) -> None:
         check.check_id(value, "x")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "123e4567-e89b-02d3-a456-426614174000",  # version 0
+        "123e4567-e89b-92d3-a456-426614174000",  # version 9
+        "123e4567-e89b-42d3-c456-426614174000",  # Microsoft variant
+        "00000000-0000-0000-0000-000000000005",  # UUID(int=5)
+    ],
+)
+def test_uuid_objects_are_checked_like_their_text(text: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="x must be a UUID"):
+        check.check_id(text, "x")
+    with pytest.raises(InvalidArgumentError, match="x must be a UUID") as caught:
+        check.check_id(uuid.UUID(text), "x")
+    assert text in str(caught.value)
+
+
+@given(st.uuids(allow_nil=True) | st.builds(uuid.UUID, int=st.integers(0, 2**128 - 1)))
+def test_a_uuid_object_and_its_text_get_one_answer(value: uuid.UUID) -> None:
+    def answer(item: object) -> str | None:
+        try:
+            return check.check_id(item, "x")  # type: ignore[arg-type]
+        except InvalidArgumentError:
+            return None
+
+    assert answer(value) == answer(str(value))
+
+
 @given(st.text())
 def test_nothing_but_a_uuid_reaches_a_path(value: str) -> None:
     try:
@@ -171,4 +199,7 @@ def test_extra_headers_cannot_carry_the_token_or_line_breaks() -> None:
         check.check_extra_headers({"Authorization": "Bearer x"})
     with pytest.raises(InvalidArgumentError, match="line breaks"):
         check.check_extra_headers({"X-A": "a\r\nInjected: 1"})
+    for brk in ("\x85", "\u2028", "\u2029", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"):
+        with pytest.raises(InvalidArgumentError, match="line breaks"):
+            check.check_extra_headers({"X-A": f"a{brk}Injected: 1"})
     assert check.check_extra_query({"flag": True, "n": 2}) == {"flag": "true", "n": 2}

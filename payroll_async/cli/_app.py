@@ -14,9 +14,12 @@ from typing import Any, TypeVar
 
 import attrs
 import click
+from click.core import ParameterSource
+from yarl import URL
 
 from payroll_async import (
     Gate,
+    InvalidArgumentError,
     LocalGate,
     PayrollClient,
     PayrollError,
@@ -28,7 +31,15 @@ from payroll_async.emulator import Emulator
 from payroll_async.export import ExportError
 
 from ._console import SafeConsole, visible
-from ._errors import BadInput, CommandError, ExitCode, error_for, exit_codes_help, stderr
+from ._errors import (
+    BadInput,
+    CommandError,
+    ExitCode,
+    error_for,
+    exit_codes_help,
+    in_cli_terms,
+    stderr,
+)
 
 __all__ = ["Settings", "cli", "demo_emulator", "execute", "open_client", "run", "stdout"]
 
@@ -96,11 +107,28 @@ async def open_client(settings: Settings, **options: Any) -> AsyncIterator[Payro
         raise BadInput(f"no service: pass --base-url (or set {BASE_URL}), or --emulator")
     if not settings.token:
         raise BadInput(f"no token: pass --token (or set {TOKEN})")
+    _hint_about(settings.base_url)
     async with (
         _gate(settings, settings.base_url) as gate,
         PayrollClient(settings.base_url, settings.token, gate=gate, **options) as client,
     ):
         yield client
+
+
+def _hint_about(base_url: str) -> None:
+    """A hint for a base URL that ends in /v1, which every request's path adds again."""
+    try:
+        url = URL(base_url)
+    except ValueError:
+        return  # the client says what is wrong with it
+    path = url.path.rstrip("/")
+    if path.endswith("/v1"):
+        suggested = str(url.with_path(path.removesuffix("/v1") or "/")).rstrip("/")
+        stderr.print(
+            f"hint: --base-url ends in /v1, which every request adds itself "
+            f"(/v1/payroll-connections, ...): did you mean --base-url {suggested}?",
+            markup=False,
+        )
 
 
 def run(
@@ -166,6 +194,8 @@ def execute(
         if settings.verbose:
             stderr.print_exception()
         message = str(exc)
+        if isinstance(exc, InvalidArgumentError):
+            message = in_cli_terms(message)
         if isinstance(exc, ReplaceIncompleteError):
             message += f" (new subscription: {exc.new_subscription.webhook_subscription_id})"
         raise error_for(exc, message) from None
@@ -236,6 +266,18 @@ def cli(
         logging.basicConfig(level=logging.DEBUG, handlers=[handler])
     if gate_key is not None and redis_url is None:
         raise click.UsageError("--gate-key needs --redis-url")
+    if emulator:
+        # Given on the command line, a service and --emulator contradict each other; from
+        # the environment they are only a default, which --emulator overrides.
+        given = [
+            f"--{name.replace('_', '-')}"
+            for name in ("base_url", "token")
+            if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+        ]
+        if given:
+            raise click.UsageError(
+                f"--emulator runs against an in-process emulator: leave out {' and '.join(given)}"
+            )
     ctx.obj = Settings(
         base_url=base_url,
         token=token,

@@ -11,10 +11,11 @@ from typing import Any, TypeVar
 import click
 
 from payroll_async.emulator.__main__ import (
-    LINK_HEADERS_HELP,
+    LINK_HEADERS_SWITCH_HELP,
     OPTIONS,
     BadValue,
     Option,
+    cannot_listen,
     emulator_from_options,
     serve,
 )
@@ -47,7 +48,7 @@ class _Checked(click.ParamType[Any]):
 def _options(command: F) -> F:
     """The click options of the emulator's own command line (one table, OPTIONS)."""
     command = click.option(
-        "--link-headers/--no-link-headers", default=True, help=LINK_HEADERS_HELP
+        "--link-headers/--no-link-headers", default=True, help=LINK_HEADERS_SWITCH_HELP
     )(command)
     for option in reversed(OPTIONS):
         command = click.option(
@@ -78,4 +79,4 @@ def emulator(**options: Any) -> None:
         os.dup2(devnull, sys.stdout.fileno())
         raise SystemExit(ExitCode.BROKEN_PIPE) from None
     except OSError as exc:
-        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise CommandError(cannot_listen(host, port, exc)) from None

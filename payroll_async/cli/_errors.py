@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 import textwrap
 from typing import IO, Any
 
@@ -17,7 +18,7 @@ from payroll_async import (
     RateLimitError,
 )
 
-__all__ = ["CommandError", "ExitCode", "error_for", "exit_codes_help"]
+__all__ = ["CommandError", "ExitCode", "error_for", "exit_codes_help", "in_cli_terms"]
 
 from payroll_async.export import ExportError
 
@@ -98,6 +99,28 @@ _ERRORS: tuple[
     (RateLimitError, RateLimited),
     (PayrollError, ServiceFailed),
 )
+
+
+# The SDK's parameters as the command's options and arguments, so that a message about
+# bad input names what the user typed (--employer), not what the SDK calls it.
+_CLI_NAMES = {
+    "employer_identifier_id": "--employer",
+    "subscription_id": "SUBSCRIPTION_ID",
+    "event_types": "--event",
+    "path": "--path",
+    "page_size": "--page-size",
+    "sort": "--sort",
+    "concurrency": "--concurrency",
+    "base_url": "--base-url",
+    "token": "--token",
+    "rate": "--rate",
+}
+_SDK_NAME = re.compile(rf"\b({'|'.join(_CLI_NAMES)})\b(?= must| is| needs|:|\[)")
+
+
+def in_cli_terms(message: str) -> str:
+    """An SDK message about bad input with its parameter names as the command's options."""
+    return _SDK_NAME.sub(lambda m: _CLI_NAMES[m[1]], message)
 
 
 def error_for(exc: BaseException, message: str | None = None) -> CommandError:

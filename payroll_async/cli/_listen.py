@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import errno
 import json
 import signal
 import uuid
@@ -157,7 +158,15 @@ def listen(
         await runner.setup()
         try:
             site = web.TCPSite(runner, host, port)
-            await site.start()
+            try:
+                await site.start()
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                raise BadInput(
+                    f"cannot listen on {host}:{port}: the port is in use: pick another "
+                    "--port, or --port 0 for a free one"
+                ) from None
             bound = runner.addresses[0][1]
             url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}{hook_path}"
             stderr.print(f"Listening for webhook notifications on {url} (Ctrl-C to stop)")

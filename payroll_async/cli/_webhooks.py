@@ -28,14 +28,22 @@ def webhooks() -> None:
 
 
 def _event_types(values: tuple[str, ...]) -> list[str]:
-    return [value.upper() for value in values]
+    return list(values)
 
 
 class _EventTypeChoice(click.Choice[str]):
-    """Event types as the service spells them in --help, accepted in any case."""
+    """Event types as the service spells them, and only so: the SDK (``webhooks.create``,
+    ``EventRouter.on``) refuses another case too, so a command line is a program's, too."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        return super().convert(value.upper() if isinstance(value, str) else value, param, ctx)
+        if isinstance(value, str) and value not in self.choices and value.upper() in self.choices:
+            self.fail(
+                f"{value!r}: event types are upper case, as the service spells them "
+                f"({value.upper()})",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
 
 
 EVENT_CHOICE = _EventTypeChoice(list(EVENT_TYPES))

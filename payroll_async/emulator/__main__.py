@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import os
 import signal
 import sys
@@ -12,9 +13,18 @@ from typing import Any
 
 import attrs
 
+from .._assumed import EMULATOR_MAX_PAGE_SIZE
 from ._emulator import EMIT_PATH, Emulator
 
-__all__ = ["OPTIONS", "Option", "emulator_from_options", "main", "parser", "serve"]
+__all__ = [
+    "OPTIONS",
+    "Option",
+    "cannot_listen",
+    "emulator_from_options",
+    "main",
+    "parser",
+    "serve",
+]
 
 
 class BadValue(argparse.ArgumentTypeError, ValueError):
@@ -68,13 +78,14 @@ OPTIONS: tuple[Option, ...] = (
         "--drop-rate",
         float,
         0.0,
-        "share of requests whose connection is closed without an answer",
+        "share of requests whose connection is closed without an answer "
+        "(half of them after the request was carried out)",
         "SHARE",
     ),
     Option(
         "--max-page-size",
         int,
-        None,
+        EMULATOR_MAX_PAGE_SIZE,
         "cap on limit for every listing (webhooks are capped at 100 regardless)",
         "N",
     ),
@@ -96,6 +107,10 @@ OPTIONS: tuple[Option, ...] = (
 )
 """Every option but ``--no-link-headers``, which is a switch."""
 LINK_HEADERS_HELP = "omit Link headers from list responses"
+LINK_HEADERS_SWITCH_HELP = (
+    "Send Link headers (rel=next, ...) with list responses, as the service does "
+    "(--link-headers, the default), or omit them (--no-link-headers)."
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -137,8 +152,20 @@ async def serve(emulator: Emulator, announce: bool = True) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with emulator:
-        if announce:
+        exposed = emulator._exposed()
+        if announce and exposed:
+            # Say where it really listens, not the loopback URL it is called by from here.
+            print(f"Payroll emulator listening on {', '.join(exposed)}", flush=True)
+            print(
+                "warning: the emulator is reachable from the network, not only from this "
+                "machine: anyone who can reach this machine can call it with the token "
+                "below (--host 127.0.0.1 keeps it local)",
+                file=sys.stderr,
+                flush=True,
+            )
+        elif announce:
             print(f"Payroll emulator listening on {emulator.base_url}", flush=True)
+        if announce:
             print(f"  PAYROLL_BASE_URL={emulator.base_url}", flush=True)
             print(f"  PAYROLL_TOKEN={emulator.token}", flush=True)
             print(f"  PAYROLL_WEBHOOK_SECRET={emulator.webhook_secret}", flush=True)
@@ -163,6 +190,14 @@ async def serve(emulator: Emulator, announce: bool = True) -> None:
     print("Emulator stopped.", flush=True)
 
 
+def cannot_listen(host: str, port: int, exc: OSError) -> str:
+    """Why the emulator cannot listen, with what to do when the port is taken."""
+    text = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    if exc.errno == errno.EADDRINUSE:
+        text += " (another process uses it: pick another --port, or --port 0 for a free one)"
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
@@ -178,10 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 141
     except OSError as exc:
-        print(
-            f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
+        print(f"error: {cannot_listen(args.host, args.port, exc)}", file=sys.stderr)
         return 1
     return 0
 

@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import secrets
 import time
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +26,7 @@ import aiohttp
 import attrs
 from yarl import URL
 
+from .._assumed import EMULATOR_DELIVERIES_KEPT
 from .._json import dumps
 from ._http import is_loopback
 from ._store import Subscription
@@ -90,12 +92,13 @@ def notification(
 
 
 class Deliverer:
-    """Sends notifications and records every delivery in ``deliveries``."""
+    """Sends notifications and records the latest deliveries in ``deliveries``."""
 
     def __init__(self, headers: Mapping[str, str], key: bytes) -> None:
         self.headers = dict(headers)
         self.key = key
-        self.deliveries: list[Delivery] = []
+        # Bounded: an emulator that emits for hours (`listen --emulator`) stays flat.
+        self.deliveries: deque[Delivery] = deque(maxlen=EMULATOR_DELIVERIES_KEPT)
         self._session: aiohttp.ClientSession | None = None
 
     async def close(self) -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import datetime
 import random
 import secrets
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
 from aiohttp import web
 
-from .._assumed import EMULATOR_MAX_PAGE_SIZE
+from .._assumed import EMULATOR_MAX_PAGE_SIZE, EMULATOR_MAX_SUBSCRIPTIONS
 from .._json import loads
 from ..models import EventType
 from . import _middleware, _routes_connections, _routes_employers, _routes_webhooks
@@ -39,6 +39,12 @@ def _check(
     for name, value in counts.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+    seeded = counts["webhook_subscriptions"]
+    if isinstance(seeded, int) and seeded > EMULATOR_MAX_SUBSCRIPTIONS:
+        raise ValueError(
+            f"webhook_subscriptions must be at most {EMULATOR_MAX_SUBSCRIPTIONS:,} "
+            f"(the emulator's bound), got {seeded!r}"
+        )
     for name, share in (("error_rate", error_rate), ("drop_rate", drop_rate)):
         if not 0 <= share <= 1:
             raise ValueError(f"{name} must be between 0 and 1, got {share!r}")
@@ -63,7 +69,8 @@ class Emulator:
     Collections are derived from ``seed`` on demand, so any size starts at once and a page
     costs the same whatever the size. Faults (``latency`` seconds per request,
     ``rate_limit`` requests per second, ``error_rate`` and ``drop_rate`` shares of
-    requests) are drawn from the seed too. ``app`` is the aiohttp application, for mounting
+    requests; half the drops lose the answer after the request was carried out) are drawn
+    from the seed too. ``app`` is the aiohttp application, for mounting
     in a server of your own.
 
     Deliveries are signed as Standard Webhooks says with ``webhook_secret`` (a fresh
@@ -134,6 +141,7 @@ class Emulator:
         """The ``whsec_`` secret every delivery is signed with (Standard Webhooks)."""
         self._deliverer = Deliverer(delivery_headers or {}, secret_bytes(self.webhook_secret))
         self._runner: web.AppRunner | None = None
+        self._bound: list[tuple[str, int]] = []
         self.base_url: str = ""
         """The root URL to give a client, once started (empty before)."""
         self.app: web.Application = web.Application(
@@ -154,7 +162,8 @@ class Emulator:
 
     @property
     def stats(self) -> Counter[str]:
-        """Requests served and faults injected: requests, dropped, errors, rate_limited."""
+        """Requests served and faults injected: requests, dropped (dropped_after: after the
+        request was carried out), errors, rate_limited."""
         return self._state.stats
 
     @property
@@ -208,9 +217,13 @@ class Emulator:
         self._deliverer.headers = dict(value)
 
     @property
-    def deliveries(self) -> list[Delivery]:
-        """Every notification delivery attempted by
-        [`emit()`][payroll_async.emulator.Emulator.emit], in order."""
+    def deliveries(self) -> deque[Delivery]:
+        """The latest notification deliveries attempted by
+        [`emit()`][payroll_async.emulator.Emulator.emit], oldest first.
+
+        A bounded record: the latest 1,000 are kept (older ones are dropped), so that an
+        emulator emitting for hours keeps a flat memory. ``emu.deliveries[-1]`` is the latest.
+        """
         return self._deliverer.deliveries
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -222,6 +235,7 @@ class Emulator:
         site = web.TCPSite(runner, self.host, self.port)
         await site.start()
         self._runner = runner
+        self._bound = [(str(a[0]), int(a[1])) for a in runner.addresses]
         host, port = runner.addresses[0][:2]
         self.port = port
         # Listening on every address: the URL to call it by is the loopback one.
@@ -232,6 +246,15 @@ class Emulator:
         host_text = f"[{host}]" if ":" in host else host
         self.base_url = f"http://{host_text}:{port}"
         return self.base_url
+
+    def _exposed(self) -> list[str]:
+        """The addresses it listens on beyond loopback (``0.0.0.0:8080``), once started."""
+        every = {"0.0.0.0": " (every IPv4 address of this machine)", "::": " (every IPv6 address)"}
+        return [
+            (f"[{host}]:{port}" if ":" in host else f"{host}:{port}") + every.get(host, "")
+            for host, port in self._bound
+            if not is_loopback(host)
+        ]
 
     async def close(self) -> None:
         """Stop serving and close the delivery session; ``async with`` calls it."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from collections.abc import Awaitable, Callable
 
@@ -42,6 +43,12 @@ async def faults(request: web.Request, handler: Handler) -> web.StreamResponse:
     state.stats["requests"] += 1
     if state.drop_rate and state.rng.random() < state.drop_rate:
         state.stats["dropped"] += 1
+        if state.rng.random() < 0.5:
+            # Half the drops lose the answer after the work was done, as a connection that
+            # breaks on the way back does: a create has created, a delete has deleted.
+            state.stats["dropped_after"] += 1
+            with contextlib.suppress(ApiError, web.HTTPException):
+                await handler(request)
         if request.transport is not None:
             request.transport.close()
         raise asyncio.CancelledError  # ends the handler without an answer

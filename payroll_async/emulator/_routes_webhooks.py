@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 from yarl import URL
 
+from .._assumed import EMULATOR_MAX_PATH_LENGTH, EMULATOR_MAX_SUBSCRIPTIONS
 from .._json import loads
 from ..models import EVENT_TYPES
 from ._http import ApiError, is_loopback, json_response, path_uuid
@@ -55,6 +56,11 @@ def _check_path(path: object) -> str | None:
     """Why ``path`` is not a destination the service accepts, or None."""
     if not isinstance(path, str):
         return "path: a URL string is required"
+    if len(path) > EMULATOR_MAX_PATH_LENGTH:
+        return (
+            f"path: at most {EMULATOR_MAX_PATH_LENGTH:,} characters "
+            f"(the emulator's bound), got {len(path):,}"
+        )
     if not path.isascii() or any(ch.isspace() or not ch.isprintable() for ch in path):
         return f"path: must be an ASCII URI without spaces, got {path!r}"
     try:
@@ -98,7 +104,17 @@ async def create_subscription(request: web.Request) -> web.Response:
     if errors:
         raise ApiError(400, "Invalid request parameters", errors)
     assert isinstance(path, str)
-    subscription = request.app[STATE].subscriptions.create(event_types, path)
+    store = request.app[STATE].subscriptions
+    if len(store) >= EMULATOR_MAX_SUBSCRIPTIONS:
+        raise ApiError(
+            400,
+            "Invalid request parameters",
+            [
+                f"the emulator keeps at most {EMULATOR_MAX_SUBSCRIPTIONS:,} webhook "
+                "subscriptions: delete one first"
+            ],
+        )
+    subscription = store.create(event_types, path)
     # ASSUMED: the 201 body is the new subscription.
     return json_response(subscription.to_json(), status=201)
 

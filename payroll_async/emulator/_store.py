@@ -62,6 +62,9 @@ class SubscriptionStore:
                 active=k % 3 != 2,
             )
 
+    def __len__(self) -> int:
+        return len(self._items)
+
     def all(self) -> list[Subscription]:
         return list(self._items.values())
 

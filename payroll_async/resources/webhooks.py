@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import datetime
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -20,9 +21,10 @@ from .._exceptions import (
 )
 from .._pagination import AsyncPaginator
 from .._retry import RetryPolicy
-from .._types import NOT_GIVEN, IdLike, NotGiven, RequestOptions, SortLike, TimeoutLike
+from .._types import NOT_GIVEN, IdLike, NotGiven, RequestOptions, SortLike, TimeoutLike, given
 from ..models import EventType, WebhookSubscription
 from ._base import Resource, operation, request_options
+from ._once import send_once
 
 __all__ = ["Webhooks"]
 
@@ -125,9 +127,19 @@ class Webhooks(Resource):
     async def _create(
         self, types: builtins.list[str], path: str, options: RequestOptions
     ) -> WebhookSubscription:
-        response = await self._send(
-            "POST", _PATH, json={"event_types": types, "path": path}, options=options
+        # Exactly once: a POST whose answer was lost is looked for before it is sent again.
+        transport = self._binding.transport
+        response = await send_once(
+            lambda: self._send(
+                "POST", _PATH, json={"event_types": types, "path": path}, options=options
+            ),
+            lambda since: self._created_since(types, path, since, options),
+            policy=given(options.over(self._binding.options).retry, transport.policy),
+            sleep=transport.clock.sleep,
+            what=f"POST {_PATH}",
         )
+        if isinstance(response, WebhookSubscription):
+            return response
         if response.body.strip():
             return structure_body(WebhookSubscription, response)
         # ASSUMED: an empty 201 body; the new subscription is the newest with these values.
@@ -140,6 +152,29 @@ class Webhooks(Resource):
             "that path and those event types was found by listing",
             response,
         )
+
+    async def _created_since(
+        self,
+        types: builtins.list[str],
+        path: str,
+        since: datetime.datetime,
+        options: RequestOptions,
+    ) -> WebhookSubscription | None:
+        """The newest subscription with these values created at or after ``since``.
+
+        Every page is read: a lost answer is rare, and a service that ignored the sort
+        order must not hide the subscription the lost attempt made.
+        """
+        lookup = attrs.evolve(options, extra_query={})  # the query was the POST's
+        found: WebhookSubscription | None = None
+        async for sub in self.list(sort=_assumed.CREATE_FALLBACK_SORT, **_keywords(lookup)):
+            if (
+                sub.created_at >= since
+                and _matches(sub, types, path)
+                and (found is None or sub.created_at > found.created_at)
+            ):
+                found = sub
+        return found
 
     @operation("webhooks.delete")
     async def delete(
@@ -183,11 +218,8 @@ class Webhooks(Resource):
         options = request_options(timeout, retry, extra_query, extra_headers)
         listing = self.list(**_keywords(options))
         if not [sub async for sub in listing if str(sub.webhook_subscription_id) == sid]:
-            raise NotFoundError(
-                f"webhook subscription {sid} does not exist; nothing was created",
-                status=404,
-                method="GET",
-                url=self._binding.url(_PATH),
+            raise NotFoundError.missing(
+                f"webhook subscription {sid} does not exist; nothing was created"
             )
         new = await self._create(types, path, options)
         try:

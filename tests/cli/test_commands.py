@@ -168,7 +168,7 @@ def test_resume_needs_a_file(emu: Emulator) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["webhooks", "delete", "not-a-uuid"], 2, "subscription_id must be a UUID"),
+        (["webhooks", "delete", "not-a-uuid"], 2, "SUBSCRIPTION_ID must be a UUID"),
         (["export", "payroll-connections", "--sort", "nope"], 2, "cannot sort by 'nope'"),
         (["webhooks", "delete", str(uuid.uuid4())], 5, "404"),
         (["export", "payroll-connections", "--page-size", "0"], 2, "page-size"),
@@ -237,7 +237,7 @@ def test_webhook_commands(emu: Emulator) -> None:
         "webhooks",
         "create",
         "--event",
-        "payroll_processed",
+        "PAYROLL_PROCESSED",
         "--path",
         "https://hooks.example.com/cli",
         "--json",

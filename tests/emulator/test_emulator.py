@@ -1,6 +1,7 @@
 """The emulator speaks the service's protocol: checked with a bare aiohttp session."""
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -12,6 +13,8 @@ import pytest
 
 from payroll_async.emulator import Emulator
 
+EVENT = "PAYROLL_PROCESSED"
+HOOK = "https://hooks.example.com/payroll"
 META_KEYS = {"currentCount", "filters", "limit", "offset", "sort", "totalCount"}
 
 
@@ -442,3 +445,110 @@ def test_the_command_and_python_m_take_the_same_options() -> None:
     shell = {a.dest for a in parser()._actions if a.dest != "help"}
     command = {p.name for p in emulator.params if p.name != "help"}
     assert command == shell
+
+
+# --- the emulator from the shell: page cap, where it listens, bounded memory ------------------
+
+SHELLS = {
+    "python -m payroll_async.emulator": [sys.executable, "-m", "payroll_async.emulator"],
+    "payroll-async emulator": [sys.executable, "-m", "payroll_async.cli", "emulator"],
+}
+
+
+async def _banner(argv: list[str]) -> tuple[asyncio.subprocess.Process, list[str]]:
+    """Start a shell emulator; its process and the banner's lines up to "Press Ctrl-C"."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    while not lines or not lines[-1].startswith("Press Ctrl-C"):
+        line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+        assert line, "the emulator ended before its banner"
+        lines.append(line.rstrip("\n"))
+    return proc, lines
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> str:
+    proc.send_signal(signal.SIGINT)
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err
+    return err.decode()
+
+
+@pytest.mark.parametrize("shell", list(SHELLS))
+async def test_the_shell_emulator_keeps_the_librarys_page_cap(shell: str) -> None:
+    argv = [*SHELLS[shell], "--port", "0", "--token", "t", "--payroll-connections", "20000"]
+    proc, lines = await _banner(argv)
+    try:
+        base_url = next(x for x in lines if "PAYROLL_BASE_URL=" in x).split("=", 1)[1]
+        async with aiohttp.ClientSession(headers={"Authorization": "Bearer t"}) as http:
+            url = f"{base_url}/v1/payroll-connections?limit=4294967295"
+            async with http.get(url) as response:
+                body = await response.json()
+    finally:
+        await _stop(proc)
+    assert body["meta"]["limit"] == 10_000
+    assert len(body["data"]) == 10_000
+
+
+@pytest.mark.parametrize("shell", list(SHELLS))
+async def test_the_shell_emulator_says_where_it_really_listens(shell: str) -> None:
+    proc, lines = await _banner([*SHELLS[shell], "--host", "0.0.0.0", "--port", "0"])
+    err = await _stop(proc)
+    assert lines[0].startswith("Payroll emulator listening on 0.0.0.0:")
+    assert "every IPv4 address" in lines[0]
+    port = lines[0].split("0.0.0.0:")[1].split()[0]
+    assert any(x.endswith(f"PAYROLL_BASE_URL=http://127.0.0.1:{port}") for x in lines)
+    assert "reachable from the network" in err
+    assert "--host 127.0.0.1" in err
+
+
+async def test_a_loopback_shell_emulator_gives_no_warning() -> None:
+    proc, lines = await _banner([*SHELLS["python -m payroll_async.emulator"], "--port", "0"])
+    err = await _stop(proc)
+    assert lines[0].startswith("Payroll emulator listening on http://127.0.0.1:")
+    assert "reachable" not in err
+
+
+async def test_subscriptions_and_their_paths_are_bounded(
+    emu: Emulator, http: aiohttp.ClientSession
+) -> None:
+    from payroll_async._assumed import EMULATOR_MAX_PATH_LENGTH, EMULATOR_MAX_SUBSCRIPTIONS
+
+    subs = "/v1/webhooks/subscriptions"
+    long_path = "https://hooks.example.com/" + "a" * EMULATOR_MAX_PATH_LENGTH
+    async with http.post(subs, json={"event_types": [EVENT], "path": long_path}) as response:
+        assert response.status == 400
+        assert f"at most {EMULATOR_MAX_PATH_LENGTH:,} characters" in await response.text()
+    while len(emu.subscriptions()) < EMULATOR_MAX_SUBSCRIPTIONS:
+        path = f"https://hooks.example.com/{len(emu.subscriptions())}"
+        async with http.post(subs, json={"event_types": [EVENT], "path": path}) as response:
+            assert response.status == 201
+    async with http.post(subs, json={"event_types": [EVENT], "path": HOOK}) as response:
+        assert response.status == 400
+        text = await response.text()
+    assert f"at most {EMULATOR_MAX_SUBSCRIPTIONS:,} webhook subscriptions" in text
+    assert "delete one first" in text
+    assert len(emu.subscriptions()) == EMULATOR_MAX_SUBSCRIPTIONS
+    with pytest.raises(ValueError, match="webhook_subscriptions must be at most"):
+        Emulator(webhook_subscriptions=EMULATOR_MAX_SUBSCRIPTIONS + 1)
+
+
+async def test_the_record_of_deliveries_is_bounded() -> None:
+    async with (
+        Emulator(webhook_subscriptions=0) as emu,
+        aiohttp.ClientSession(
+            base_url=emu.base_url, headers={"Authorization": f"Bearer {emu.token}"}
+        ) as http,
+    ):
+        body = {"event_types": [EVENT], "path": HOOK}  # not loopback: recorded, never sent
+        async with http.post("/v1/webhooks/subscriptions", json=body) as response:
+            assert response.status == 201
+        for n in range(1_050):
+            await emu.emit(EVENT, event_id=f"evt_{n}")
+    ids = [json.loads(d.body)["eventId"] for d in emu.deliveries]
+    assert ids == [f"evt_{n}" for n in range(50, 1_050)]  # the latest 1,000, oldest first

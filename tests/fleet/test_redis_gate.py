@@ -15,7 +15,7 @@ import pytest
 from aiohttp import web
 from redis.asyncio import Redis
 
-from payroll_async import CoordinationError, InvalidArgumentError, PayrollClient
+from payroll_async import CoordinationError, InvalidArgumentError, PayrollClient, RetryPolicy
 from payroll_async.fleet import RedisGate
 from tests.conftest import TOKEN, FakeClock, Serve, StartEmulator
 from tests.fleet.conftest import RedisServer
@@ -205,6 +205,8 @@ def test_bad_options_are_typed_errors_before_anything_runs() -> None:
         {"key": "k", "rate": float("nan")},
         {"key": "k", "on_error": "ignore"},
         {"key": "k", "timeout": -1},
+        {"key": "k", "max_wait": float("inf")},
+        {"key": "k", "max_wait": -1},
     ):
         with pytest.raises(InvalidArgumentError):
             RedisGate(redis, **kwargs)  # type: ignore[arg-type]
@@ -262,3 +264,122 @@ async def test_an_unexpected_redis_answer_falls_back_to_the_local_gate(
     raising = RedisGate(Garbled(), key="k", on_error="raise", clock=clock)  # type: ignore[arg-type]
     with pytest.raises(CoordinationError, match="unexpected answer"):
         await raising.acquire()
+
+
+# --- stray data at the gate's keys (issue 20 item 21) -----------------------------------------
+
+
+async def _stray(redis: Redis, key: str, kind: str) -> None:
+    """Plant what no gate of ours writes at ``key``'s Redis keys."""
+    far = 10**12  # milliseconds: about 31 years
+    if kind == "far-future pause":
+        await redis.set(f"{key}:pause", "1", px=far)
+    elif kind == "foreign pause":
+        await redis.hset(f"{key}:pause", "owner", "someone else")
+        await redis.pexpire(f"{key}:pause", far)
+    elif kind == "far-future budget":
+        await redis.set(f"{key}:tat", str(10**30))
+    elif kind == "foreign budget":
+        await redis.set(f"{key}:tat", "not a timestamp")
+    elif kind == "budget of another type":
+        await redis.rpush(f"{key}:tat", "x")
+    else:  # a pause shorter than max_wait, but renewed for ever: asked again, still there
+        await redis.set(f"{key}:pause", "1", px=50_000)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "far-future pause",
+        "foreign pause",
+        "far-future budget",
+        "foreign budget",
+        "budget of another type",
+        "a pause that never ends",
+    ],
+)
+async def test_stray_data_at_the_keys_never_holds_a_request_past_max_wait(
+    kind: str,
+    redis_server: RedisServer,
+    caplog: pytest.LogCaptureFixture,
+    clock: FakeClock,
+) -> None:
+    caplog.set_level(logging.INFO, logger="payroll_async")
+    key = f"test:{uuid.uuid4().hex}"
+    async with Redis.from_url(redis_server.url) as redis:
+        await _stray(redis, key, kind)
+        gate = RedisGate(redis, key=key, rate=100, max_wait=60, clock=clock)
+        for _ in range(3):
+            await asyncio.wait_for(gate.acquire(), 30)
+    # The fake clock moves only when the gate sleeps: all its sleeps together.
+    assert sum(clock.sleeps) <= 60
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1  # once, not once per request
+    assert key in warnings[0].getMessage()
+
+
+async def test_max_wait_follows_the_retry_policy_by_default(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="payroll_async")
+    key = f"test:{uuid.uuid4().hex}"
+    async with Redis.from_url(redis_server.url) as redis:
+
+        class Expiring(FakeClock):
+            """Time passes for Redis too: the pause is over once the gate has slept."""
+
+            async def sleep(self, seconds: float) -> None:
+                await super().sleep(seconds)
+                await redis.delete(f"{key}:pause")
+
+        clock = Expiring()
+        await redis.set(f"{key}:pause", "1", px=30_000)  # a pause a 429 could have set
+        gate = RedisGate(redis, key=key, clock=clock)
+        assert gate.max_wait == RetryPolicy().max_retry_after == 60.0
+        await gate.acquire()
+    assert 29 < sum(clock.sleeps) <= 30  # honoured: within max_wait
+    assert caplog.records == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "failure"),
+    [
+        (b":not-a-number\r\n", "ValueError"),
+        (b"*1\r\n" * 5000 + b":1\r\n", "RecursionError"),
+        (b"*x\r\n", "ValueError"),
+    ],
+    ids=["bad integer", "nested 5000 deep", "bad array length"],
+)
+async def test_a_malformed_reply_under_the_pure_python_parser_falls_back(
+    reply: bytes,
+    failure: str,
+    caplog: pytest.LogCaptureFixture,
+    clock: FakeClock,
+) -> None:
+    from redis._parsers import _AsyncRESP2Parser
+
+    async def malformed(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await reader.read(65536):  # whatever was asked, the same malformed reply
+            writer.write(reply)
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(malformed, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    caplog.set_level(logging.WARNING, logger="payroll_async")
+    try:
+        async with Redis.from_url(
+            f"redis://127.0.0.1:{port}/0", parser_class=_AsyncRESP2Parser
+        ) as redis:
+            gate = RedisGate(redis, key="payroll:malformed", timeout=5, clock=clock)
+            await gate.acquire()  # nothing escapes: the local gate decides
+            await gate.pause(1.0)
+            raising = RedisGate(redis, key="k", on_error="raise", timeout=5, clock=clock)
+            with pytest.raises(CoordinationError, match=failure):
+                await raising.acquire()
+    finally:
+        server.close()
+        await server.wait_closed()
+    warnings = [r for r in caplog.records if "cannot reach Redis" in r.getMessage()]
+    assert len(warnings) == 1
+    assert failure in warnings[0].getMessage()

@@ -146,11 +146,16 @@ async def test_replace_of_a_missing_subscription_creates_nothing(
     mock_api: aioresponses, client: PayrollClient
 ) -> None:
     mock_api.get(LISTING, payload=factories.envelope([factories.subscription(7)]))
-    with pytest.raises(NotFoundError, match="nothing was created"):
+    with pytest.raises(NotFoundError, match="nothing was created") as caught:
         await client.webhooks.replace(
             factories.uid(1, 5), event_types=["PAYROLL_PROCESSED"], path=NEW_PATH
         )
     assert [m for m, _, _ in calls(mock_api)] == ["GET"]
+    # The listing answered 200: no request answered 404, so none is named as if it had.
+    assert str(caught.value) == (
+        f"webhook subscription {factories.uid(1, 5)} does not exist; nothing was created"
+    )
+    assert (caught.value.method, caught.value.url) == ("", "")
 
 
 async def test_replace_takes_a_404_on_the_delete_as_already_deleted(
