@@ -13,7 +13,7 @@ from . import _env
 from . import _validation as check
 from ._auth import Auth, TokenProvider
 from ._clock import SYSTEM_CLOCK, Clock
-from ._exceptions import ClientClosedError, InvalidArgumentError
+from ._exceptions import InvalidArgumentError
 from ._gate import Gate
 from ._retry import RetryPolicy, check_retry
 from ._transport import Transport
@@ -202,7 +202,7 @@ class PayrollClient:
 
     async def __aenter__(self) -> PayrollClient:
         if self._closed():
-            raise ClientClosedError("this PayrollClient is closed; create a new one")
+            raise self._transport.closed_error()
         self._state = ClientState.OPEN
         return self
 

@@ -28,6 +28,8 @@ class Response:
     """rel -> absolute URL from the Link header; the first link of each rel wins."""
     link_error: str | None = None
     """Why the Link header could not be parsed (it is then ignored in ``links``)."""
+    secret: str | None = attrs.field(default=None, eq=False)
+    """The token the request was sent with, to redact if the body echoes it."""
 
     def __repr__(self) -> str:
         return f"<Response {self.method} {self.url} {self.status} {len(self.body)} bytes>"

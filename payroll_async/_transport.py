@@ -123,6 +123,9 @@ class Transport:
         self._session = session
         self.owns_session = session is None
         self.closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_ended = False
+        self._watch: asyncio.Task[None] | None = None
         self._semaphore = asyncio.Semaphore(concurrency)
         # The in-process pause always applies: a process that got the 429 does not wait
         # for a shared gate to tell it. A shared gate (e.g. RedisGate) comes on top.
@@ -137,11 +140,29 @@ class Transport:
     def session_started(self) -> bool:
         return self._session is not None
 
+    def closed_error(self) -> ClientClosedError:
+        """Why this client can send no more: closed, or closed with its event loop."""
+        if self._loop_ended:
+            return ClientClosedError(
+                "this PayrollClient belonged to an event loop that has ended (an earlier "
+                "asyncio.run()), and was closed with it; create a client in each event loop"
+            )
+        return ClientClosedError("this PayrollClient is closed; create a new one")
+
     def _get_session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop and self._loop is not None and not self._loop_ended:
+            raise ClientClosedError(
+                "this PayrollClient belongs to another event loop (the one it was first "
+                "used in); create a client in each event loop"
+            )
         if self.closed:
-            raise ClientClosedError("this PayrollClient is closed; create a new one")
+            raise self.closed_error()
         if self._session is None:
-            asyncio.get_running_loop()  # the session belongs to the loop it is made in
+            self._loop = loop  # the session belongs to the loop it is made in
+            if self.owns_session:
+                self._watch = loop.create_task(self._close_with_loop(), name="payroll_async")
+                self._watch._log_destroy_pending = False  # type: ignore[attr-defined]
             traces = []
             # Tracing costs every request ~18 us; it only feeds a DEBUG line, so it is set
             # up only when debug logging is on as the session starts.
@@ -156,8 +177,27 @@ class Transport:
             )
         return self._session
 
+    async def _close_with_loop(self) -> None:
+        """Close the session when its event loop ends (``asyncio.run`` cancels this task).
+
+        A client used in one ``asyncio.run()`` and then in another would otherwise hold a
+        session of a closed loop: the second run fails inside aiohttp, and the session is
+        reported unclosed when it is collected.
+        """
+        try:
+            await asyncio.get_running_loop().create_future()
+        except asyncio.CancelledError:
+            if not self.closed:
+                self.closed = self._loop_ended = True
+                if self._session is not None:
+                    await self._session.close()
+            raise
+
     async def close(self) -> None:
         self.closed = True
+        watch, self._watch = self._watch, None
+        if watch is not None and watch.get_loop() is asyncio.get_running_loop():
+            watch.cancel()
         if self.owns_session and self._session is not None:
             await self._session.close()
 
@@ -271,12 +311,12 @@ class Transport:
                             trace_request_ctx=[] if self._tracing else None,
                             **extra,
                         ) as response:
-                            body = await self._read(response, method)
+                            body = await self._read(response, method, token)
                             links, link_error = _links(response)
                     except _GateClosed:
                         continue  # not sent: wait for the pause to end, then try again
                     except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
-                        failure = connection_error(exc, method, url, params, timeout)
+                        failure = connection_error(exc, method, url, params, timeout, token)
                     elapsed = time.perf_counter() - started
                     if failure is not None:
                         _otel.finish(span, method, None, elapsed, type(failure).__name__)
@@ -317,6 +357,7 @@ class Transport:
                     body=body,
                     links=links,
                     link_error=link_error,
+                    secret=token,
                 )
             if status == 401 and self.auth.can_refresh and not refreshed:
                 refreshed = True
@@ -345,6 +386,7 @@ class Transport:
                 reason=response.reason,
                 headers=response.headers,
                 body=body,
+                secret=token,
             )
             if (
                 isinstance(error, RateLimitError)
@@ -356,7 +398,7 @@ class Transport:
                 _otel.rate_limited(method, error.retry_after)
             raise error
 
-    async def _read(self, response: aiohttp.ClientResponse, method: str) -> bytes:
+    async def _read(self, response: aiohttp.ClientResponse, method: str, secret: str) -> bytes:
         """The body, at most ``max_response_size`` bytes after decompression.
 
         An error body is read only as far as its excerpt needs. Past the limit the
@@ -391,7 +433,7 @@ class Transport:
             "(None for no limit)",
             status=response.status,
             url=str(response.url),
-            body_excerpt=excerpt(b"".join(chunks)),
+            body_excerpt=excerpt(b"".join(chunks), secret),
             method=method,
         )
 

@@ -11,7 +11,7 @@ from yarl import URL
 from .. import _otel
 from .. import _validation as check
 from .._decode import structure_body
-from .._exceptions import ClientClosedError
+from .._exceptions import InvalidArgumentError
 from .._pagination import AsyncPaginator
 from .._raw import WithRawResponse, record
 from .._response import Response
@@ -62,7 +62,7 @@ class Binding:
         json: Any = None,
     ) -> Response:
         if self._closed():
-            raise ClientClosedError("this PayrollClient is closed; create a new one")
+            raise self.transport.closed_error()
         response = await self.transport.send(
             method, url, options=options.over(self.options), params=params, json=json
         )
@@ -152,6 +152,12 @@ class Resource:
         sort_value = check.check_sort(sort, sort_fields)
         if sort_value is not None:
             params["sort"] = sort_value
+        clash = sorted(params.keys() & options.extra_query.keys())
+        if clash:
+            raise InvalidArgumentError(
+                f"extra_query cannot set {clash[0]!r}: this listing sets it from its own "
+                "keywords on every page"
+            )
         width = binding.transport.concurrency
         if not isinstance(concurrency, NotGiven) and concurrency is not None:
             width = check.check_concurrency(concurrency)
