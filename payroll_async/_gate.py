@@ -16,7 +16,7 @@ from ._exceptions import InvalidArgumentError
 
 __all__ = ["Gate", "LocalGate"]
 
-logger = logging.getLogger("payroll_async")
+logger: logging.Logger = logging.getLogger("payroll_async")
 
 
 @runtime_checkable
@@ -60,7 +60,7 @@ class LocalGate:
     """
 
     def __init__(self, rate: float | None = None, *, clock: Clock = SYSTEM_CLOCK) -> None:
-        self.rate = check_rate(rate)
+        self.rate: float | None = check_rate(rate)
         self._interval = 0.0 if self.rate is None else 1.0 / self.rate
         self._clock = clock
         self._resume_at = 0.0

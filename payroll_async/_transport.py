@@ -42,7 +42,7 @@ from ._version import __version__
 
 __all__ = ["Transport"]
 
-logger = logging.getLogger("payroll_async")
+logger: logging.Logger = logging.getLogger("payroll_async")
 
 USER_AGENT = (
     f"payroll-async/{__version__} python/{platform.python_version()} aiohttp/{aiohttp.__version__}"
@@ -111,18 +111,18 @@ class Transport:
         clock: Clock = SYSTEM_CLOCK,
         gate: Gate | None = None,
     ) -> None:
-        self.base_url = base_url
-        self.origin = base_url.origin()
-        self.auth = auth
-        self.timeout = timeout
-        self.policy = policy
-        self.clock = clock
-        self.concurrency = concurrency
-        self.max_response_size = max_response_size
+        self.base_url: URL = base_url
+        self.origin: URL = base_url.origin()
+        self.auth: Auth = auth
+        self.timeout: aiohttp.ClientTimeout = timeout
+        self.policy: RetryPolicy = policy
+        self.clock: Clock = clock
+        self.concurrency: int = concurrency
+        self.max_response_size: int | None = max_response_size
         self._base = str(base_url)
         self._session = session
-        self.owns_session = session is None
-        self.closed = False
+        self.owns_session: bool = session is None
+        self.closed: bool = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_ended = False
         self._watch: asyncio.Task[None] | None = None

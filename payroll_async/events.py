@@ -56,7 +56,7 @@ __all__ = [
     "header_secret",
 ]
 
-logger = logging.getLogger("payroll_async.events")
+logger: logging.Logger = logging.getLogger("payroll_async.events")
 
 EventHandler = Callable[["WebhookEvent"], Awaitable[None]]
 """``async def handler(event: WebhookEvent) -> None``."""

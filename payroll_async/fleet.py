@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisGate", "default_key"]
 
-logger = logging.getLogger("payroll_async")
+logger: logging.Logger = logging.getLogger("payroll_async")
 
 # KEYS: pause, tat. ARGV: interval in microseconds (0: no budget).
 # Returns the microseconds to wait before asking again, 0 when the request may go now.
@@ -120,9 +120,9 @@ class RedisGate:
         ):
             raise InvalidArgumentError(f"timeout must be finite seconds > 0, got {timeout!r}")
         self.key = key
-        self.rate = check_rate(rate)
+        self.rate: float | None = check_rate(rate)
         self.on_error = on_error
-        self.timeout = float(timeout)
+        self.timeout: float = float(timeout)
         self._redis = redis
         self._clock = clock
         self._keys = [f"{key}:pause", f"{key}:tat"]

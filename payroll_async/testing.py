@@ -45,8 +45,8 @@ class EmulatorThread:
     """
 
     def __init__(self, **options: Any) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.emulator = Emulator(**options)
+        self.loop: asyncio.AbstractEventLoop = asyncio.new_event_loop()
+        self.emulator: Emulator = Emulator(**options)
         self._ready = threading.Event()
         self._failure: BaseException | None = None
         self._thread = threading.Thread(
@@ -143,4 +143,4 @@ def _client_fixture() -> Any:
     return payroll_client
 
 
-payroll_client = _client_fixture()
+payroll_client: Callable[..., object] = _client_fixture()

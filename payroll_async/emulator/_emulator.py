@@ -88,9 +88,9 @@ class Emulator:
         _check(counts, error_rate, drop_rate, latency, rate_limit, max_page_size)
         self.seed = seed
         self.host = host
-        self.port = port
-        self.token = token or f"emu_{secrets.token_urlsafe(18)}"
-        self.token_without_webhook_role = f"emu_nowebhooks_{secrets.token_urlsafe(12)}"
+        self.port: int = port
+        self.token: str = token or f"emu_{secrets.token_urlsafe(18)}"
+        self.token_without_webhook_role: str = f"emu_nowebhooks_{secrets.token_urlsafe(12)}"
         rng = random.Random(seed)
         self._state = State(
             data=Dataset(
@@ -114,8 +114,8 @@ class Emulator:
         )
         self._deliverer = Deliverer(delivery_headers or {})
         self._runner: web.AppRunner | None = None
-        self.base_url = ""
-        self.app = web.Application(
+        self.base_url: str = ""
+        self.app: web.Application = web.Application(
             middlewares=[_middleware.errors, _middleware.faults, _middleware.auth]
         )
         self.app[STATE] = self._state
@@ -195,7 +195,7 @@ class Emulator:
         await site.start()
         self._runner = runner
         host, port = runner.addresses[0][:2]
-        self.port = port
+        self.port = int(port)
         # Listening on every address: the URL to call it by is the loopback one.
         if host in ("0.0.0.0", ""):
             host = "127.0.0.1"

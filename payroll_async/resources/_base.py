@@ -40,9 +40,9 @@ class Binding:
         page_size: int | None,
         closed: Callable[[], bool],
     ) -> None:
-        self.transport = transport
-        self.options = options
-        self.page_size = page_size
+        self.transport: Transport = transport
+        self.options: RequestOptions = options
+        self.page_size: int | None = page_size
         self._closed = closed
 
     @property

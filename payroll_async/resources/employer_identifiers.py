@@ -93,8 +93,8 @@ class EmployerIdentifiers(Resource):
 
     def __init__(self, binding: Binding) -> None:
         super().__init__(binding)
-        self.update_groups = UpdateGroups(binding)
-        self.invites = Invites(binding)
+        self.update_groups: UpdateGroups = UpdateGroups(binding)
+        self.invites: Invites = Invites(binding)
 
     def list(
         self,

@@ -26,7 +26,7 @@ from ._base import Resource, operation, request_options
 
 __all__ = ["Webhooks"]
 
-logger = logging.getLogger("payroll_async")
+logger: logging.Logger = logging.getLogger("payroll_async")
 
 _PATH = "/v1/webhooks/subscriptions"
 
