@@ -45,8 +45,8 @@ from . import _otel
 from ._decode import PageDecoder
 from ._exceptions import InvalidArgumentError, PaginationError
 from ._links import LinkKey, link_key, next_target, offset_link
+from ._options import FinalOptions
 from ._response import Response
-from ._types import RequestOptions
 from .models import ListMeta
 
 __all__ = ["AsyncPaginator", "Page", "Sender"]
@@ -60,14 +60,14 @@ class Sender(Protocol):
     @property
     def origin(self) -> URL: ...
 
-    def url(self, path: str) -> str: ...
+    def url(self, path: str) -> URL: ...
 
     def send(
         self,
         method: str,
-        url: str | URL,
+        url: URL,
         *,
-        options: RequestOptions,
+        options: FinalOptions,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
     ) -> Awaitable[Response]: ...
@@ -104,11 +104,9 @@ class AsyncPaginator(Generic[T]):
         model: type[T],
         *,
         params: Mapping[str, Any],
-        page_size: int | None,
         max_items: int | None,
         start_offset: int,
-        concurrency: int,
-        options: RequestOptions,
+        options: FinalOptions,
         operation: str = "list",
     ) -> None:
         self._operation = operation
@@ -117,10 +115,10 @@ class AsyncPaginator(Generic[T]):
         self._model = model
         self._decoder = PageDecoder(model)
         self._params = params
-        self._page_size = page_size
+        self._page_size = options.page_size
         self._max_items = max_items
         self._start_offset = start_offset
-        self._concurrency = concurrency
+        self._concurrency = options.concurrency
         self._options = options
 
     def __repr__(self) -> str:
@@ -181,14 +179,12 @@ class AsyncPaginator(Generic[T]):
         return [item async for item in self]
 
     async def _download(
-        self, url: str | URL, params: Mapping[str, Any] | None, span: Any = None
+        self, url: URL, params: Mapping[str, Any] | None, span: Any = None
     ) -> Response:
         with _otel.using(span):  # the request's spans are children of the walk's
             return await self._sender.send("GET", url, options=self._options, params=params)
 
-    async def _fetch(
-        self, url: str | URL, params: Mapping[str, Any] | None, span: Any = None
-    ) -> Page[T]:
+    async def _fetch(self, url: URL, params: Mapping[str, Any] | None, span: Any = None) -> Page[T]:
         return self._parse(await self._download(url, params, span))
 
     def _parse(self, response: Response) -> Page[T]:
@@ -256,7 +252,7 @@ class AsyncPaginator(Generic[T]):
         self,
         first: Page[T],
         first_url: str,
-        url: str,
+        url: URL,
         offset: int,
         limit: int | None,
         step: int,

@@ -34,19 +34,20 @@ from ._exceptions import (
 from ._failures import connection_error, display_url
 from ._gate import Gate, LocalGate
 from ._json import dumps
+from ._options import FinalOptions
 from ._response import Response
 from ._retry import RetryPolicy, build_retrying
 from ._status import excerpt, request_id, status_error
-from ._types import RequestOptions, given
 from ._version import __version__
 
-__all__ = ["Transport"]
+__all__ = ["DEFAULT_HEADERS", "Transport"]
 
 logger: logging.Logger = logging.getLogger("payroll_async")
 
 USER_AGENT = (
     f"payroll-async/{__version__} python/{platform.python_version()} aiohttp/{aiohttp.__version__}"
 )
+DEFAULT_HEADERS: Mapping[str, str] = {"User-Agent": USER_AGENT, "Accept": "application/json"}
 
 
 async def _on_headers_sent(
@@ -102,23 +103,16 @@ class Transport:
         *,
         base_url: URL,
         auth: Auth,
-        timeout: aiohttp.ClientTimeout,
-        policy: RetryPolicy,
         concurrency: int,
         session: aiohttp.ClientSession | None,
-        headers: Mapping[str, str],
-        max_response_size: int | None = None,
         clock: Clock = SYSTEM_CLOCK,
         gate: Gate | None = None,
     ) -> None:
         self.base_url: URL = base_url
         self.origin: URL = base_url.origin()
         self.auth: Auth = auth
-        self.timeout: aiohttp.ClientTimeout = timeout
-        self.policy: RetryPolicy = policy
         self.clock: Clock = clock
         self.concurrency: int = concurrency
-        self.max_response_size: int | None = max_response_size
         self._base = str(base_url)
         self._session = session
         self.owns_session: bool = session is None
@@ -132,7 +126,6 @@ class Transport:
         self._local = gate if isinstance(gate, LocalGate) else LocalGate(clock=clock)
         self.gate: Gate = gate if gate is not None else self._local
         self._shared: Gate | None = None if self.gate is self._local else self.gate
-        self._headers = {"User-Agent": USER_AGENT, "Accept": "application/json", **headers}
         self._retrying: dict[RetryPolicy, tenacity.AsyncRetrying] = {}
         self._tracing = False
 
@@ -201,8 +194,9 @@ class Transport:
         if self.owns_session and self._session is not None:
             await self._session.close()
 
-    def url(self, path: str) -> str:
-        return self._base + path
+    def url(self, path: str) -> URL:
+        """The URL of ``path`` under the base URL (paths are built of checked parts)."""
+        return URL(self._base + path, encoded=True)
 
     async def pause(self, seconds: float) -> None:
         """Hold back every request of this client for ``seconds`` (a 429's Retry-After)."""
@@ -213,28 +207,27 @@ class Transport:
     async def send(
         self,
         method: str,
-        url: str | URL,
+        url: URL,
         *,
-        options: RequestOptions,
+        options: FinalOptions,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
     ) -> Response:
         """Send with retries; the :class:`Response` of a 2xx, else a PayrollError.
 
-        ``options`` override the transport's timeout and retry policy and add query
-        parameters and headers. A DELETE answered 404 on a retry after an attempt that got
-        no answer counts as done: the attempt that got no answer deleted it.
+        ``options`` is the request's final record: timeout, retry policy, headers, extra
+        query parameters, body bound. A DELETE answered 404 on a retry after an attempt
+        that got no answer counts as done: the attempt that got no answer deleted it.
         """
-        policy = given(options.retry, self.policy) or _SINGLE_ATTEMPT
-        timeout = given(options.timeout, self.timeout) or _NO_TIMEOUT
+        policy = options.retry
+        timeout = options.timeout
         if options.extra_query:
             params = {**(params or {}), **options.extra_query}
         retrying = self._retrying.get(policy)
         if retrying is None:
             retrying = self._retrying[policy] = build_retrying(policy, self.clock.sleep)
         data = None
-        headers = options.extra_headers
-        send_headers = self._headers if not headers else {**self._headers, **headers}
+        send_headers = options.headers
         if json is not None:
             data = dumps(json)
             send_headers = {**send_headers, "Content-Type": "application/json"}
@@ -250,6 +243,7 @@ class Transport:
                         send_headers,
                         timeout,
                         policy,
+                        options.max_response_size,
                         attempt.retry_state.attempt_number,
                         gone_is_done=unanswered and method == "DELETE",
                     )
@@ -267,6 +261,7 @@ class Transport:
         headers: Mapping[str, str],
         timeout: aiohttp.ClientTimeout,
         policy: RetryPolicy,
+        max_response_size: int | None,
         attempt: int,
         *,
         gone_is_done: bool = False,
@@ -311,7 +306,7 @@ class Transport:
                             trace_request_ctx=[] if self._tracing else None,
                             **extra,
                         ) as response:
-                            body = await self._read(response, method, token)
+                            body = await self._read(response, method, max_response_size, token)
                             links, link_error = _links(response)
                     except _GateClosed:
                         continue  # not sent: wait for the pause to end, then try again
@@ -398,14 +393,19 @@ class Transport:
                 _otel.rate_limited(method, error.retry_after)
             raise error
 
-    async def _read(self, response: aiohttp.ClientResponse, method: str, secret: str) -> bytes:
+    async def _read(
+        self,
+        response: aiohttp.ClientResponse,
+        method: str,
+        limit: int | None,
+        secret: str,
+    ) -> bytes:
         """The body, at most ``max_response_size`` bytes after decompression.
 
         An error body is read only as far as its excerpt needs. Past the limit the
         connection is closed (never reused half-read) and ResponseDecodeError is raised.
         """
         success = _assumed.SUCCESS_MIN <= response.status <= _assumed.SUCCESS_MAX
-        limit = self.max_response_size
         if not success:
             limit = _ERROR_BODY_MAX if limit is None else min(limit, _ERROR_BODY_MAX)
         elif limit is None:
@@ -440,8 +440,6 @@ class Transport:
 
 _ERROR_BODY_MAX = 64 * 1024
 _GATE_EVENT_MIN = 0.001  # seconds at the gate worth an event on the attempt's span
-_SINGLE_ATTEMPT = RetryPolicy(max_attempts=1)
-_NO_TIMEOUT = aiohttp.ClientTimeout(total=None)
 
 
 def _links(response: aiohttp.ClientResponse) -> tuple[dict[str, str], str | None]:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any
-
-import attrs
+from collections.abc import Iterable
+from typing import Final
 
 from .. import _assumed
 from .. import _validation as check
@@ -18,13 +16,13 @@ from .._exceptions import (
     PayrollError,
     ReplaceIncompleteError,
 )
+from .._options import CallOptions, FinalOptions, ListOptions, Unpack
 from .._pagination import AsyncPaginator
-from .._retry import RetryPolicy
-from .._types import NOT_GIVEN, IdLike, NotGiven, RequestOptions, SortLike, TimeoutLike
+from .._types import IdLike, SortLike
 from ..models import EventType, WebhookSubscription
-from ._base import Resource, operation, request_options
+from ._base import RawView, Resource, operation, raw
 
-__all__ = ["Webhooks"]
+__all__ = ["Webhooks", "WebhooksWithRawResponse"]
 
 logger: logging.Logger = logging.getLogger("payroll_async")
 
@@ -33,16 +31,6 @@ _PATH = "/v1/webhooks/subscriptions"
 
 def _matches(sub: WebhookSubscription, event_types: list[str], path: str) -> bool:
     return sub.path == path and {str(t) for t in sub.webhook_event_types} == set(event_types)
-
-
-def _keywords(options: RequestOptions) -> dict[str, Any]:
-    """A call's validated options as the keywords of another operation in the same call."""
-    return {
-        "timeout": options.timeout,
-        "retry": options.retry,
-        "extra_query": options.extra_query,
-        "extra_headers": options.extra_headers,
-    }
 
 
 class Webhooks(Resource):
@@ -54,19 +42,22 @@ class Webhooks(Resource):
 
     _name = "webhooks"
 
+    @property
+    def with_raw_response(self) -> WebhooksWithRawResponse:
+        """These operations, each returning a RawResponse (status, headers, request id).
+
+        >>> raw = await client.webhooks.with_raw_response.delete(sid)
+        >>> raw.status, raw.request_id
+        (204, 'req-42')
+        """
+        return WebhooksWithRawResponse(self)
+
     def list(
         self,
         *,
         active: bool | None = None,
         sort: SortLike | None = None,
-        page_size: int | NotGiven | None = NOT_GIVEN,
-        max_items: int | None = None,
-        start_offset: int = 0,
-        concurrency: int | NotGiven | None = NOT_GIVEN,
-        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
-        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
-        extra_query: Mapping[str, Any] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
+        **options: Unpack[ListOptions],
     ) -> AsyncPaginator[WebhookSubscription]:
         """Webhook subscriptions, optionally only active (or inactive) ones.
 
@@ -84,27 +75,20 @@ class Webhooks(Resource):
         return self._paginate(
             _PATH,
             WebhookSubscription,
+            options,
             filters=filters,
             sort=sort,
             sort_fields=_assumed.WEBHOOK_SORT_FIELDS,
-            page_size=page_size,
             page_size_max=_assumed.WEBHOOK_PAGE_SIZE_MAX,
-            max_items=max_items,
-            start_offset=start_offset,
-            concurrency=concurrency,
-            options=request_options(timeout, retry, extra_query, extra_headers),
         )
 
-    @operation("webhooks.create")
+    @operation
     async def create(
         self,
         *,
         event_types: Iterable[EventType | str],
         path: str,
-        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
-        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
-        extra_query: Mapping[str, Any] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
+        **options: Unpack[CallOptions],
     ) -> WebhookSubscription:
         """Subscribe ``path`` (an https URL) to ``event_types``; returns the new subscription.
 
@@ -114,20 +98,19 @@ class Webhooks(Resource):
         """
         types = check.check_event_types(event_types)
         path = check.check_webhook_path(path)
-        options = request_options(timeout, retry, extra_query, extra_headers)
-        return await self._create(types, path, options)
+        return await self._create(types, path, options, self._options("create", options))
 
     async def _create(
-        self, types: builtins.list[str], path: str, options: RequestOptions
+        self, types: builtins.list[str], path: str, keywords: CallOptions, options: FinalOptions
     ) -> WebhookSubscription:
         response = await self._send(
-            "POST", _PATH, json={"event_types": types, "path": path}, options=options
+            "POST", _PATH, options, json={"event_types": types, "path": path}
         )
         if response.body.strip():
             return structure_body(WebhookSubscription, response)
         # ASSUMED: an empty 201 body; the new subscription is the newest with these values.
-        fallback = attrs.evolve(options, extra_query={})  # the query was the POST's
-        async for sub in self.list(sort=_assumed.CREATE_FALLBACK_SORT, **_keywords(fallback)):
+        fallback: CallOptions = {**keywords, "extra_query": {}}  # the query was the POST's
+        async for sub in self.list(sort=_assumed.CREATE_FALLBACK_SORT, **fallback):
             if _matches(sub, types, path):
                 return sub
         raise decode_error(
@@ -136,32 +119,20 @@ class Webhooks(Resource):
             response,
         )
 
-    @operation("webhooks.delete")
-    async def delete(
-        self,
-        subscription_id: IdLike,
-        *,
-        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
-        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
-        extra_query: Mapping[str, Any] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-    ) -> None:
+    @operation
+    async def delete(self, subscription_id: IdLike, **options: Unpack[CallOptions]) -> None:
         """Delete a subscription. To change one, :meth:`replace` it instead: no gap."""
         sid = check.check_id(subscription_id, "subscription_id")
-        options = request_options(timeout, retry, extra_query, extra_headers)
-        await self._send("DELETE", f"{_PATH}/{sid}", options=options)
+        await self._send("DELETE", f"{_PATH}/{sid}", self._options("delete", options))
 
-    @operation("webhooks.replace")
+    @operation
     async def replace(
         self,
         subscription_id: IdLike,
         *,
         event_types: Iterable[EventType | str],
         path: str,
-        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
-        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
-        extra_query: Mapping[str, Any] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
+        **options: Unpack[CallOptions],
     ) -> WebhookSubscription:
         """Swap a subscription for a new one with no gap: create the new, then delete the old.
 
@@ -174,18 +145,18 @@ class Webhooks(Resource):
         sid = check.check_id(subscription_id, "subscription_id")
         types = check.check_event_types(event_types)
         path = check.check_webhook_path(path)
-        options = request_options(timeout, retry, extra_query, extra_headers)
-        listing = self.list(**_keywords(options))
+        final = self._options("replace", options)
+        listing = self.list(**options)
         if not [sub async for sub in listing if str(sub.webhook_subscription_id) == sid]:
             raise NotFoundError(
                 f"webhook subscription {sid} does not exist; nothing was created",
                 status=404,
                 method="GET",
-                url=self._binding.url(_PATH),
+                url=str(self._binding.url(_PATH)),
             )
-        new = await self._create(types, path, options)
+        new = await self._create(types, path, options, final)
         try:
-            await self._send("DELETE", f"{_PATH}/{sid}", options=options)
+            await self._send("DELETE", f"{_PATH}/{sid}", final)
         except NotFoundError:
             logger.info("webhook subscription %s was already deleted", sid)
         except PayrollError as exc:
@@ -198,16 +169,13 @@ class Webhooks(Resource):
         logger.info("replaced webhook subscription %s with %s", sid, new.webhook_subscription_id)
         return new
 
-    @operation("webhooks.ensure")
+    @operation
     async def ensure(
         self,
         *,
         event_types: Iterable[EventType | str],
         path: str,
-        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
-        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
-        extra_query: Mapping[str, Any] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
+        **options: Unpack[CallOptions],
     ) -> WebhookSubscription:
         """The active subscription with exactly these event types and path; created if none.
 
@@ -215,8 +183,17 @@ class Webhooks(Resource):
         """
         types = check.check_event_types(event_types)
         path = check.check_webhook_path(path)
-        options = request_options(timeout, retry, extra_query, extra_headers)
-        async for sub in self.list(active=True, **_keywords(options)):
+        final = self._options("ensure", options)
+        async for sub in self.list(active=True, **options):
             if sub.active and _matches(sub, types, path):
                 return sub
-        return await self._create(types, path, options)
+        return await self._create(types, path, options, final)
+
+
+class WebhooksWithRawResponse(RawView[Webhooks]):
+    """``client.webhooks.with_raw_response``: each operation's RawResponse."""
+
+    create: Final = raw(Webhooks.create)
+    delete: Final = raw(Webhooks.delete)
+    replace: Final = raw(Webhooks.replace)
+    ensure: Final = raw(Webhooks.ensure)
