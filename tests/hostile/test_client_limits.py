@@ -246,3 +246,42 @@ def test_a_client_shared_with_a_running_loop_in_another_thread_says_so() -> None
     finally:
         stop.set()
         thread.join()
+
+
+# --- 20.20: leaving a walk early costs nothing ------------------------------------------------
+
+
+async def _counting_server(serve: Serve) -> tuple[str, list[str]]:
+    hits: list[str] = []
+
+    async def listing(request: web.Request) -> web.Response:
+        offset = int(request.query["offset"])
+        hits.append(f"{request.path}?offset={offset}")
+        items = [factories.connection(i) for i in range(offset, offset + 10)]
+        return web.json_response(factories.envelope(items, offset=offset, limit=10, total=1000))
+
+    async def empty(request: web.Request) -> web.Response:
+        return web.json_response(factories.envelope([]))
+
+    app = web.Application()
+    app.router.add_get("/v1/payroll-connections", listing)
+    app.router.add_get("/v1/employer-identifiers", empty)
+    return await serve(app), hits
+
+
+async def test_breaking_out_of_a_walk_stops_its_prefetch_at_once(serve: Serve) -> None:
+    base, hits = await _counting_server(serve)
+    async with PayrollClient(base, TOKEN, page_size=10, concurrency=8) as client:
+        # Warm connections in the pool, as a client in use has them: a request started
+        # then goes out without waiting for a connection.
+        assert len(await client.payroll_connections.list(max_items=80).collect()) == 80
+        hits.clear()
+        async for _ in client.payroll_connections.list():
+            break  # no aclosing: the walk must stop anyway
+        # Anything the walk had started would be sent before this listing is answered.
+        await client.employer_identifiers.list().collect()
+        assert hits == ["/v1/payroll-connections?offset=0"]
+        async for _ in client.payroll_connections.list().pages():
+            break
+        await client.employer_identifiers.list().collect()
+        assert len(hits) == 2
