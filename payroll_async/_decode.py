@@ -37,7 +37,7 @@ def decode_error(message: str, response: Response) -> ResponseDecodeError:
     return ResponseDecodeError(
         redact(message, response.secret),
         status=response.status,
-        url=response.url,
+        url=str(response.url),
         body_excerpt=excerpt(response.body, response.secret),
         method=response.method,
         request_id=request_id(response.headers),

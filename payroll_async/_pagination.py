@@ -214,7 +214,7 @@ class _Walker(Generic[T]):
             listing.sender, listing.url, listing.options, listing.query(offset, limit), listing.span
         )
         first = listing.parse(response)
-        next_link = first.links.get("next")
+        next_link = response.links.get("next")
         got = len(first.items)
         page_step = step(
             limit, got, first.meta.limit, more=more(got, first.meta.total_count, offset)
@@ -223,14 +223,13 @@ class _Walker(Generic[T]):
         if next_link is not None and not offset_link(
             next_link, response.url, offset + got, page_step
         ):
-            strategy = LinkWalk(listing, first, response.url, want)
+            strategy = LinkWalk(listing, (first, response), want)
         else:
             # No Link header, or next links that say exactly what the offset walk would ask
             # next: the pages are fetched by offset, concurrently once a total is known.
             strategy = OffsetWalk(
                 listing,
-                first,
-                response.url,
+                (first, response),
                 offset,
                 limit,
                 page_step,

@@ -84,14 +84,16 @@ class Listing(Generic[T]):
             name=f"payroll_async page {self.name}",
         )
 
-    async def fetch(self, url: URL, params: Mapping[str, Any] | None) -> Page[T]:
-        return self.parse(await download(self.sender, url, self.options, params, self.span))
+    async def fetch(self, url: URL, params: Mapping[str, Any] | None) -> tuple[Page[T], Response]:
+        response = await download(self.sender, url, self.options, params, self.span)
+        return self.parse(response), response
 
     def parse(self, response: Response) -> Page[T]:
         items, meta = self.decoder.decode(response)
         if response.link_error is not None:
             raise PaginationError(f"the Link header of {response.url} {response.link_error}")
-        return Page(items=items, meta=meta, links=response.links, headers=response.headers)
+        links = {rel: str(url) for rel, url in response.links.items()} if response.links else {}
+        return Page(items=items, meta=meta, links=links, headers=response.headers)
 
 
 class LinkWalk(Generic[T]):
@@ -105,36 +107,36 @@ class LinkWalk(Generic[T]):
     def __init__(
         self,
         listing: Listing[T],
-        page: Page[T],
-        url: str,
+        page: tuple[Page[T], Response],
         want: int | None,
         visited: set[LinkKey] | None = None,
     ) -> None:
         self._listing = listing
-        self._page: Page[T] | None = page
+        self._page: tuple[Page[T], Response] | None = page
         self._want = want
-        self._visited = {*(visited or ()), link_key(URL(url))}
+        self._visited = {*(visited or ()), link_key(page[1].url)}
         self._emitted = 0
-        self._link: str | None = None
+        self._link: URL | None = None
 
     async def next_page(self) -> Page[T] | None:
-        page = self._page
-        if page is None:
+        fetched = self._page
+        if fetched is None:
             link = self._link
             if link is None:
                 return None
             self._link = None
-            page = await self._listing.fetch(self._target(link), None)
+            fetched = await self._listing.fetch(self._target(link), None)
         self._page = None
+        page, response = fetched
         want = self._want
         items = page.items if want is None else page.items[: want - self._emitted]
         self._emitted += len(items)
-        link = page.links.get("next")
+        link = response.links.get("next")
         if items and link is not None and (want is None or self._emitted < want):
             self._link = link
         return with_items(page, items)
 
-    def _target(self, link: str) -> URL:
+    def _target(self, link: URL) -> URL:
         target = next_target(link)
         origin = self._listing.sender.origin
         if target.origin() != origin:
@@ -170,7 +172,6 @@ class OffsetWalk(Generic[T]):
     __slots__ = (
         "_emitted",
         "_end",
-        "_first_url",
         "_gap",
         "_handover",
         "_linked",
@@ -187,8 +188,7 @@ class OffsetWalk(Generic[T]):
     def __init__(
         self,
         listing: Listing[T],
-        first: Page[T],
-        first_url: str,
+        first: tuple[Page[T], Response],
         offset: int,
         limit: int | None,
         page_step: int,
@@ -197,7 +197,6 @@ class OffsetWalk(Generic[T]):
         linked: bool,
     ) -> None:
         self._listing = listing
-        self._first_url = first_url
         self._step = page_step
         self._want = want
         self._linked = linked
@@ -206,13 +205,16 @@ class OffsetWalk(Generic[T]):
         self._walked: set[LinkKey] = set()
         self._handover: LinkWalk[T] | None = None
         self._gap: tuple[int, int, int] | None = None  # a short page to complete first
-        self._window: deque[tuple[int, int, Page[T] | asyncio.Task[Response]]] = deque()
-        items = first.items if want is None else first.items[:want]
+        self._window: deque[tuple[int, int, tuple[Page[T], Response] | asyncio.Task[Response]]] = (
+            deque()
+        )
+        first_page = first[0]
+        items = first_page.items if want is None else first_page.items[:want]
         if limit is not None:
             items = items[:limit]
         got = len(items)
         self._next_offset = offset + got
-        self._total = trusted(first.meta.total_count, offset + got)
+        self._total = trusted(first_page.meta.total_count, offset + got)
         self._end = None if want is None else offset + want
         if items:
             self._window.append((offset, got if limit is None else page_step, first))
@@ -249,9 +251,9 @@ class OffsetWalk(Generic[T]):
         page_offset, size, pending = window.popleft()
         if isinstance(pending, asyncio.Task):
             response = await pending
-            page, page_url = listing.parse(response), response.url
+            page = listing.parse(response)
         else:
-            page, page_url = pending, self._first_url
+            page, response = pending
             if size == 0:  # an empty first page
                 self.close()
                 return page
@@ -259,21 +261,22 @@ class OffsetWalk(Generic[T]):
         if not items:
             self.close()
             return None
+        links = response.links
         if self._linked:
-            self._walked.add(link_key(URL(page_url)))
-            link = page.links.get("next")
+            self._walked.add(link_key(response.url))
+            link = links.get("next")
             if link is not None and not offset_link(
-                link, page_url, page_offset + len(page.items), self._step, size
+                link, response.url, page_offset + len(page.items), self._step, size
             ):
                 # The links stopped matching the offsets: follow them from here.
                 want = self._want
                 left = None if want is None else want - self._emitted
                 self.close()
-                self._handover = LinkWalk(listing, page, page_url, left, self._walked)
+                self._handover = LinkWalk(listing, (page, response), left, self._walked)
                 return await self._handover.next_page()
         self._total = trusted(page.meta.total_count, page_offset + len(items))
         self._emitted += len(items)
-        if self._linked and "next" not in page.links:
+        if self._linked and "next" not in links:
             self.close()  # the server says this is the last page
             self._end = self._next_offset = 0
         else:
@@ -289,7 +292,7 @@ class OffsetWalk(Generic[T]):
         if got >= (size if total is None else min(size, total - page_offset)):
             return None
         listing = self._listing
-        gap = await listing.fetch(listing.url, listing.query(page_offset + got, size - got))
+        gap, _ = await listing.fetch(listing.url, listing.query(page_offset + got, size - got))
         items = gap.items[: size - got]
         if not items:
             return None
