@@ -21,7 +21,7 @@ from yarl import URL
 from ._attempt import Request, attempt
 from ._auth import Auth
 from ._clock import SYSTEM_CLOCK, Clock
-from ._exceptions import APIConnectionError, ClientClosedError
+from ._exceptions import APIConnectionError, ClientClosedError, PayrollError
 from ._gate import Gate, GatedConnector, LocalGate
 from ._json import dumps
 from ._options import FinalOptions
@@ -161,7 +161,6 @@ class Transport:
         query parameters, body bound. A DELETE answered 404 on a retry after an attempt
         that got no answer counts as done: the attempt that got no answer deleted it.
         """
-        policy = options.retry
         if options.extra_query:
             params = {**(params or {}), **options.extra_query}
         headers = options.headers
@@ -170,18 +169,33 @@ class Transport:
             data = dumps(json)
             headers = {**headers, "Content-Type": "application/json"}
         request = Request(method, url, params, data, headers, options)
+        # The first attempt goes out directly: a request that succeeds (nearly all) costs
+        # no retry controller. A failure is handed to tenacity as its first attempt's
+        # outcome, so that what follows (predicate, waits, logs, stop) is tenacity's.
+        try:
+            return await attempt(self, request, 1)
+        except PayrollError as exc:
+            first = exc
+        return await self._retry(request, first)
+
+    async def _retry(self, request: Request, first: PayrollError) -> Response:
+        """The attempts after a failed first one, under the request's retry policy."""
+        policy = request.options.retry
         retrying = self._retrying.get(policy)
         if retrying is None:
             retrying = self._retrying[policy] = build_retrying(policy, self.clock.sleep)
-        unanswered = False
+        unanswered = isinstance(first, APIConnectionError) and first.request_sent
         async for trial in retrying.copy():
             with trial:
+                number = trial.retry_state.attempt_number
+                if number == 1:
+                    raise first
                 try:
                     return await attempt(
                         self,
                         request,
-                        trial.retry_state.attempt_number,
-                        gone_is_done=unanswered and method == "DELETE",
+                        number,
+                        gone_is_done=unanswered and request.method == "DELETE",
                     )
                 except APIConnectionError as exc:
                     unanswered = unanswered or exc.request_sent
