@@ -232,27 +232,28 @@ class OffsetWalk(Generic[T]):
                 return page
         listing = self._listing
         window = self._window
-        end = self._end
-        # Without a total to trust, one page at a time until an empty one.
-        total = self._total
-        width = self._width if total is not None else 1
-        while (
-            len(window) < width
-            and (total is None or self._next_offset < total)
-            and (end is None or self._next_offset < end)
-        ):
-            offset = self._next_offset
-            size = self._step if end is None else min(self._step, end - offset)
-            task = listing.start(listing.url, listing.query(offset, size))
-            window.append((offset, size, task))
-            self._next_offset = offset + size
-        if not window:
-            return None
-        page_offset, size, pending = window.popleft()
+        if self._total is None:
+            # Without a total to trust, one page at a time until an empty one.
+            self._fill(1)
+            if not window:
+                return None
+            page_offset, size, pending = window.popleft()
+        else:
+            if not window:
+                self._fill(self._width)
+                if not window:
+                    return None
+            page_offset, size, pending = window.popleft()
         if isinstance(pending, asyncio.Task):
             response = await pending
+            if self._total is not None:
+                # Refilled once this page is in: while the caller works through it,
+                # ``concurrency`` pages are on their way, not one fewer.
+                self._fill(self._width)
             page = listing.parse(response)
         else:
+            if self._total is not None:
+                self._fill(self._width)
             page, response = pending
             if size == 0:  # an empty first page
                 self.close()
@@ -282,6 +283,20 @@ class OffsetWalk(Generic[T]):
         else:
             self._gap = (page_offset, size, len(items))
         return with_items(page, items)
+
+    def _fill(self, width: int) -> None:
+        """Start page requests until ``width`` are queued, within the total and the end."""
+        listing, window, total, end = self._listing, self._window, self._total, self._end
+        while (
+            len(window) < width
+            and (total is None or self._next_offset < total)
+            and (end is None or self._next_offset < end)
+        ):
+            offset = self._next_offset
+            size = self._step if end is None else min(self._step, end - offset)
+            task = listing.start(listing.url, listing.query(offset, size))
+            window.append((offset, size, task))
+            self._next_offset = offset + size
 
     async def _fill_gap(self) -> Page[T] | None:
         """The rest of a page that came back short, so that no item is skipped."""
