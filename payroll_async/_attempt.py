@@ -1,6 +1,6 @@
 """One attempt of a request: the gate, the token, the send, and what its answer means.
 
-A 2xx becomes a :class:`Response`; a 401 is retried once with a refreshed token (when a
+A 2xx becomes a ``Response``; a 401 is retried once with a refreshed token (when a
 provider can refresh); a DELETE answered 404 after a send that got no answer counts as
 done; anything else becomes its typed error, a 429 pausing the client's gate first. The
 retries around attempts are the transport's (``_transport``); the bytes on the wire are

@@ -1,14 +1,14 @@
 """Options: what a call or a ``with_options`` copy may set, and the final record a request reads.
 
-A client holds one complete :class:`FinalOptions`, its defaults. A
-:meth:`PayrollClient.with_options` copy and each call bring an :class:`Options` of their
-own, in which anything left out is ``NOT_GIVEN``; :meth:`Options.over` lays it over the
+A client holds one complete ``FinalOptions``, its defaults. A
+``PayrollClient.with_options()`` copy and each call bring an ``Options`` of their
+own, in which anything left out is ``NOT_GIVEN``; ``Options.over()`` lays it over the
 record beneath once, at the binding, and the transport and the paginator only read the
 final record that comes out (the way Stainless SDKs build a ``FinalRequestOptions``).
 
-The keywords themselves are declared once, as the TypedDicts :class:`CallOptions` (every
-operation), :class:`ListOptions` (every listing) and :class:`ClientOptions`
-(``with_options``); :func:`parse` validates a call's keywords against them.
+The keywords themselves are declared once, as the TypedDicts ``CallOptions`` (every
+operation), ``ListOptions`` (every listing) and ``ClientOptions``
+(``with_options``); ``parse()`` validates a call's keywords against them.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class ListOptions(CallOptions, total=False):
 
 
 class ClientOptions(CallOptions, total=False):
-    """What :meth:`PayrollClient.with_options` takes: a call's options, and these."""
+    """What ``PayrollClient.with_options()`` takes: a call's options, and these."""
 
     page_size: int | None
     """What listings ask for (None: the service's own page size)."""

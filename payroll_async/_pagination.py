@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Generator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -47,7 +47,7 @@ from ._exceptions import InvalidArgumentError
 from ._links import offset_link
 from ._options import FinalOptions
 from ._response import Response
-from ._walks import LinkWalk, Listing, OffsetWalk, Page, download, more, step
+from ._walks import LinkWalk, Listing, OffsetWalk, Page, download, more, step, with_items
 
 __all__ = ["AsyncPaginator", "Page", "Sender"]
 
@@ -76,11 +76,17 @@ class Sender(Protocol):
 class AsyncPaginator(Generic[T]):
     """The items of a listing, fetched page by page as they are consumed.
 
-    >>> async for conn in client.payroll_connections.list():        # every item
+    ``async for`` walks every item (a fresh walk each time); ``pages()`` walks the pages;
+    ``await paginator`` is the first [`Page`][payroll_async.Page] alone, in one request.
+
+    ```pycon
+    >>> async for conn in client.payroll_connections.list():  # every item
     ...     print(conn.id)
     >>> async for page in client.payroll_connections.list().pages():
     ...     print(page.meta.offset, len(page.items))
     >>> firsts = await client.employer_identifiers.list(max_items=10).collect()
+    >>> page = await client.payroll_connections.list(page_size=50)  # the first Page
+    ```
     """
 
     def __init__(
@@ -119,8 +125,10 @@ class AsyncPaginator(Generic[T]):
     def describe(self) -> dict[str, Any]:
         """What this listing asks for: path, query, start and item limit (no secrets).
 
+        ```pycon
         >>> client.payroll_connections.list(sort="-createdAt").describe()["query"]
         {'sort': '-createdAt'}
+        ```
         """
         return {
             "path": self._path,
@@ -132,7 +140,9 @@ class AsyncPaginator(Generic[T]):
     def skip(self, count: int) -> AsyncPaginator[T]:
         """The same listing without its first ``count`` items (as a resume needs it).
 
-        >>> rest = client.payroll_connections.list().skip(10_000)   # from the 10,001st item
+        ```pycon
+        >>> rest = client.payroll_connections.list().skip(10_000)  # 10,001st on
+        ```
         """
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise InvalidArgumentError(f"skip takes an integer >= 0, got {count!r}")
@@ -149,8 +159,30 @@ class AsyncPaginator(Generic[T]):
         return _Items(_Walker(self))
 
     def pages(self) -> AsyncGenerator[Page[T], None]:
-        """The listing page by page, each a :class:`Page` with its meta, links and headers."""
+        """The listing page by page, each a [`Page`][payroll_async.Page] with its meta, links and
+        headers."""
         return _Pages(_Walker(self))
+
+    def __await__(self) -> Generator[Any, None, Page[T]]:
+        """``await paginator``: the first [`Page`][payroll_async.Page] only, in one request.
+
+        As openai-python's list calls answer: ``page = await client.webhooks.list()``.
+        ``page.meta.total_count`` says how many there are in all; iterate the paginator
+        for every item.
+        """
+        return self._first_page().__await__()
+
+    async def _first_page(self) -> Page[T]:
+        # One request, as the walk's first: no fetch-ahead of the pages after it.
+        want = self._max_items
+        limit = self._options.page_size
+        if want is not None and limit is not None:
+            limit = max(1, min(limit, want))
+        listing = _listing(self)
+        page, _ = await listing.fetch(listing.url, listing.query(self._start_offset, limit))
+        if want is not None and len(page.items) > want:
+            page = with_items(page, page.items[:want])
+        return page
 
     async def collect(self) -> list[T]:
         """Every item in a list (mind the memory for large collections)."""
@@ -196,14 +228,7 @@ class _Walker(Generic[T]):
     async def _first(self) -> OffsetWalk[T] | LinkWalk[T] | None:
         p = self._paginator
         want = p._max_items
-        listing = self._listing = Listing(
-            sender=p._sender,
-            url=p._sender.url(p._path),
-            params=p._params,
-            options=p._options,
-            decoder=p._decoder,
-            name=f"{p._path}",
-        )
+        listing = self._listing = _listing(p)
         if want == 0:
             return None
         listing.span = _otel.start(p._operation)
@@ -324,7 +349,7 @@ class _Items(_Iterator, Generic[T]):
 
 
 class _Pages(_Iterator, Generic[T]):
-    """Every page, as a :class:`Page`."""
+    """Every page, as a ``Page``."""
 
     __slots__ = ()
 
@@ -337,3 +362,15 @@ class _Pages(_Iterator, Generic[T]):
         if page is None:
             raise StopAsyncIteration
         return page
+
+
+def _listing(paginator: AsyncPaginator[T]) -> Listing[T]:
+    """What every page request of one walk of ``paginator`` shares."""
+    return Listing(
+        sender=paginator._sender,
+        url=paginator._sender.url(paginator._path),
+        params=paginator._params,
+        options=paginator._options,
+        decoder=paginator._decoder,
+        name=paginator._path,
+    )

@@ -1,9 +1,9 @@
 """One request, done properly: the session, and the retry loop around its attempts.
 
-Everything above this module (pagination, resources) calls :meth:`Transport.send` and
-gets back a :class:`Response` (status, URL, headers, links, body) for a 2xx, or a typed
-:class:`PayrollError`. No aiohttp object leaves this module. One attempt (gate, token,
-send, status) is ``_attempt``'s; the body read and the Link header are ``_wire``'s.
+Everything above this module (pagination, resources) calls ``Transport.send()`` and
+gets back a ``Response`` (status, URL, headers, links, body) for a 2xx, or a typed
+``PayrollError``. No aiohttp object leaves this module. One attempt (gate, token, send,
+status) is ``_attempt``'s; the body read and the Link header are ``_wire``'s.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ class Transport:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
     ) -> Response:
-        """Send with retries; the :class:`Response` of a 2xx, else a PayrollError.
+        """Send with retries; the ``Response`` of a 2xx, else a PayrollError.
 
         ``options`` is the request's final record: timeout, retry policy, headers, extra
         query parameters, body bound. A DELETE answered 404 on a retry after an attempt

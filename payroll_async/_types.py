@@ -24,13 +24,15 @@ TimeoutLike: TypeAlias = "float | aiohttp.ClientTimeout | None"
 
 
 class NotGiven(enum.Enum):
-    """The type of :data:`NOT_GIVEN`: an option left out, as distinct from ``None``.
+    """The type of [`NOT_GIVEN`][payroll_async.NOT_GIVEN]: an option left out, as distinct from
+    ``None``.
 
     Everywhere in this SDK, an option left out means "the default" (the client's, or the
     service's), and ``None`` means "none": no timeout, no retries, no limit of its own.
     """
 
     NOT_GIVEN = enum.auto()
+    """The one value of this type."""
 
     def __repr__(self) -> str:
         return "NOT_GIVEN"
@@ -40,6 +42,7 @@ class NotGiven(enum.Enum):
 
 
 NOT_GIVEN: Final = NotGiven.NOT_GIVEN
+"""An option left out: the default applies (``None`` would mean "none")."""
 
 T = TypeVar("T")
 

@@ -1,9 +1,9 @@
 """The two ways a listing is walked after its first page: by offset, or by next links.
 
-Each walk is a strategy object with one coroutine, :meth:`next_page` (the next page, or
-None at the end), and one plain method, :meth:`close`, which cancels what is in flight at
+Each walk is a strategy object with one coroutine, ``next_page()`` (the next page, or
+None at the end), and one plain method, ``close()``, which cancels what is in flight at
 once (it is called from ``__del__`` too, when a caller leaves a loop without closing it).
-The requests in flight are tasks of :func:`download`, which holds no reference to the walk,
+The requests in flight are tasks of ``download()``, which holds no reference to the walk,
 so that a walk nobody holds is freed, and closed, as soon as it is dropped.
 """
 
@@ -160,7 +160,7 @@ class OffsetWalk(Generic[T]):
 
     ``linked``: the pages carry next links. Each is checked against the offset walk; a
     page without one ends the walk, and from a page whose link says anything else the walk
-    hands over to a :class:`LinkWalk`.
+    hands over to a ``LinkWalk``.
 
     The first page goes through the window like any other, so that the pages after it are
     already on their way while the caller works through its items. The pages fetched ahead

@@ -5,8 +5,8 @@ An operation is one method, declared once:
 - a listing is a plain method taking ``**options: Unpack[ListOptions]`` that returns
   ``self._paginate(...)``: the walk's and the call's keywords are validated there;
 - any other operation is an ``async`` method taking ``**options: Unpack[CallOptions]``,
-  decorated with :func:`operation`, which gives it its tracing span, and listed in its
-  resource's raw-response view with :func:`raw` (typed from the method itself).
+  decorated with ``operation()``, which gives it its tracing span, and listed in its
+  resource's raw-response view with ``raw()`` (typed from the method itself).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ R = TypeVar("R", bound="Resource")
 class Binding:
     """One client as its resources and paginators see it: transport, options, state.
 
-    Every request goes through :meth:`send`, which refuses to send once this client (or
+    Every request goes through ``send()``, which refuses to send once this client (or
     the client it was copied from) is closed. ``options`` is the client's (or the copy's)
-    complete record; a call's options are laid over it once, by :meth:`resolve`.
+    complete record; a call's options are laid over it once, by ``resolve()``.
     """
 
     __slots__ = ("_closed", "options", "transport")
@@ -106,9 +106,11 @@ class Resource:
     def with_raw_response(self) -> RawView[Any]:
         """These operations, each returning a RawResponse (status, headers, request id).
 
+        ```pycon
         >>> raw = await client.webhooks.with_raw_response.delete(sid)
         >>> raw.status, raw.request_id
         (204, 'req-42')
+        ```
         """
         return RawView(self)
 
@@ -202,7 +204,7 @@ ResourceT = TypeVar("ResourceT", bound=Resource)
 
 
 class RawView(Generic[ResourceT]):
-    """A resource's operations, each returning a :class:`RawResponse` (status, headers).
+    """A resource's operations, each returning a ``RawResponse`` (status, headers).
 
     >>> raw = await client.webhooks.with_raw_response.delete(sid)
     >>> raw.status, raw.request_id
@@ -226,7 +228,7 @@ class RawView(Generic[ResourceT]):
 class raw(Generic[R, P, T]):
     """The raw-response form of an operation, typed from the operation's own signature.
 
-    ``create = raw(Webhooks.create)`` in a :class:`RawView` makes
+    ``create = raw(Webhooks.create)`` in a ``RawView`` makes
     ``view.create(...)`` take exactly ``Webhooks.create``'s arguments and return a
     ``RawResponse`` of what it returns.
     """

@@ -21,7 +21,9 @@ class PayrollConnections(Resource):
     ) -> AsyncPaginator[PayrollConnection]:
         """Every payroll connection available to the current user.
 
+        ```pycon
         >>> async for conn in client.payroll_connections.list(sort="-created_at"):
         ...     print(conn.id, conn.status, conn.product)
+        ```
         """
         return self._paginate("/v1/payroll-connections", PayrollConnection, options, sort=sort)

@@ -64,8 +64,10 @@ class Webhooks(Resource):
         ``sort`` takes ``active`` and ``createdAt`` (or ``created_at``), ``-`` for descending;
         ``page_size`` at most 100, the service's maximum for this listing.
 
+        ```pycon
         >>> async for sub in client.webhooks.list(active=True, sort="-createdAt"):
-        ...     print(sub.webhook_subscription_id, sub.webhook_event_types, sub.path)
+        ...     print(sub.webhook_subscription_id, sub.path)
+        ```
         """
         filters: dict[str, str] = {}
         if active is not None:
@@ -92,9 +94,12 @@ class Webhooks(Resource):
     ) -> WebhookSubscription:
         """Subscribe ``path`` (an https URL) to ``event_types``; returns the new subscription.
 
+        ```pycon
         >>> sub = await client.webhooks.create(
-        ...     event_types=[EventType.PAYROLL_PROCESSED], path="https://example.com/hooks"
+        ...     event_types=[EventType.PAYROLL_PROCESSED],
+        ...     path="https://example.com/hooks",
         ... )
+        ```
         """
         types = check.check_event_types(event_types)
         path = check.check_webhook_path(path)
@@ -121,7 +126,8 @@ class Webhooks(Resource):
 
     @operation
     async def delete(self, subscription_id: IdLike, **options: Unpack[CallOptions]) -> None:
-        """Delete a subscription. To change one, :meth:`replace` it instead: no gap."""
+        """Delete a subscription. To change one,
+        [`replace()`][payroll_async.resources.Webhooks.replace] it instead: no gap."""
         sid = check.check_id(subscription_id, "subscription_id")
         await self._send("DELETE", f"{_PATH}/{sid}", self._options("delete", options))
 
