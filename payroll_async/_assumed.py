@@ -35,6 +35,14 @@ EVENT_TYPE_KEY: Final = "eventType"
 EVENT_OCCURRED_AT_KEY: Final = "occurredAt"
 EVENT_DATA_KEY: Final = "data"
 
+# ASSUMED (Events): how notifications are signed is not shown. We assume the Standard
+# Webhooks scheme (OpenAI, Svix, Anthropic and others use it): these three headers, HMAC-
+# SHA256 over "{id}.{timestamp}.{raw body}", and secrets written "whsec_<base64>".
+SIGNATURE_ID_HEADER: Final = "webhook-id"
+SIGNATURE_TIMESTAMP_HEADER: Final = "webhook-timestamp"
+SIGNATURE_HEADER: Final = "webhook-signature"
+WEBHOOK_SECRET_PREFIX: Final = "whsec_"
+
 # Stated by the document (Endpoints, 1. List webhook subscriptions) for that operation only.
 WEBHOOK_PAGE_SIZE_MAX: Final = 100
 WEBHOOK_SORT_FIELDS: Final = frozenset({"active", "createdAt"})

@@ -4,13 +4,12 @@ Every attrs model gets its hooks from one factory (keyed on ``attrs.has``, as ls
 does), generated on first use; the hot path (a page of a listing) calls the generated
 structure functions directly. Unknown fields are ignored and unknown event types stay
 plain ``str`` so that a newer service does not break an older SDK. A webhook notification
-has hooks of its own: its body is read leniently, as a receiver must.
+is read by ``payroll_async.events``, which registers its hooks here.
 """
 
 from __future__ import annotations
 
 import datetime
-import logging
 import re
 import sys
 import uuid
@@ -21,13 +20,13 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from . import _assumed, _json
+from . import _json
 from ._exceptions import InvalidArgumentError
-from .models import EventType, WebhookEvent, event_type
+from .models import EventType, event_type
 
 __all__ = [
-    "MAX_EVENT_ID_LENGTH",
     "converter",
+    "format_datetime",
     "from_dict",
     "parse_datetime",
     "parse_uuid",
@@ -110,7 +109,8 @@ def parse_datetime(value: object, _: object = None) -> datetime.datetime:
     return result
 
 
-def _format_datetime(value: datetime.datetime) -> str:
+def format_datetime(value: datetime.datetime) -> str:
+    """ISO 8601, with ``Z`` for UTC, as the service writes date-times."""
     text = value.isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 
@@ -154,65 +154,6 @@ def to_camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-MAX_EVENT_ID_LENGTH = 256
-"""The longest ``eventId`` accepted: receivers remember ids, so they are bounded."""
-_EVENT_KEYS = frozenset(
-    {
-        _assumed.EVENT_ID_KEY,
-        _assumed.EVENT_TYPE_KEY,
-        _assumed.EVENT_OCCURRED_AT_KEY,
-        _assumed.EVENT_DATA_KEY,
-    }
-)
-_logger = logging.getLogger("payroll_async.events")
-
-
-def _structure_event(body: object, _: object) -> WebhookEvent:
-    """A notification body as a WebhookEvent: lenient where a receiver must be."""
-    if not isinstance(body, dict):
-        raise InvalidArgumentError("the body is not a JSON object")
-    kind = body.get(_assumed.EVENT_TYPE_KEY)
-    if not isinstance(kind, str) or not kind:
-        raise InvalidArgumentError(f"the body has no {_assumed.EVENT_TYPE_KEY!r}")
-    event_id = body.get(_assumed.EVENT_ID_KEY)
-    if event_id is not None and (
-        not isinstance(event_id, str) or not 1 <= len(event_id) <= MAX_EVENT_ID_LENGTH
-    ):
-        raise InvalidArgumentError(
-            f"{_assumed.EVENT_ID_KEY!r} must be a non-empty string of at most "
-            f"{MAX_EVENT_ID_LENGTH} characters"
-        )
-    occurred_at = None
-    raw_time = body.get(_assumed.EVENT_OCCURRED_AT_KEY)
-    if raw_time is not None:
-        try:
-            occurred_at = parse_datetime(raw_time)
-        except ValueError:
-            _logger.warning("notification %s has an unreadable occurredAt %r", event_id, raw_time)
-    raw_data = body.get(_assumed.EVENT_DATA_KEY)
-    data: dict[str, Any] = dict(raw_data) if isinstance(raw_data, dict) else {}
-    if raw_data is not None and not isinstance(raw_data, dict):
-        data[_assumed.EVENT_DATA_KEY] = raw_data
-    for key, value in body.items():
-        if key not in _EVENT_KEYS:
-            data.setdefault(key, value)
-    return WebhookEvent(
-        event_type=event_type(kind), event_id=event_id, occurred_at=occurred_at, data=data
-    )
-
-
-def _unstructure_event(event: WebhookEvent) -> dict[str, Any]:
-    """A WebhookEvent as a notification body."""
-    return {
-        _assumed.EVENT_ID_KEY: event.event_id,
-        _assumed.EVENT_TYPE_KEY: str(event.event_type),
-        _assumed.EVENT_OCCURRED_AT_KEY: None
-        if event.occurred_at is None
-        else _format_datetime(event.occurred_at),
-        _assumed.EVENT_DATA_KEY: dict(event.data),
-    }
-
-
 def _build_converter() -> cattrs.Converter:
     """The converter: scalar hooks, then one hook factory for every attrs model."""
     conv = cattrs.Converter(forbid_extra_keys=False)
@@ -226,7 +167,7 @@ def _build_converter() -> cattrs.Converter:
     )
     conv.register_structure_hook_func(lambda t: t == Mapping[str, Any], _structure_mapping)
     conv.register_unstructure_hook(uuid.UUID, str)
-    conv.register_unstructure_hook(datetime.datetime, _format_datetime)
+    conv.register_unstructure_hook(datetime.datetime, format_datetime)
     conv.register_unstructure_hook(EventType, lambda member: member.value)
     conv.register_unstructure_hook_func(lambda t: t == Mapping[str, Any], dict)
 
@@ -244,9 +185,6 @@ def _build_converter() -> cattrs.Converter:
 
     conv.register_structure_hook_factory(attrs.has, structure_model)
     conv.register_unstructure_hook_factory(attrs.has, unstructure_model)
-    # Registered for the class itself, these take precedence over the factories.
-    conv.register_structure_hook(WebhookEvent, _structure_event)
-    conv.register_unstructure_hook(WebhookEvent, _unstructure_event)
     return conv
 
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from ._converter import converter
+from ._converter import converter, to_dict
 from ._exceptions import ResponseDecodeError
-from ._json import loads
+from ._json import dumps, loads
 from ._response import Response
 from ._status import excerpt, redact, request_id
 from .models import ListMeta
 
-__all__ = ["PageDecoder", "decode_error", "structure_body"]
+__all__ = ["PageDecoder", "RawPageDecoder", "decode_error", "structure_body"]
 
 T = TypeVar("T")
 
@@ -121,3 +121,28 @@ class PageDecoder(Generic[T]):
         else:
             return items, meta
         raise decode_error(f"list response is not of the expected shape ({reason})", response)
+
+
+class RawPageDecoder(Generic[T]):
+    """Pages of one listing as each item's JSON bytes, as the service sent them.
+
+    The items are checked against ``model`` exactly as ``PageDecoder`` checks them
+    (same errors), but no model is kept: an export writes the bytes it read. With msgspec,
+    the check builds no model either; without it, the items are models encoded again.
+    """
+
+    def __init__(self, model: type[T]) -> None:
+        self._models = PageDecoder(model)
+        self._fast = _fast(model)
+
+    def decode(self, response: Response) -> tuple[list[Any], ListMeta]:
+        fast = self._fast
+        if fast is not None:
+            result: tuple[list[Any], ListMeta] | None = fast.decode_raw_page(response.body)
+            if result is not None:
+                return result
+        items, meta = self._models.decode_slow(response)  # the errors, as for models
+        raw = None if fast is None else fast.raw_items(response.body)
+        if raw is None or len(raw) != len(items):
+            raw = [dumps(to_dict(item)) for item in items]
+        return raw, meta

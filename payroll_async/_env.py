@@ -7,7 +7,18 @@ import os
 import sys
 from typing import Final
 
-__all__ = ["BASE_URL", "DEMO_BASE_URL", "LOG", "REDIS_URL", "TOKEN", "configure_logging", "read"]
+from ._visible import visible
+
+__all__ = [
+    "BASE_URL",
+    "DEMO_BASE_URL",
+    "LOG",
+    "REDIS_URL",
+    "TOKEN",
+    "WEBHOOK_SECRET",
+    "configure_logging",
+    "read",
+]
 
 BASE_URL: Final = "PAYROLL_BASE_URL"
 """The service root, when ``base_url`` is not given."""
@@ -17,6 +28,8 @@ DEMO_BASE_URL: Final = "PAYROLL_DEMO_BASE_URL"
 """The demo environment's root, for [`PayrollClient.demo()`][payroll_async.PayrollClient.demo]."""
 REDIS_URL: Final = "PAYROLL_REDIS_URL"
 """The Redis of a fleet's shared gate (the command's ``--redis-url``)."""
+WEBHOOK_SECRET: Final = "PAYROLL_WEBHOOK_SECRET"
+"""The ``whsec_`` secret notifications are signed with (``webhooks listen --secret``)."""
 LOG: Final = "PAYROLL_LOG"
 """``debug`` or ``info``: log the SDK's records of that level and above to stderr."""
 
@@ -26,6 +39,13 @@ _LEVELS: Final = {"debug": logging.DEBUG, "info": logging.INFO}
 def read(name: str) -> str | None:
     """The variable's value, or None when it is unset or empty."""
     return os.environ.get(name) or None
+
+
+class _Visible(logging.Formatter):
+    """Log lines with control characters escaped: a record may quote a server or a sender."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record), keep="\n")
 
 
 class _EnvHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -46,6 +66,6 @@ def configure_logging() -> None:
     logger = logging.getLogger("payroll_async")
     if not any(isinstance(h, _EnvHandler) for h in logger.handlers):
         handler = _EnvHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("[%(asctime)s %(name)s %(levelname)s] %(message)s"))
+        handler.setFormatter(_Visible("[%(asctime)s %(name)s %(levelname)s] %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(level)

@@ -186,6 +186,19 @@ class FastDecoder:
         )
         self._page = msgspec.json.Decoder(envelope)
         self._body = msgspec.json.Decoder(item)
+        raw: Any = list[msgspec.Raw]
+        self._raw_page = msgspec.json.Decoder(
+            msgspec.defstruct(
+                f"_{model.__name__}RawPageWire", [("data", raw), ("meta", meta)], gc=False
+            )
+        )
+        hints = get_type_hints(model)
+        # What building the model would check beyond msgspec's types (integer bounds).
+        self._checks = [
+            (f.name, _CONVERSIONS[hints[f.name]])
+            for f in attrs.fields(model)
+            if hints[f.name] in _CONVERSIONS and hints[f.name] is not tuple[EventType | str, ...]
+        ]
 
     @staticmethod
     def supports(model: type[Any]) -> bool:
@@ -200,6 +213,36 @@ class FastDecoder:
             return self._build_many(wire.data), self._build_meta(wire.meta)
         except (msgspec.DecodeError, RecursionError, _Defer):
             return None
+
+    def decode_raw_page(self, body: bytes) -> tuple[list[msgspec.Raw], ListMeta] | None:
+        """Each item's bytes as sent and the meta, the items checked as ``decode_page`` would.
+
+        None when the converter must decide (as ``decode_page``); no model is built.
+        """
+        if _wider(body):
+            return None
+        try:
+            wire: Any = self._page.decode(body)
+            for name, check in self._checks:
+                values = [getattr(item, name) for item in wire.data]
+                if check is _to_uuid:  # the whole column at once, in C
+                    _convert(values, list[uuid.UUID])
+                    continue
+                for value in values:
+                    check(value)
+            raw: Any = self._raw_page.decode(body)
+            return raw.data, self._build_meta(raw.meta)
+        except (msgspec.DecodeError, RecursionError, _Defer):
+            return None
+
+    def raw_items(self, body: bytes) -> list[msgspec.Raw] | None:
+        """Each item's bytes of a page the converter has accepted (None if msgspec cannot)."""
+        try:
+            raw: Any = self._raw_page.decode(body)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        items: list[msgspec.Raw] = raw.data
+        return items
 
     def decode_body(self, body: bytes) -> Any | None:
         if _wider(body):

@@ -154,6 +154,19 @@ class AsyncPaginator(Generic[T]):
             clone._max_items = max(0, self._max_items - count)
         return clone
 
+    def _with_decoder(self, decoder: Any) -> AsyncPaginator[Any]:
+        """The same listing, its pages decoded by ``decoder`` (an export's raw item bytes)."""
+        clone: AsyncPaginator[Any] = copy.copy(self)
+        clone._decoder = decoder
+        return clone
+
+    def _account(self) -> tuple[str, str | None]:
+        """The base URL this listing is sent to and the client's fixed token (None with a
+        TokenProvider): what an export's checkpoint fingerprints. Never stored as such."""
+        auth = getattr(getattr(self._sender, "transport", None), "auth", None)
+        token = getattr(auth, "static", None)
+        return str(self._sender.url("")), token if isinstance(token, str) else None
+
     def __aiter__(self) -> AsyncGenerator[T, None]:
         """A fresh walk; ``contextlib.aclosing(aiter(paginator))`` closes it on exit."""
         return _Items(_Walker(self))

@@ -3,7 +3,7 @@
 ```pycon
 >>> from payroll_async import EventType
 >>> from payroll_async.events import EventRouter, WebhookEvent
->>> router = EventRouter()
+>>> router = EventRouter(secret=os.environ["PAYROLL_WEBHOOK_SECRET"])   # "whsec_..."
 >>> @router.on(EventType.PAYROLL_PROCESSED)
 ... async def on_payroll(event: WebhookEvent) -> None:
 ...     print(event.event_id, event.data)
@@ -12,18 +12,27 @@
 
 Delivery semantics a receiver needs:
 
+- with ``secret=`` every notification must carry a valid Standard Webhooks signature
+  (``webhook-id``, ``webhook-timestamp`` within ``tolerance`` seconds, ``webhook-signature``)
+  and a ``webhook-id`` equal to its ``eventId``; anything else is answered 401, nothing
+  runs, and one line without the secret is logged. ``EventRouter()`` with none of
+  ``secret``, ``verify`` or ``insecure=True`` refuses to be built;
 - the answer is 2xx only after every matching handler succeeded; a handler that raises
   makes the answer 500, so that the sender delivers again;
 - a delivery of an ``event_id`` already handled within ``dedupe_window`` seconds is
   acknowledged without running the handlers again (a copy that arrives while the first is
-  still being handled waits for its outcome);
-- a body that is not JSON, has no event type, or has an ``eventId`` that is not a
-  non-empty string of at most 256 characters, gets 400 and a log line;
-- a handler that takes longer than ``handler_timeout`` seconds (30 by default) is
-  cancelled and the answer is 503, so that the sender delivers again; copies waiting on it
-  get 503 too;
-- ``verify`` (the service's signing scheme is not shown) receives the request and the raw
-  body and can reject the delivery with 401.
+  still being handled waits for its outcome); with ``dedupe=RedisDedupe(...)`` that
+  memory is shared by every receiver process on one Redis, a copy being handled by
+  another process is answered 409, and while Redis cannot be reached the answer is 503
+  and nothing runs;
+- a body that is not JSON, is nested more than 64 levels deep, has no event type, or has
+  no ``eventId`` that is a non-empty string of at most 256 characters, gets 400 and a log
+  line, and runs nothing;
+- a sender has ``read_timeout`` seconds (10) for a request's headers, and as long again
+  for its body;
+- a handler that takes longer than ``handler_timeout`` seconds (30) is cancelled and the
+  answer is 503, so that the sender delivers again; copies waiting on it get 503 too;
+- text from the sender (ids, types) is written to the log with control characters escaped.
 
 ASSUMED notification body (not shown by the interface document):
 ``{"eventId", "eventType", "occurredAt", "data"}``. Unknown event types stay plain ``str``;
@@ -33,68 +42,159 @@ other top-level fields are kept in ``data`` (without overwriting its own keys).
 from __future__ import annotations
 
 import asyncio
-import hmac
 import inspect
 import logging
-import sys
 import time
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
+import aiohttp
 from aiohttp import web
 
-from ._converter import from_dict
+from . import _assumed
+from ._clock import SYSTEM_CLOCK, Clock
+from ._converter import converter, format_datetime, from_dict, parse_datetime
+from ._dedupe import Claim, Dedupe, Handling, LocalDedupe
 from ._exceptions import InvalidArgumentError
 from ._json import loads
-from .models import EventType, WebhookEvent
+from ._signature import (
+    ID_HEADER,
+    Signer,
+    Verify,
+    compare_secret,
+    header_secret,
+    run_verify,
+    sign,
+    unverified,
+)
+from ._visible import EscapingFilter
+from .models import EVENT_TYPES, EventType, WebhookEvent, event_type
 
 __all__ = [
+    "Claim",
+    "Dedupe",
     "EventHandler",
     "EventRouter",
     "Verify",
     "WebhookEvent",
     "compare_secret",
     "header_secret",
+    "sign",
 ]
 
 logger: logging.Logger = logging.getLogger("payroll_async.events")
+# What a sender wrote (ids, types) is escaped in every record of this logger, so no log
+# line of the receiver carries a terminal escape sequence, whoever adds the next one.
+logger.addFilter(EscapingFilter())
+
 
 EventHandler = Callable[["WebhookEvent"], Awaitable[None]]
 """``async def handler(event: WebhookEvent) -> None``."""
-Verify = Callable[[web.Request, bytes], bool | Awaitable[bool]]
-"""``verify(request, raw_body) -> bool`` (or awaitable); False or an exception answers 401."""
-
 H = TypeVar("H", bound=EventHandler)
-_ENTRY_OVERHEAD = 120  # bytes per remembered id besides the string: dict slot, float, links
 
 
-def compare_secret(provided: str | bytes | None, expected: str | bytes) -> bool:
-    """Constant-time comparison of a secret from a request with the expected one."""
-    if provided is None:
-        return False
-    a = provided.encode() if isinstance(provided, str) else provided
-    b = expected.encode() if isinstance(expected, str) else expected
-    return hmac.compare_digest(a, b)
+MAX_EVENT_ID_LENGTH = 256
+"""The longest ``eventId`` accepted: receivers remember ids, so they are bounded."""
+MAX_DEPTH = 64
+"""The deepest nesting of a notification body accepted (a notification is shallow; a body
+nested a thousand levels would reach handlers that cannot print or store it)."""
+_EVENT_KEYS = frozenset(
+    {
+        _assumed.EVENT_ID_KEY,
+        _assumed.EVENT_TYPE_KEY,
+        _assumed.EVENT_OCCURRED_AT_KEY,
+        _assumed.EVENT_DATA_KEY,
+    }
+)
 
 
-def header_secret(header: str, secret: str) -> Verify:
-    """A ``verify`` hook for a shared secret sent in a header, compared in constant time.
+def _structure_event(body: object, _: object = None) -> WebhookEvent:
+    """A notification body as a WebhookEvent: lenient where a receiver can be, not on ids.
 
-    ```pycon
-    >>> secret = os.environ["HOOK_SECRET"]
-    >>> router = EventRouter(verify=header_secret("X-Webhook-Secret", secret))
-    ```
+    Registered as the converter's hook for WebhookEvent, so ``from_dict(WebhookEvent,
+    body)`` reads a body as the receiver does.
     """
+    if not isinstance(body, dict):
+        raise InvalidArgumentError("the body is not a JSON object")
+    kind = body.get(_assumed.EVENT_TYPE_KEY)
+    if not isinstance(kind, str) or not kind:
+        raise InvalidArgumentError(f"the body has no {_assumed.EVENT_TYPE_KEY!r}")
+    event_id = body.get(_assumed.EVENT_ID_KEY)
+    # Required: without an id no redelivery can be recognised, so every one would run the
+    # handlers again.
+    if not isinstance(event_id, str) or not 1 <= len(event_id) <= MAX_EVENT_ID_LENGTH:
+        raise InvalidArgumentError(
+            f"{_assumed.EVENT_ID_KEY!r} must be a non-empty string of at most "
+            f"{MAX_EVENT_ID_LENGTH} characters"
+        )
+    occurred_at = None
+    raw_time = body.get(_assumed.EVENT_OCCURRED_AT_KEY)
+    if raw_time is not None:
+        try:
+            occurred_at = parse_datetime(raw_time)
+        except ValueError:
+            logger.warning("notification %s has an unreadable occurredAt %r", event_id, raw_time)
+    raw_data = body.get(_assumed.EVENT_DATA_KEY)
+    data: dict[str, Any] = dict(raw_data) if isinstance(raw_data, dict) else {}
+    if raw_data is not None and not isinstance(raw_data, dict):
+        data[_assumed.EVENT_DATA_KEY] = raw_data
+    for key, value in body.items():
+        if key not in _EVENT_KEYS:
+            data.setdefault(key, value)
+    return WebhookEvent(
+        event_type=event_type(kind), event_id=event_id, occurred_at=occurred_at, data=data
+    )
 
-    def verify(request: web.Request, body: bytes) -> bool:
-        return compare_secret(request.headers.get(header), secret)
 
-    return verify
+def _unstructure_event(event: WebhookEvent) -> dict[str, Any]:
+    """A WebhookEvent as a notification body."""
+    return {
+        _assumed.EVENT_ID_KEY: event.event_id,
+        _assumed.EVENT_TYPE_KEY: str(event.event_type),
+        _assumed.EVENT_OCCURRED_AT_KEY: None
+        if event.occurred_at is None
+        else format_datetime(event.occurred_at),
+        _assumed.EVENT_DATA_KEY: dict(event.data),
+    }
+
+
+converter.register_structure_hook(WebhookEvent, _structure_event)
+converter.register_unstructure_hook(WebhookEvent, _unstructure_event)
+
+
+def _too_deep(value: object, limit: int) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` levels (no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 class EventRouter:
     """Routes notifications to handlers by event type; an aiohttp handler and app.
+
+    How notifications are authenticated, one of these being required:
+
+    - ``secret``: a ``whsec_...`` Standard Webhooks secret, or a list of them during a key
+      rotation. A notification must be signed with one of them, its ``webhook-timestamp``
+      within ``tolerance`` seconds (300) of this machine's clock, and its ``webhook-id``
+      its ``eventId``; anything else gets 401 and runs nothing.
+    - ``verify``: a check of your own, ``verify(request, raw_body) -> bool`` (or an
+      awaitable, bounded by ``handler_timeout``); anything but ``True`` gets 401.
+    - ``insecure=True``: no check at all (logged as a WARNING).
+
+    ``read_timeout``: seconds a sender has to send the body once its headers arrived (10);
+    past it the connection is closed. ``clock``: the monotonic time of the dedupe window
+    (a [`Clock`][payroll_async.Clock]; tests pass a fake one).
 
     ``dedupe_window``: seconds during which a handled ``event_id`` is not handled again
     (0 turns deduplication off). At most ``dedupe_max`` ids, and at most
@@ -103,18 +203,56 @@ class EventRouter:
     (100,000 ids of 256 non-ASCII characters) and about 17 MB for UUID ids.
     ``handler_timeout``: seconds the handlers of one notification may take (None: no
     limit); past it they are cancelled and the sender is answered 503.
+
+    ``dedupe``: where handled ids are remembered instead (a
+    [`Dedupe`][payroll_async.events.Dedupe], such as
+    [`RedisDedupe`][payroll_async.fleet.RedisDedupe] for a fleet of receivers); the
+    ``dedupe_*`` arguments configure only the default, in-process memory. A copy being handled by
+    another process is answered 409 with Retry-After; while the store cannot be reached,
+    every notification with an id is answered 503 with Retry-After and nothing runs.
     """
 
     def __init__(
         self,
         *,
+        secret: str | Sequence[str] | None = None,
+        tolerance: float = 300.0,
         verify: Verify | None = None,
+        insecure: bool = False,
         dedupe_window: float = 24 * 3600.0,
         dedupe_max: int = 100_000,
         dedupe_max_bytes: int = 64 * 2**20,
         handler_timeout: float | None = 30.0,
-        clock: Callable[[], float] = time.monotonic,
+        read_timeout: float = 10.0,
+        clock: Clock = SYSTEM_CLOCK,
+        dedupe: Dedupe | None = None,
     ) -> None:
+        if secret is None and verify is None and insecure is not True:
+            raise InvalidArgumentError(
+                "EventRouter needs to know how to tell the service's notifications from "
+                "anyone else's: pass secret='whsec_...' (the signing secret), verify=CHECK "
+                "(a scheme of your own), or insecure=True to accept unauthenticated "
+                "notifications"
+            )
+        if insecure and (secret is not None or verify is not None):
+            raise InvalidArgumentError("insecure=True contradicts secret= or verify=: pass one")
+        if not _number(tolerance) or not 0 < tolerance < float("inf"):
+            raise InvalidArgumentError(f"tolerance must be finite seconds > 0, got {tolerance!r}")
+        if not _number(read_timeout) or not 0 < read_timeout < float("inf"):
+            raise InvalidArgumentError(
+                f"read_timeout must be finite seconds > 0, got {read_timeout!r}"
+            )
+        if not isinstance(clock, Clock):
+            raise InvalidArgumentError(f"clock must be a Clock, got {type(clock).__name__}")
+        if verify is not None and not callable(verify):
+            raise InvalidArgumentError(f"verify must be callable, got {type(verify).__name__}")
+        self._signer = None if secret is None else Signer(secret, tolerance)
+        self._read_timeout = read_timeout
+        if insecure:
+            logger.warning(
+                "EventRouter(insecure=True): notifications are not verified; anyone who can "
+                "reach this receiver can make it run handlers"
+            )
         if not _number(dedupe_window) or dedupe_window < 0:
             raise InvalidArgumentError(f"dedupe_window must be seconds >= 0, got {dedupe_window!r}")
         if isinstance(dedupe_max, bool) or not isinstance(dedupe_max, int) or dedupe_max < 1:
@@ -133,23 +271,44 @@ class EventRouter:
             raise InvalidArgumentError(
                 f"handler_timeout must be finite seconds > 0 or None, got {handler_timeout!r}"
             )
-        self._max_bytes = dedupe_max_bytes
-        self._bytes = 0
+        if dedupe is not None:
+            if not isinstance(dedupe, Dedupe):
+                raise InvalidArgumentError(
+                    f"dedupe must have claim, renew, complete, release and lease, got {dedupe!r}"
+                )
+            if (dedupe_window, dedupe_max, dedupe_max_bytes) != (24 * 3600.0, 100_000, 64 * 2**20):
+                raise InvalidArgumentError(
+                    "dedupe_window, dedupe_max and dedupe_max_bytes configure the in-process "
+                    "memory; with dedupe= configure the window on the dedupe store"
+                )
         self._handler_timeout = handler_timeout
         self._handlers: dict[str | None, list[EventHandler]] = {}
         self._verify = verify
-        self._window = dedupe_window
-        self._max = dedupe_max
-        self._clock = clock
-        self._handled: OrderedDict[str, float] = OrderedDict()
-        self._in_flight: dict[str, asyncio.Future[None]] = {}
+        self._local: LocalDedupe | None = None
+        if dedupe is None and dedupe_window > 0:
+            dedupe = self._local = LocalDedupe(
+                window=dedupe_window,
+                max_ids=dedupe_max,
+                max_bytes=dedupe_max_bytes,
+                clock=clock.now,
+            )
+        self._handling = Handling(self.dispatch, handler_timeout, dedupe, clock)
 
     def on(self, *event_types: EventType | str) -> Callable[[H], H]:
         """Register a handler for these event types; with none, for every event.
 
         Several handlers may share a type; they run in the order registered, type-specific
-        ones before catch-alls.
+        ones before catch-alls. A type must be an [`EventType`][payroll_async.EventType] or
+        its exact text: a misspelt one (``"payroll_processed"``) raises here, rather than
+        leaving its events acknowledged and never handled. (Types newer than this SDK reach
+        a catch-all.)
         """
+        for kind in event_types:
+            if not isinstance(kind, str) or kind not in EVENT_TYPES:
+                raise InvalidArgumentError(
+                    f"unknown event type {kind!r}; known: {', '.join(sorted(EVENT_TYPES))} "
+                    "(for every type, register with on() and no type)"
+                )
         keys: list[str | None] = [str(t) for t in event_types] or [None]
 
         def register(handler: H) -> H:
@@ -173,140 +332,71 @@ class EventRouter:
 
     def app(self, path: str = "/") -> web.Application:
         """An aiohttp application that answers POST ``path`` with
-        [`handle()`][payroll_async.events.EventRouter.handle]."""
-        application = web.Application()
+        [`handle()`][payroll_async.events.EventRouter.handle].
+
+        Whatever server runs it, a request's headers must arrive within ``read_timeout``
+        (aiohttp's ``keepalive_timeout``, set here), as its body must after them.
+        """
+        application = web.Application(handler_args={"keepalive_timeout": self._read_timeout})
         application.router.add_post(path, self.handle)
         return application
 
     async def handle(self, request: web.Request) -> web.Response:
-        """The aiohttp handler: verify, parse, deduplicate, dispatch, answer."""
-        body = await request.read()
-        if self._verify is not None and not await self._verified(request, body):
-            logger.warning(
-                "rejected a notification that failed verification from %s", request.remote
-            )
-            return web.json_response({"error": "verification failed"}, status=401)
+        """The aiohttp handler: read, verify, parse, deduplicate, dispatch, answer.
+
+        Verification comes first: a request that fails it never reaches the parser, the
+        dedupe memory or a handler.
+        """
+        body = await self._read(request)
+        if body is None:
+            return web.json_response({"error": "the body did not arrive in time"}, status=408)
+        if self._signer is not None:
+            problem = self._signer.check(request.headers, body, time.time())
+            if problem is not None:
+                return unverified(request, problem)
+        if self._verify is not None:
+            verdict = await run_verify(self._verify, request, body, self._handler_timeout)
+            if verdict is None:
+                return web.json_response({"error": "verification timed out"}, status=503)
+            if not verdict:
+                return unverified(request, "the verify hook refused it")
         try:
-            event = from_dict(WebhookEvent, loads(body))
+            document = loads(body)
+            if _too_deep(document, MAX_DEPTH):
+                raise InvalidArgumentError(f"the body is nested more than {MAX_DEPTH} levels")
+            event = from_dict(WebhookEvent, document)
         except ValueError as exc:
             logger.warning("rejected a notification: %s", exc)
             return web.json_response({"error": f"bad notification: {exc}"}, status=400)
-        key = event.event_id
-        if key is not None and self._window > 0:
-            if self._seen(key):
-                logger.info(
-                    "notification %s (%s) already handled: acknowledged", key, event.event_type
-                )
-                return web.json_response({"status": "duplicate"})
-            pending = self._in_flight.get(key)
-            if pending is not None:  # the same event is being handled right now
-                return await self._outcome_of(pending)
-        return await self._run(event)
+        if self._signer is not None and request.headers.get(ID_HEADER) != event.event_id:
+            return unverified(request, "webhook-id differs from the body's eventId")
+        return await self._handling.answer(event)
 
-    @staticmethod
-    async def _outcome_of(pending: asyncio.Future[None]) -> web.Response:
-        """The answer for a copy of an event whose first delivery is still being handled."""
+    async def _read(self, request: web.Request) -> bytes | None:
+        """The body, or None if it did not arrive within ``read_timeout`` (then closed)."""
         try:
-            await asyncio.shield(pending)
-        except asyncio.CancelledError:
-            if not pending.cancelled():
-                raise  # this request itself was cancelled
-            # the first delivery's handling was cancelled: the event was not handled
-            return web.json_response({"error": "handling was interrupted"}, status=503)
+            return await asyncio.wait_for(request.read(), self._read_timeout)
         except asyncio.TimeoutError:
-            return web.json_response({"error": "handler timed out"}, status=503)
-        except Exception:
-            return web.json_response({"error": "handler failed"}, status=500)
-        return web.json_response({"status": "duplicate"})
-
-    async def _run(self, event: WebhookEvent) -> web.Response:
-        key = event.event_id if self._window > 0 else None
-        done: asyncio.Future[None] | None = None
-        if key is not None:
-            done = self._in_flight[key] = asyncio.get_running_loop().create_future()
-        try:
-            if self._handler_timeout is None:
-                await self.dispatch(event)
-            else:
-                await asyncio.wait_for(self.dispatch(event), self._handler_timeout)
-        except asyncio.TimeoutError as exc:
-            logger.error(
-                "the handlers of notification %s (%s) took longer than %gs: cancelled, "
-                "answered 503 so that it is delivered again",
-                event.event_id,
-                event.event_type,
-                self._handler_timeout,
+            logger.warning(
+                "a sender at %s took more than %gs to send a notification: connection closed",
+                request.remote,
+                self._read_timeout,
             )
-            if done is not None:
-                done.set_exception(exc)
-                done.exception()
-            return web.json_response({"error": "handler timed out"}, status=503)
-        except Exception as exc:
-            logger.exception(
-                "a handler of notification %s (%s) failed", event.event_id, event.event_type
+        except (aiohttp.ClientPayloadError, ConnectionError) as exc:
+            # the sender hung up mid-body: one line, no traceback (it is not our failure)
+            logger.info(
+                "a sender at %s hung up before its notification arrived (%s)",
+                request.remote,
+                type(exc).__name__,
             )
-            if done is not None:
-                done.set_exception(exc)
-                done.exception()  # retrieved here, so an unawaited copy does not warn
-            return web.json_response({"error": "handler failed"}, status=500)
-        except BaseException:
-            if done is not None:
-                done.cancel()  # cancelled mid-way: copies waiting on it must not hang
-            raise
-        else:
-            if done is not None:
-                done.set_result(None)
-                self._remember(key)  # type: ignore[arg-type]
-            return web.json_response({"status": "ok"})
-        finally:
-            if key is not None:
-                self._in_flight.pop(key, None)
-
-    async def _verified(self, request: web.Request, body: bytes) -> bool:
-        assert self._verify is not None
-        try:
-            result = self._verify(request, body)
-            if inspect.isawaitable(result):
-                result = await result
-        except Exception:
-            logger.exception("the verify hook raised")
-            return False
-        return bool(result)
-
-    def _seen(self, key: str) -> bool:
-        when = self._handled.get(key)
-        if when is None:
-            return False
-        if self._clock() - when > self._window:
-            del self._handled[key]
-            self._bytes -= _cost(key)
-            return False
-        return True
-
-    def _remember(self, key: str) -> None:
-        if key not in self._handled:
-            self._bytes += _cost(key)
-        self._handled[key] = self._clock()
-        self._handled.move_to_end(key)
-        # drop expired ids from the old end, so memory follows the window, then the oldest
-        # while over either bound
-        cutoff = self._clock() - self._window
-        while self._handled and (
-            len(self._handled) > self._max
-            or self._bytes > self._max_bytes
-            or next(iter(self._handled.values())) < cutoff
-        ):
-            old, _ = self._handled.popitem(last=False)
-            self._bytes -= _cost(old)
+        if request.transport is not None:
+            request.transport.close()
+        return None
 
     @property
     def dedupe_memory(self) -> int:
-        """Approximate bytes held by the remembered event ids."""
-        return self._bytes
-
-
-def _cost(key: str) -> int:
-    return sys.getsizeof(key) + _ENTRY_OVERHEAD
+        """Approximate bytes held by the event ids remembered in this process."""
+        return 0 if self._local is None else self._local.memory
 
 
 def _number(value: object) -> bool:

@@ -38,11 +38,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from ._clock import SYSTEM_CLOCK, Clock
 from ._exceptions import CoordinationError, InvalidArgumentError
 from ._gate import LocalGate, check_rate
+from ._redis_dedupe import RedisDedupe
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-__all__ = ["RedisGate", "default_key"]
+__all__ = ["RedisDedupe", "RedisGate", "default_key"]
 
 logger: logging.Logger = logging.getLogger("payroll_async")
 

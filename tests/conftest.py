@@ -54,9 +54,6 @@ class FakeClock(Clock):
     def now(self) -> float:
         return self.time
 
-    def __call__(self) -> float:  # EventRouter(clock=...) takes a plain callable
-        return self.time
-
     async def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.time += seconds

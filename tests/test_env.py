@@ -70,3 +70,20 @@ def test_without_a_known_level_the_sdk_logs_nothing(value: str | None) -> None:
     result = run(value)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
+
+
+def test_log_lines_escape_control_characters() -> None:
+    # A record may quote a server or a sender: the line written to stderr carries no
+    # terminal control code (a screen clear, a hidden hyperlink, a line rewritten by CR).
+    program = (
+        "import logging, payroll_async\n"
+        "logging.getLogger('payroll_async.x').warning("
+        "'server said %s', '\\x1b[2J\\x1b]8;;https://evil\\x07hi\\rfake\\x9b')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAYROLL_")}
+    env.update(PYTHONPATH=str(ROOT), PAYROLL_LOG="info")
+    result = subprocess.run(
+        [sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert "server said \\x1b[2J\\x1b]8;;https://evil\\x07hi\\rfake\\x9b" in result.stderr
+    assert not any(ch in result.stderr for ch in "\x1b\x07\r\x9b")

@@ -15,8 +15,14 @@ from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
-from payroll_async import EventType, InvalidArgumentError, from_dict
-from payroll_async.events import EventRouter, WebhookEvent, compare_secret, header_secret
+from payroll_async import CoordinationError, EventType, InvalidArgumentError, from_dict
+from payroll_async.events import (
+    Dedupe,
+    EventRouter,
+    WebhookEvent,
+    compare_secret,
+    header_secret,
+)
 from tests.conftest import FakeClock, Serve
 
 
@@ -71,9 +77,10 @@ def test_parsing_keeps_unknown_types_and_extra_fields() -> None:
     assert known.event_type is EventType.PAYROLL_PROCESSED
     assert known.occurred_at == datetime.datetime(2026, 11, 22, 5, tzinfo=datetime.timezone.utc)
     odd = from_dict(
-        WebhookEvent, {"eventType": "PAYROLL_PROCESSED", "occurredAt": "yesterday", "data": [1]}
+        WebhookEvent,
+        {"eventId": "o", "eventType": "PAYROLL_PROCESSED", "occurredAt": "yesterday", "data": [1]},
     )
-    assert (odd.event_id, odd.occurred_at, odd.data) == (None, None, {"data": [1]})
+    assert (odd.event_id, odd.occurred_at, odd.data) == ("o", None, {"data": [1]})
 
 
 @pytest.mark.parametrize("value", [[], "x", {"data": {}}, {"eventType": ""}, {"eventType": 5}])
@@ -91,13 +98,14 @@ def test_any_json_object_either_parses_or_is_refused_cleanly(value: dict[str, An
     try:
         event = from_dict(WebhookEvent, value)
     except ValueError:
-        assert not isinstance(value.get("eventType"), str) or not value.get("eventType")
+        kind, key = value.get("eventType"), value.get("eventId")
+        assert not (isinstance(kind, str) and kind) or not (isinstance(key, str) and key)
     else:
         assert str(event.event_type) == value["eventType"]
 
 
 async def test_routing_by_type_with_several_handlers_and_a_catch_all(post: Any) -> None:
-    router = EventRouter()
+    router = EventRouter(insecure=True)
     seen: list[tuple[str, str]] = []
 
     @router.on(EventType.PAYROLL_PROCESSED)
@@ -129,7 +137,7 @@ async def test_routing_by_type_with_several_handlers_and_a_catch_all(post: Any) 
 async def test_bad_bodies_get_400_and_are_logged(
     post: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    router = EventRouter()
+    router = EventRouter(insecure=True)
     send = await post(router)
     status, _ = await send(raw=b"not json")
     assert status == 400
@@ -139,7 +147,7 @@ async def test_bad_bodies_get_400_and_are_logged(
 
 
 async def test_a_failing_handler_answers_500_and_a_redelivery_runs_again(post: Any) -> None:
-    router = EventRouter()
+    router = EventRouter(insecure=True)
     calls = 0
 
     @router.on(EventType.PAYROLL_PROCESSED)
@@ -157,7 +165,7 @@ async def test_a_failing_handler_answers_500_and_a_redelivery_runs_again(post: A
 
 
 async def test_duplicates_are_acknowledged_without_running_handlers(post: Any) -> None:
-    router = EventRouter()
+    router = EventRouter(insecure=True)
     started = asyncio.Event()
     release = asyncio.Event()
     calls = 0
@@ -178,13 +186,11 @@ async def test_duplicates_are_acknowledged_without_running_handlers(post: Any) -
     assert await first == (200, {"status": "ok"})
     assert await second == (200, {"status": "duplicate"})
     assert await send(body(event_id="dup")) == (200, {"status": "duplicate"})
-    assert await send(body(event_id=None)) == (200, {"status": "ok"})  # no id: never deduplicated
-    assert await send(body(event_id=None)) == (200, {"status": "ok"})
-    assert calls == 3
+    assert calls == 1
 
 
 async def test_the_dedupe_window_expires(post: Any, clock: FakeClock) -> None:
-    router = EventRouter(dedupe_window=60, clock=clock)
+    router = EventRouter(insecure=True, dedupe_window=60, clock=clock)
     calls = 0
 
     @router.on()
@@ -202,7 +208,7 @@ async def test_the_dedupe_window_expires(post: Any, clock: FakeClock) -> None:
 
 
 async def test_the_remembered_ids_are_bounded_oldest_first(post: Any) -> None:
-    router = EventRouter(dedupe_max=3)
+    router = EventRouter(insecure=True, dedupe_max=3)
     handled: list[str | None] = []
 
     @router.on()
@@ -255,13 +261,13 @@ def test_compare_secret() -> None:
 
 
 def test_handlers_must_be_async() -> None:
-    router = EventRouter()
+    router = EventRouter(insecure=True)
     with pytest.raises(InvalidArgumentError, match="async"):
         router.on()(lambda event: None)  # type: ignore[arg-type]
 
 
 async def test_router_handle_mounts_in_an_app_of_your_own(serve: Serve) -> None:
-    router = EventRouter()
+    router = EventRouter(insecure=True)
     got: list[WebhookEvent] = []
 
     @router.on()
@@ -281,7 +287,7 @@ async def test_router_handle_mounts_in_an_app_of_your_own(serve: Serve) -> None:
 async def test_a_copy_waiting_on_a_cancelled_handling_does_not_hang() -> None:
     # A sender that hangs up cancels its handling (aiohttp's handler_cancellation); a copy
     # of the same event waiting on that handling gets 503, and a redelivery runs again.
-    router = EventRouter()
+    router = EventRouter(insecure=True)
     started = asyncio.Event()
     runs = 0
 
@@ -317,3 +323,206 @@ async def test_a_copy_waiting_on_a_cancelled_handling_does_not_hang() -> None:
     finally:
         await runner.cleanup()
     assert runs == 2
+
+
+class RecordingStore:
+    """A Dedupe of the test's own: answers what the test says and records every call."""
+
+    def __init__(self, lease: float = 60.0) -> None:
+        self.lease = lease
+        self.answer: str | BaseException = "claimed"
+        self.calls: list[tuple[str, str]] = []
+        self.renewed = asyncio.Event()
+        self.released = asyncio.Event()
+        self.complete_fails = False
+
+    async def claim(self, event_id: str) -> Any:
+        self.calls.append(("claim", event_id))
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return self.answer
+
+    async def renew(self, event_id: str) -> None:
+        self.calls.append(("renew", event_id))
+        self.renewed.set()
+
+    async def complete(self, event_id: str) -> None:
+        self.calls.append(("complete", event_id))
+        if self.complete_fails:
+            raise CoordinationError("down")
+
+    async def release(self, event_id: str) -> None:
+        self.calls.append(("release", event_id))
+        self.released.set()
+
+
+def test_a_store_of_your_own_is_a_dedupe() -> None:
+    assert isinstance(RecordingStore(), Dedupe)
+    with pytest.raises(InvalidArgumentError, match="claim, renew"):
+        EventRouter(insecure=True, dedupe=object())  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="in-process memory"):
+        EventRouter(insecure=True, dedupe=RecordingStore(), dedupe_window=60)
+    assert EventRouter(insecure=True, dedupe=RecordingStore()).dedupe_memory == 0
+
+
+async def test_the_store_decides_and_learns_the_outcome(post: Any) -> None:
+    store = RecordingStore()
+    router = EventRouter(insecure=True, dedupe=store)
+    runs: list[str | None] = []
+
+    @router.on()
+    async def handler(event: WebhookEvent) -> None:
+        runs.append(event.event_id)
+        if event.event_id == "bad":
+            raise RuntimeError("boom")
+
+    send = await post(router)
+    assert await send(body(event_id="a")) == (200, {"status": "ok"})
+    assert (await send(body(event_id="bad")))[0] == 500
+    store.answer = "done"
+    assert await send(body(event_id="a")) == (200, {"status": "duplicate"})
+    assert (await send(body(event_id=None)))[0] == 400  # no id: refused before the store
+    assert runs == ["a", "bad"]
+    assert store.calls == [
+        ("claim", "a"),
+        ("complete", "a"),
+        ("claim", "bad"),
+        ("release", "bad"),
+        ("claim", "a"),
+    ]
+
+
+async def test_busy_and_unreachable_stores_answer_with_retry_after(serve: Serve) -> None:
+    store = RecordingStore()
+    router = EventRouter(insecure=True, dedupe=store)
+    runs = 0
+
+    @router.on()
+    async def handler(event: WebhookEvent) -> None:
+        nonlocal runs
+        runs += 1
+
+    base = await serve(router.app(path="/hooks"))
+    async with aiohttp.ClientSession() as session:
+
+        async def deliver() -> tuple[int, str | None]:
+            async with session.post(f"{base}/hooks", json=body()) as response:
+                return response.status, response.headers.get("Retry-After")
+
+        store.answer = "busy"
+        assert await deliver() == (409, "5")
+        store.answer = CoordinationError("no Redis")
+        assert await deliver() == (503, "5")
+        store.answer = RuntimeError("a defect of the store")
+        assert await deliver() == (503, "5")
+        store.answer = "claimed"
+        store.complete_fails = True  # handled, not remembered: still acknowledged
+        assert await deliver() == (200, None)
+    assert runs == 1
+
+
+async def test_the_claim_is_renewed_while_handlers_run(post: Any) -> None:
+    store = RecordingStore(lease=0.03)
+    router = EventRouter(insecure=True, dedupe=store)
+
+    @router.on()
+    async def slow(event: WebhookEvent) -> None:
+        await store.renewed.wait()
+
+    send = await post(router)
+    assert await send(body()) == (200, {"status": "ok"})
+    assert store.calls[:2] == [("claim", "evt_1"), ("renew", "evt_1")]
+    assert store.calls[-1] == ("complete", "evt_1")
+
+
+async def test_copies_in_one_process_share_the_first_ones_busy_answer(post: Any) -> None:
+    store = RecordingStore()
+    gate = asyncio.Event()
+    claimed = asyncio.Event()
+
+    async def slow_claim(event_id: str) -> Any:
+        store.calls.append(("claim", event_id))
+        claimed.set()
+        await gate.wait()
+        return "busy"
+
+    store.claim = slow_claim  # type: ignore[method-assign]
+    router = EventRouter(insecure=True, dedupe=store)
+    send = await post(router)
+    first = asyncio.create_task(send(body()))
+    await claimed.wait()
+    copy = asyncio.create_task(send(body()))
+    await asyncio.sleep(0.05)  # the copy is waiting on the first one's claim
+    gate.set()
+    assert (await first)[0] == 409
+    assert (await copy)[0] == 409
+    assert store.calls == [("claim", "evt_1")]  # one claim for both copies
+
+
+async def test_a_sender_hanging_up_releases_the_claim() -> None:
+    store = RecordingStore()
+    router = EventRouter(insecure=True, dedupe=store)
+    started = asyncio.Event()
+
+    @router.on()
+    async def slow(event: WebhookEvent) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    runner = web.AppRunner(router.app(path="/hooks"), handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        session = aiohttp.ClientSession()
+        delivery = asyncio.create_task(
+            session.post(f"http://127.0.0.1:{runner.addresses[0][1]}/hooks", json=body())
+        )
+        await started.wait()
+        delivery.cancel()
+        await session.close()
+        await asyncio.wait_for(store.released.wait(), 10)
+    finally:
+        await runner.cleanup()
+    assert store.calls == [("claim", "evt_1"), ("release", "evt_1")]
+
+
+async def test_a_sender_hanging_up_after_the_handlers_succeeded_still_completes() -> None:
+    store = RecordingStore()
+    completing = asyncio.Event()
+    finish = asyncio.Event()
+    completed = asyncio.Event()
+
+    async def slow_complete(event_id: str) -> None:
+        completing.set()
+        await finish.wait()
+        store.calls.append(("complete", event_id))
+        completed.set()
+
+    store.complete = slow_complete  # type: ignore[method-assign]
+    router = EventRouter(insecure=True, dedupe=store)
+    runs = 0
+
+    @router.on()
+    async def handler(event: WebhookEvent) -> None:
+        nonlocal runs
+        runs += 1
+
+    runner = web.AppRunner(router.app(path="/hooks"), handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        session = aiohttp.ClientSession()
+        delivery = asyncio.create_task(
+            session.post(f"http://127.0.0.1:{runner.addresses[0][1]}/hooks", json=body())
+        )
+        await completing.wait()  # the handlers succeeded; the store is remembering it
+        delivery.cancel()
+        await session.close()
+        finish.set()
+        await asyncio.wait_for(completed.wait(), 10)
+    finally:
+        await runner.cleanup()
+    assert runs == 1
+    assert store.calls == [("claim", "evt_1"), ("complete", "evt_1")]  # never released

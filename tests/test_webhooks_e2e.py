@@ -41,7 +41,7 @@ async def emu(start_emulator: StartEmulator) -> Emulator:
 
 
 async def test_only_subscribed_events_arrive_with_their_data(emu: Emulator, serve: Serve) -> None:
-    receiver = Receiver(EventRouter())
+    receiver = Receiver(EventRouter(secret=emu.webhook_secret))
     hook = f"{await serve(receiver.router.app(path='/hooks'))}/hooks"
     async with PayrollClient(emu.base_url, emu.token) as client:
         await client.webhooks.create(
@@ -60,7 +60,7 @@ async def test_only_subscribed_events_arrive_with_their_data(emu: Emulator, serv
 
 
 async def test_replace_while_events_are_emitted_loses_none(emu: Emulator, serve: Serve) -> None:
-    receiver = Receiver(EventRouter())
+    receiver = Receiver(EventRouter(secret=emu.webhook_secret))
     base = await serve(receiver.router.app(path="/hooks"))
     sent: list[str] = []
 
@@ -98,7 +98,7 @@ async def test_replace_while_events_are_emitted_loses_none(emu: Emulator, serve:
 async def test_the_overlap_of_a_replace_is_deduplicated(emu: Emulator, serve: Serve) -> None:
     # Between replace's create and delete both subscriptions are live: an event emitted then
     # is delivered twice, and the receiver runs its handlers once.
-    receiver = Receiver(EventRouter())
+    receiver = Receiver(EventRouter(secret=emu.webhook_secret))
     base = await serve(receiver.router.app(path="/hooks"))
     async with PayrollClient(emu.base_url, emu.token) as client:
         await client.webhooks.create(
@@ -112,7 +112,7 @@ async def test_the_overlap_of_a_replace_is_deduplicated(emu: Emulator, serve: Se
 
 
 async def test_a_failing_handler_gets_a_redelivery(emu: Emulator, serve: Serve) -> None:
-    router = EventRouter()
+    router = EventRouter(secret=emu.webhook_secret)
     attempts: list[str] = []
 
     @router.on(EventType.PAYROLL_PROCESSED)
@@ -133,7 +133,7 @@ async def test_a_failing_handler_gets_a_redelivery(emu: Emulator, serve: Serve) 
 
 
 async def test_delivery_gives_up_after_its_attempts(emu: Emulator, serve: Serve) -> None:
-    router = EventRouter()
+    router = EventRouter(secret=emu.webhook_secret)
 
     @router.on()
     async def always_fails(event: WebhookEvent) -> None:
@@ -147,7 +147,7 @@ async def test_delivery_gives_up_after_its_attempts(emu: Emulator, serve: Serve)
 
 
 async def test_inactive_and_remote_subscriptions_get_nothing(emu: Emulator, serve: Serve) -> None:
-    receiver = Receiver(EventRouter())
+    receiver = Receiver(EventRouter(secret=emu.webhook_secret))
     hook = f"{await serve(receiver.router.app(path='/in'))}/in"
     async with PayrollClient(emu.base_url, emu.token) as client:
         local = await client.webhooks.create(event_types=[EventType.PAYROLL_PROCESSED], path=hook)

@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 import attrs
 import click
-from rich.console import Console
 
 from payroll_async import (
     Gate,
@@ -28,20 +27,23 @@ from payroll_async._env import BASE_URL, REDIS_URL, TOKEN
 from payroll_async.emulator import Emulator
 from payroll_async.export import ExportError
 
+from ._console import SafeConsole, visible
 from ._errors import BadInput, CommandError, ExitCode, error_for, exit_codes_help, stderr
 
 __all__ = ["Settings", "cli", "demo_emulator", "execute", "open_client", "run", "stdout"]
 
 T = TypeVar("T")
 
-stdout = Console(highlight=False)
+stdout = SafeConsole()
 if not stdout.is_terminal:  # piped: no screen to fit, so never wrap the table's cells
-    stdout = Console(highlight=False, width=240)
+    stdout = SafeConsole(width=240)
 
 
-def demo_emulator() -> Emulator:
+def demo_emulator(**options: Any) -> Emulator:
     """The in-process service of --emulator: enough data to watch the progress bar work."""
-    return Emulator(seed=1, payroll_connections=25_000, employer_identifiers=200, latency=0.01)
+    return Emulator(
+        seed=1, payroll_connections=25_000, employer_identifiers=200, latency=0.01, **options
+    )
 
 
 @attrs.frozen
@@ -174,6 +176,13 @@ def execute(
         raise CommandError(text) from None
 
 
+class _VisibleFormatter(logging.Formatter):
+    """Log lines with control characters escaped: records may quote the service."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record), keep="\n")
+
+
 _HELP = f"""Bulk export and webhook management for the Payroll Onboarding and Webhook Service.
 
 \b
@@ -222,11 +231,9 @@ def cli(
     verbose: bool,
 ) -> None:
     if verbose:
-        logging.basicConfig(
-            level=logging.DEBUG,
-            stream=sys.stderr,
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        )
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_VisibleFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logging.basicConfig(level=logging.DEBUG, handlers=[handler])
     if gate_key is not None and redis_url is None:
         raise click.UsageError("--gate-key needs --redis-url")
     ctx.obj = Settings(

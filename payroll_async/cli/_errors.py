@@ -7,7 +7,7 @@ import textwrap
 from typing import IO, Any
 
 import click
-from rich.console import Console
+from rich.text import Text
 
 from payroll_async import (
     AuthenticationError,
@@ -21,7 +21,9 @@ __all__ = ["CommandError", "ExitCode", "error_for", "exit_codes_help"]
 
 from payroll_async.export import ExportError
 
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)  # one message, one line
+from ._console import SafeConsole, visible
+
+stderr = SafeConsole(stderr=True, soft_wrap=True)  # one message, one line
 
 
 class ExitCode(enum.IntEnum):
@@ -58,7 +60,9 @@ class CommandError(click.ClickException):
     exit_code = ExitCode.UNEXPECTED
 
     def show(self, file: IO[Any] | None = None) -> None:
-        stderr.print(f"[bold red]error:[/] {self.format_message()}", markup=True, soft_wrap=True)
+        # the message may quote the service: plain text after a styled prefix, never markup
+        message = visible(self.format_message())
+        stderr.print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
 
 
 class BadInput(CommandError):

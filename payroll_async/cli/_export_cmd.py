@@ -21,13 +21,14 @@ from payroll_async.export import (
     FORMATS,
     ExportProgress,
     ExportResult,
+    OutputWriteError,
     export_to_file,
     is_streamed,
 )
 
 from ._app import Settings, run
 from ._collections import COLLECTIONS, Collection
-from ._errors import BadInput, stderr
+from ._errors import BadInput, CommandError, stderr
 
 __all__ = ["export"]
 
@@ -67,7 +68,18 @@ def _check_sort(sort: str, collection: Collection) -> None:
 @click.option(
     "--format", "fmt", type=click.Choice(list(FORMATS)), default="jsonl", show_default=True
 )
-@click.option("--resume", is_flag=True, help="Continue an interrupted export of -o FILE.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue an interrupted export of -o FILE (from the same service and token); "
+    "with nothing to resume it says so and starts from the first item.",
+)
+@click.option(
+    "--csv-raw",
+    is_flag=True,
+    help="CSV: write values exactly as sent. By default a value starting with = + - @, "
+    "tab or CR gets a ' in front, so that a spreadsheet shows it as text, not a formula.",
+)
 @click.option(
     "--concurrency",
     type=click.IntRange(1, 1024),
@@ -91,6 +103,7 @@ def export(
     output: str | None,
     fmt: str,
     resume: bool,
+    csv_raw: bool,
     concurrency: int | None,
     page_size: int | None,
     employer: str | None,
@@ -111,7 +124,16 @@ def export(
         raise BadInput(f"--page-size: {collection} are listed at most {kind.page_size_max} a page")
     if sort is not None:
         _check_sort(sort, kind)
-    job = {"collection": collection, "format": fmt, "sort": sort, "employer": employer}
+    if csv_raw and fmt != "csv":
+        raise click.UsageError("--csv-raw applies to --format csv only")
+    job: dict[str, Any] = {
+        "collection": collection,
+        "format": fmt,
+        "sort": sort,
+        "employer": employer,
+    }
+    if csv_raw:
+        job["csvRaw"] = True
     if output == "":
         raise BadInput("-o needs a file name (or - for standard output)")
     to_stdout = output is None or output == "-"
@@ -130,26 +152,40 @@ def export(
             page_size=NOT_GIVEN if page_size is None else page_size,
             concurrency=NOT_GIVEN if concurrency is None else concurrency,
         )
+        told = False
         with _progress(stderr.is_terminal) as bar:
             task = bar.add_task(f"Exporting {collection}", total=None, rate="")
 
             def on_page(page: Page[Any], state: ExportProgress) -> None:
+                nonlocal told
+                if not told:
+                    told = True
+                    _say_where(bar, state, page, collection, output)
                 total = max(0, page.meta.total_count - state.resumed_from)
                 done = state.written - state.resumed_from
                 elapsed = bar.tasks[task].elapsed or 0.0
                 rate = f"{done / elapsed:,.0f} items/s" if elapsed > 0 else ""
                 bar.update(task, total=total, completed=done, rate=rate)
 
-            return await export_to_file(
-                listing,
-                None if to_stdout else output,
-                format=fmt,
-                resume=resume,
-                stream=sys.stdout.buffer if to_stdout else None,
-                job=job,
-                progress=progress,
-                on_page=on_page,
-            )
+            try:
+                return await export_to_file(
+                    listing,
+                    None if to_stdout else output,
+                    format=fmt,
+                    resume=resume,
+                    stream=sys.stdout.buffer if to_stdout else None,
+                    job=job,
+                    progress=progress,
+                    on_page=on_page,
+                    csv_raw=csv_raw,
+                )
+            except OutputWriteError as exc:
+                if to_stdout or not exc.saved:
+                    raise CommandError(exc.reason) from None
+                raise CommandError(
+                    f"{exc.reason}; {exc.saved:,} items are saved: make room and run the "
+                    f"same command with --resume to continue"
+                ) from None
 
     def interrupted() -> str:
         done = f"Interrupted after {progress.committed:,} items"
@@ -161,4 +197,19 @@ def export(
     client_options = {} if concurrency is None else {"concurrency": concurrency}
     result = run(settings, main, interrupted, **client_options)
     if result.path is not None:
-        stderr.print(f"Exported {result.items:,} {collection} to {output}")
+        resumed = f" (resumed at {result.resumed_from:,})" if result.resumed_from else ""
+        stderr.print(f"Exported {result.items:,} {collection} to {output}{resumed}", markup=False)
+
+
+def _say_where(
+    bar: Progress, state: ExportProgress, page: Page[Any], collection: str, output: str | None
+) -> None:
+    """Where this run starts: resumed at N of the total, or nothing there to resume."""
+    if state.resumed_from:
+        total = page.meta.total_count
+        of = f" of {total:,}" if type(total) is int and total >= state.resumed_from else ""
+        bar.console.print(f"Resumed at {state.resumed_from:,}{of} {collection}", markup=False)
+    elif state.nothing_to_resume:
+        bar.console.print(
+            f"Nothing to resume for {output}: starting from the first item", markup=False
+        )

@@ -10,6 +10,7 @@ import click
 from payroll_async import PayrollClient
 
 from ._app import Settings, run
+from ._console import visible
 from ._errors import stderr
 
 __all__ = ["invite_link"]
@@ -34,7 +35,7 @@ def invite_link(settings: Settings, employer_id: str, invite_id: str, as_json: b
             json.dumps({"onboardingLink": link, "expiresAt": expires.isoformat(timespec="seconds")})
         )
         return
-    click.echo(link)
+    click.echo(visible(link))  # the service wrote it: shown, never obeyed
     stderr.print(
         f"Valid for 30 minutes (until {expires:%H:%M} UTC) and for one use; "
         "open it in the employer's browser."

@@ -13,13 +13,19 @@ from typing import Any
 import click
 from aiohttp import web
 
-from payroll_async import EventType, PayrollClient, to_dict
+from payroll_async import EventType, InvalidArgumentError, PayrollClient, to_dict
+from payroll_async._env import WEBHOOK_SECRET
+from payroll_async.emulator import Emulator
 from payroll_async.events import EventRouter, WebhookEvent
 
 from ._app import Settings, demo_emulator, execute
-from ._errors import ExitCode, stderr
+from ._console import visible
+from ._errors import BadInput, ExitCode, stderr
 
 __all__ = ["listen"]
+
+READ_TIMEOUT = 10.0
+"""Seconds a sender has for a request's headers, and again for its body."""
 
 
 def _demo_event(n: int, employer_id: str) -> tuple[EventType, dict[str, Any]]:
@@ -33,12 +39,16 @@ def _demo_event(n: int, employer_id: str) -> tuple[EventType, dict[str, Any]]:
 
 
 def _show_event(event: WebhookEvent, as_json: bool) -> None:
+    # Everything here was written by the sender: JSON escapes control characters itself
+    # (ensure_ascii), and the type and id are escaped, so nothing reaches the terminal as
+    # a control code.
     if as_json:
         click.echo(json.dumps(to_dict(event)))
         return
     when = (event.occurred_at or datetime.datetime.now(datetime.timezone.utc)).strftime("%H:%M:%S")
-    kind = str(event.event_type)
-    click.echo(f"{when}  {kind:<27} {event.event_id or '-'}  {json.dumps(dict(event.data))}")
+    kind = visible(event.event_type)
+    event_id = visible(event.event_id or "-")
+    click.echo(f"{when}  {kind:<27} {event_id}  {json.dumps(dict(event.data))}")
 
 
 @click.command("listen")
@@ -64,6 +74,17 @@ def _show_event(event: WebhookEvent, as_json: bool) -> None:
 @click.option(
     "--count", type=click.IntRange(min=1), default=None, help="Stop after this many events."
 )
+@click.option(
+    "--secret",
+    envvar=WEBHOOK_SECRET,
+    metavar="SECRET",
+    help=f"The 'whsec_...' signing secret: unsigned notifications get 401 [env: {WEBHOOK_SECRET}].",
+)
+@click.option(
+    "--insecure",
+    is_flag=True,
+    help="Accept notifications without a signature (anyone who can reach the port).",
+)
 @click.pass_obj
 def listen(
     settings: Settings,
@@ -73,19 +94,46 @@ def listen(
     as_json: bool,
     interval: float,
     count: int | None,
+    secret: str | None,
+    insecure: bool,
 ) -> None:
     """Receive webhook notifications locally and print each one as it arrives.
 
+    Every notification must be signed with --secret (Standard Webhooks), unless --insecure.
     With --emulator, it subscribes itself to every event type on an in-process emulator,
-    which then emits a demo event every --interval seconds. Ctrl-C stops it.
+    which signs with its own secret (or --secret) and emits a demo event every --interval
+    seconds. Ctrl-C stops it.
     """
     if not hook_path.startswith("/"):
         raise click.BadParameter("must start with /", param_hint="--path")
+    if secret and insecure:
+        raise BadInput(
+            f"--secret (or {WEBHOOK_SECRET}) and --insecure contradict each other: pass one"
+        )
+    if not secret and not insecure and not settings.emulator:
+        raise BadInput(
+            f"pass --secret (or set {WEBHOOK_SECRET}) with the subscription's 'whsec_...' "
+            "signing secret, or --insecure to accept unsigned notifications"
+        )
+    try:
+        emulator = demo_emulator(webhook_secret=secret or None) if settings.emulator else None
+    except ValueError as exc:
+        raise BadInput(f"--secret: {exc}") from None
+    try:
+        router = (
+            EventRouter(insecure=True, read_timeout=READ_TIMEOUT)
+            if insecure
+            else EventRouter(
+                secret=emulator.webhook_secret if emulator else secret,
+                read_timeout=READ_TIMEOUT,
+            )
+        )
+    except InvalidArgumentError as exc:
+        raise BadInput(f"--secret: {exc}") from None
 
     stopped_by: list[int] = []
 
     async def listen() -> int:
-        router = EventRouter()
         stop = asyncio.Event()
         received = 0
 
@@ -104,6 +152,7 @@ def listen(
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, on_signal, ExitCode.INTERRUPTED)
         loop.add_signal_handler(signal.SIGTERM, on_signal, ExitCode.TERMINATED)
+        # router.app() bounds the headers and the body by READ_TIMEOUT each
         runner = web.AppRunner(router.app(path=hook_path), access_log=None)
         await runner.setup()
         try:
@@ -112,8 +161,8 @@ def listen(
             bound = runner.addresses[0][1]
             url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}{hook_path}"
             stderr.print(f"Listening for webhook notifications on {url} (Ctrl-C to stop)")
-            if settings.emulator:
-                await _listen_on_emulator(url, interval, stop)
+            if emulator is not None:
+                await _listen_on_emulator(emulator, url, interval, stop)
             else:
                 stderr.print(
                     "Point a subscription at this receiver's public URL (through a tunnel, say): "
@@ -130,8 +179,10 @@ def listen(
         raise SystemExit(stopped_by[0])
 
 
-async def _listen_on_emulator(url: str, interval: float, stop: asyncio.Event) -> None:
-    async with demo_emulator() as emu, PayrollClient(emu.base_url, emu.token) as client:
+async def _listen_on_emulator(
+    emulator: Emulator, url: str, interval: float, stop: asyncio.Event
+) -> None:
+    async with emulator as emu, PayrollClient(emu.base_url, emu.token) as client:
         sub = await client.webhooks.ensure(event_types=list(EventType), path=url)
         stderr.print(
             f"Subscribed {sub.webhook_subscription_id} to every event type on the emulator; "

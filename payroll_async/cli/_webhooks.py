@@ -14,6 +14,7 @@ from payroll_async import PayrollClient, WebhookSubscription, to_dict
 from payroll_async.models import EVENT_TYPES
 
 from ._app import Settings, run, stdout
+from ._console import visible
 from ._errors import stderr
 
 __all__ = ["EVENT_CHOICE", "webhooks"]
@@ -58,8 +59,8 @@ def _print_subscriptions(subs: list[WebhookSubscription], as_json: bool) -> None
     for sub in subs:
         row = [
             str(sub.webhook_subscription_id),
-            "\n".join(str(t) for t in sub.webhook_event_types),
-            sub.path,
+            "\n".join(visible(t) for t in sub.webhook_event_types),
+            visible(sub.path),
             "yes" if sub.active else "no",
         ]
         if show_created:

@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from ._emulator import Emulator
+from ._emulator import EMIT_PATH, Emulator
 
 __all__ = ["OPTIONS", "Option", "emulator_from_options", "main", "parser", "serve"]
 
@@ -79,6 +79,13 @@ OPTIONS: tuple[Option, ...] = (
         "N",
     ),
     Option(
+        "--webhook-secret",
+        str,
+        None,
+        "the 'whsec_...' secret deliveries are signed with (default: a random one)",
+        "SECRET",
+    ),
+    Option(
         "--delivery-header",
         header,
         (),
@@ -134,8 +141,14 @@ async def serve(emulator: Emulator, announce: bool = True) -> None:
             print(f"Payroll emulator listening on {emulator.base_url}", flush=True)
             print(f"  PAYROLL_BASE_URL={emulator.base_url}", flush=True)
             print(f"  PAYROLL_TOKEN={emulator.token}", flush=True)
+            print(f"  PAYROLL_WEBHOOK_SECRET={emulator.webhook_secret}", flush=True)
             print(
                 f"  token without the webhook role: {emulator.token_without_webhook_role}",
+                flush=True,
+            )
+            print(
+                f"  emit an event: POST {emulator.base_url}{EMIT_PATH} with the token and "
+                '{"eventType": "PAYROLL_PROCESSED", "data": {...}}',
                 flush=True,
             )
             samples = emulator.sample_ids()

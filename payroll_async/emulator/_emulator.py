@@ -13,14 +13,19 @@ from typing import Any
 from aiohttp import web
 
 from .._assumed import EMULATOR_MAX_PAGE_SIZE
+from .._json import loads
 from ..models import EventType
 from . import _middleware, _routes_connections, _routes_employers, _routes_webhooks
 from ._data import Dataset
-from ._delivery import Deliverer, Delivery, notification
+from ._delivery import Deliverer, Delivery, new_secret, notification, secret_bytes
+from ._http import ApiError, is_loopback, json_response
 from ._state import STATE, WEBHOOK_ROLE, State, TokenBucket
 from ._store import SubscriptionStore
 
-__all__ = ["Delivery", "Emulator"]
+__all__ = ["EMIT_PATH", "Delivery", "Emulator"]
+
+EMIT_PATH = "/_emulator/events"
+"""POST here (from loopback, with the emulator's token) to :meth:`Emulator.emit` an event."""
 
 
 def _check(
@@ -60,6 +65,11 @@ class Emulator:
     ``rate_limit`` requests per second, ``error_rate`` and ``drop_rate`` shares of
     requests) are drawn from the seed too. ``app`` is the aiohttp application, for mounting
     in a server of your own.
+
+    Deliveries are signed as Standard Webhooks says with ``webhook_secret`` (a fresh
+    ``whsec_`` secret when None: read it as ``emu.webhook_secret``), so a receiver built
+    with ``EventRouter(secret=emu.webhook_secret)`` accepts them. ``delivery_headers`` are
+    added to every delivery. ``POST /_emulator/events`` emits from outside the process.
     """
 
     def __init__(
@@ -80,6 +90,7 @@ class Emulator:
         port: int = 0,
         token: str | None = None,
         delivery_headers: Mapping[str, str] | None = None,
+        webhook_secret: str | None = None,
     ) -> None:
         counts = {
             "payroll_connections": payroll_connections,
@@ -119,7 +130,9 @@ class Emulator:
             link_headers=link_headers,
             max_page_size=max_page_size,
         )
-        self._deliverer = Deliverer(delivery_headers or {})
+        self.webhook_secret = webhook_secret or new_secret()
+        """The ``whsec_`` secret every delivery is signed with (Standard Webhooks)."""
+        self._deliverer = Deliverer(delivery_headers or {}, secret_bytes(self.webhook_secret))
         self._runner: web.AppRunner | None = None
         self.base_url: str = ""
         """The root URL to give a client, once started (empty before)."""
@@ -130,6 +143,7 @@ class Emulator:
         self.app[STATE] = self._state
         for module in (_routes_webhooks, _routes_employers, _routes_connections):
             self.app.router.add_routes(module.routes)
+        self.app.router.add_post(EMIT_PATH, self._emit_route)
 
     # -- settings, read by every request ----------------------------------------------------
 
@@ -278,6 +292,43 @@ class Emulator:
         the machine; other subscriptions are recorded in ``deliveries`` as not delivered.
         """
         kind = str(event_type)
-        body = notification(kind, data, event_id, occurred_at)
+        key = event_id or f"evt_{secrets.token_hex(12)}"
+        body = notification(kind, data, key, occurred_at)
         targets = self._state.subscriptions.listening(kind)
-        return await self._deliverer.send(targets, body, attempts)
+        return await self._deliverer.send(targets, key, body, attempts)
+
+    async def _emit_route(self, request: web.Request) -> web.Response:
+        """``POST /_emulator/events``: emit from outside the process (a shell, a test).
+
+        Body ``{"eventType", "data", "eventId"}`` (``data`` and ``eventId`` optional);
+        answers ``{"eventId", "delivered"}``. Only from a loopback peer and with the
+        emulator's token, since it makes the emulator send requests.
+        """
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        if not peer or not is_loopback(str(peer[0])):
+            raise ApiError(403, "Forbidden", ["events are emitted from loopback only"])
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not secrets.compare_digest(
+            token.strip().encode(), self.token.encode()
+        ):
+            raise ApiError(401, "Invalid token", ["the emulator's own token is required"])
+        try:
+            body = loads(await request.read())
+        except ValueError:
+            raise ApiError(400, "Invalid request body", ["the body is not valid JSON"]) from None
+        if not isinstance(body, dict):
+            raise ApiError(400, "Invalid request body", ["the body must be a JSON object"])
+        kind, data, event_id = body.get("eventType"), body.get("data"), body.get("eventId")
+        errors = []
+        if not isinstance(kind, str) or not kind:
+            errors.append("eventType: a string is required")
+        if data is not None and not isinstance(data, dict):
+            errors.append("data: must be an object")
+        if event_id is not None and (not isinstance(event_id, str) or not event_id):
+            errors.append("eventId: must be a non-empty string")
+        if errors:
+            raise ApiError(400, "Invalid request parameters", errors)
+        assert isinstance(kind, str)
+        key = event_id or f"evt_{secrets.token_hex(12)}"
+        delivered = await self.emit(kind, data, event_id=key)
+        return json_response({"eventId": key, "delivered": delivered})

@@ -17,6 +17,7 @@ from payroll_async import __version__
 from payroll_async.cli import _app, _commands, main
 from payroll_async.emulator import Emulator
 from payroll_async.testing import EmulatorThread
+from tests.checkpoints import forge
 
 COLUMNS = ["id", "employerIdentifierId", "payrollPlatformId", "createdAt", "status", "product"]
 
@@ -143,22 +144,7 @@ def test_an_interrupted_export_is_not_overwritten_without_resume(
     emu: Emulator, tmp_path: Path
 ) -> None:
     target = tmp_path / "c.jsonl"
-    (tmp_path / "c.jsonl.partial").write_bytes(b"")
-    (tmp_path / "c.jsonl.checkpoint").write_text(
-        json.dumps(
-            {
-                "version": 1,
-                "job": {
-                    "collection": "payroll-connections",
-                    "format": "jsonl",
-                    "sort": None,
-                    "employer": None,
-                },
-                "items": 0,
-                "bytes": 0,
-            }
-        )
-    )
+    forge(target, base_url=emu.base_url, token=emu.token)
     result = invoke(emu, "export", "payroll-connections", "-o", str(target))
     assert result.exit_code == 2
     assert "pass --resume" in result.stderr

@@ -6,8 +6,13 @@ import asyncio
 import json
 import signal
 import sys
+import time
 
 import aiohttp
+
+from payroll_async.events import sign
+
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
 async def start(*args: str) -> asyncio.subprocess.Process:
@@ -52,7 +57,7 @@ async def test_with_the_emulator_it_subscribes_itself_and_prints_emitted_events(
 
 
 async def test_it_prints_what_arrives_and_stops_on_ctrl_c() -> None:
-    proc = await start("webhooks", "listen", "--port", "0", "--path", "/in")
+    proc = await start("webhooks", "listen", "--port", "0", "--path", "/in", "--secret", SECRET)
     assert proc.stderr is not None
     assert proc.stdout is not None
     first = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
@@ -66,9 +71,14 @@ async def test_it_prints_what_arrives_and_stops_on_ctrl_c() -> None:
             "occurredAt": "2026-11-22T05:00:00Z",
             "data": {"payrollId": "p-7"},
         }
-        async with session.post(url, json=event) as response:
+        body = json.dumps(event).encode()
+        headers = sign(SECRET, "e-1", int(time.time()), body)
+        async with session.post(url, data=body, headers=headers) as response:
             assert response.status == 200
         async with session.post(url, data=b"nope") as response:
+            assert response.status == 401  # unsigned: refused before it is read as JSON
+        headers = sign(SECRET, "e-2", int(time.time()), b"nope")
+        async with session.post(url, data=b"nope", headers=headers) as response:
             assert response.status == 400
     line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
     assert line.split() == ["05:00:00", "PAYROLL_PROCESSED", "e-1", '{"payrollId":', '"p-7"}']
@@ -77,3 +87,23 @@ async def test_it_prints_what_arrives_and_stops_on_ctrl_c() -> None:
     assert proc.returncode == 130  # Ctrl-C, as the exit-code table of docs/command.md says
     assert err.decode().rstrip().endswith("Stopped after 1 event.")
     assert b"Traceback" not in err
+
+
+async def test_with_the_emulator_and_a_secret_both_sides_use_that_secret() -> None:
+    proc = await start(
+        "--emulator",
+        "webhooks",
+        "listen",
+        "--port",
+        "0",
+        "--interval",
+        "0.05",
+        "--count",
+        "2",
+        "--json",
+        "--secret",
+        SECRET,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    assert len(out.decode().splitlines()) == 2  # signed with SECRET, verified with SECRET

@@ -23,6 +23,7 @@ from payroll_async import PayrollClient
 from payroll_async.cli import _app, _commands, _webhooks
 from payroll_async.emulator import Emulator
 from payroll_async.testing import EmulatorThread
+from tests.checkpoints import forge
 
 N = 120
 
@@ -133,13 +134,14 @@ def test_a_run_that_got_nothing_leaves_nothing(emu: Emulator, tmp_path: Path) ->
 def test_a_run_killed_after_its_rename_is_finished_off(emu: Emulator, tmp_path: Path) -> None:
     target = tmp_path / "c.jsonl"
     assert invoke(emu, "export", "payroll-connections", "-o", str(target)).exit_code == 0
-    job = {"collection": "payroll-connections", "format": "jsonl", "sort": None, "employer": None}
     checkpoint = tmp_path / "c.jsonl.checkpoint"
-    checkpoint.write_text(json.dumps({"version": 1, "job": job, "items": N, "bytes": 10}))
+    whole = target.read_bytes()
+    forge(target, base_url=emu.base_url, token=emu.token, items=N, data=whole, done=True)
     result = invoke(emu, "export", "payroll-connections", "-o", str(target), "--resume")
     assert result.exit_code == 0, result.stderr
+    assert f"Exported {N:,}" in result.stderr
     assert not checkpoint.exists()
-    checkpoint.write_text(json.dumps({"version": 1, "job": job, "items": N, "bytes": 10}))
+    forge(target, base_url=emu.base_url, token=emu.token, items=N, data=whole, done=True)
     result = invoke(emu, "export", "payroll-connections", "-o", str(target))
     assert result.exit_code == 0, result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl"]
@@ -151,13 +153,10 @@ def test_error_text_keeps_the_directory_and_describes_a_mismatch(
 ) -> None:
     target = tmp_path / "c.jsonl"
     job = {"collection": "webhooks", "format": "csv", "sort": None, "employer": None}
-    (tmp_path / "c.jsonl.partial").write_text("x")
-    (tmp_path / "c.jsonl.checkpoint").write_text(
-        json.dumps({"version": 1, "job": job, "items": 1, "bytes": 1})
-    )
+    forge(target, base_url=emu.base_url, token=emu.token, job=job, items=1, data=b"x\n")
     result = invoke(emu, "export", "payroll-connections", "-o", str(target), "--resume")
     assert result.exit_code == 2
-    assert str(tmp_path / "c.jsonl.partial") in result.stderr
+    assert str(tmp_path / "c.jsonl.checkpoint") in result.stderr
     assert "webhooks as csv" in result.stderr
     assert "{" not in result.stderr
 

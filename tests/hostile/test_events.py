@@ -32,7 +32,7 @@ async def _post(url: str, body: bytes, **headers: str) -> tuple[int, str]:
 @pytest.mark.parametrize("event_id", ["", "x" * 257, 7, 7.5, True, ["a"], {"a": 1}], ids=repr)
 async def test_event_ids_that_are_not_short_strings_get_400(serve: Serve, event_id: object) -> None:
     handled: list[WebhookEvent] = []
-    router = EventRouter()
+    router = EventRouter(insecure=True)
 
     @router.on()
     async def handler(event: WebhookEvent) -> None:
@@ -46,7 +46,7 @@ async def test_event_ids_that_are_not_short_strings_get_400(serve: Serve, event_
 
 async def test_7_and_the_string_7_do_not_collide(serve: Serve) -> None:
     handled: list[str | None] = []
-    router = EventRouter()
+    router = EventRouter(insecure=True)
 
     @router.on()
     async def handler(event: WebhookEvent) -> None:
@@ -60,7 +60,7 @@ async def test_7_and_the_string_7_do_not_collide(serve: Serve) -> None:
 
 
 async def test_dedupe_memory_is_bounded_in_bytes(serve: Serve) -> None:
-    router = EventRouter(dedupe_max_bytes=200_000)
+    router = EventRouter(insecure=True, dedupe_max_bytes=200_000)
 
     @router.on()
     async def handler(event: WebhookEvent) -> None:
@@ -80,7 +80,7 @@ async def test_a_hung_handler_is_timed_out_and_its_copies_are_released(serve: Se
     started = asyncio.Event()
     cancelled: list[bool] = []
     calls = 0
-    router = EventRouter(handler_timeout=0.2)
+    router = EventRouter(insecure=True, handler_timeout=0.2)
 
     @router.on()
     async def hang(event: WebhookEvent) -> None:
@@ -119,7 +119,7 @@ async def test_a_hung_handler_is_timed_out_and_its_copies_are_released(serve: Se
     ids=["deep", "not json", "array", "string", "non-string type", "odd data"],
 )
 async def test_bad_bodies_never_reach_a_500(serve: Serve, body: bytes) -> None:
-    router = EventRouter()
+    router = EventRouter(insecure=True)
 
     @router.on()
     async def handler(event: WebhookEvent) -> None:
@@ -132,7 +132,7 @@ async def test_bad_bodies_never_reach_a_500(serve: Serve, body: bytes) -> None:
 
 
 async def test_an_oversized_body_is_refused_with_413(serve: Serve) -> None:
-    router = EventRouter()
+    router = EventRouter(insecure=True)
     base = await serve(router.app("/hooks"))
     status, _ = await _post(base + "/hooks", b'{"x":"' + b"a" * (2 * 2**20) + b'"}')
     assert status == 413
@@ -151,4 +151,4 @@ async def test_an_oversized_body_is_refused_with_413(serve: Serve) -> None:
 )
 def test_router_options_are_checked_with_typed_errors(kwargs: dict[str, float]) -> None:
     with pytest.raises(InvalidArgumentError):
-        EventRouter(**kwargs)  # type: ignore[arg-type]
+        EventRouter(insecure=True, **kwargs)  # type: ignore[arg-type]

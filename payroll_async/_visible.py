@@ -1,0 +1,41 @@
+"""Text from outside (a service, a sender) made safe to show on a terminal or in a log.
+
+A terminal acts on what it is sent: ESC starts colour, cursor and OSC sequences (hidden
+hyperlinks, window titles, clipboard writes), BEL rings, a bare CR overwrites the line, and
+bidirectional overrides reorder what is read. Every character that Python does not call
+printable is written as its escape instead (``\\x1b``, ``\\r``, ``\\u202e``), as ``repr``
+would write it, so that the text is shown and never obeyed.
+"""
+
+from __future__ import annotations
+
+import logging
+
+__all__ = ["EscapingFilter", "visible"]
+
+
+def visible(text: object, keep: str = "") -> str:
+    """``text`` with every non-printable character escaped; printable text is unchanged.
+
+    ``keep``: control characters to leave as they are (the command's own line breaks).
+
+    >>> visible("evt_1\x1b]8;;https://evil\x07click\x1b]8;;\x07")
+    'evt_1\\x1b]8;;https://evil\\x07click\\x1b]8;;\\x07'
+    """
+    value = text if isinstance(text, str) else str(text)
+    if value.isprintable():
+        return value
+    return "".join(ch if ch.isprintable() or ch in keep else repr(ch)[1:-1] for ch in value)
+
+
+class EscapingFilter(logging.Filter):
+    """Escapes control characters in the arguments of every record of the logger it is added to.
+
+    The arguments are what a sender wrote (ids, types): escaped once here, so that no log
+    line of the receiver can carry a terminal escape sequence, whoever adds the next one.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(visible(a) if isinstance(a, str) else a for a in record.args)
+        return True

@@ -1,0 +1,230 @@
+"""Receiver processes sharing one RedisDedupe: every event handled exactly once.
+
+Each receiver is a real process (``_receiver.py``) on its own port; the test is the
+sender, delivering copies to any of them and coming back after a 409 or 503, as a
+sender does. What was handled, and by which process, is read from a file the receivers
+append to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import signal
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tests.fleet.conftest import RedisServer
+
+RECEIVER = Path(__file__).with_name("_receiver.py")
+ROOT = Path(__file__).parents[2]
+HEADERS = {"X-Test-Secret": "fleet", "Content-Type": "application/json"}
+
+
+class Receiver:
+    """One receiver process: its port, its pid, and the lines it prints."""
+
+    def __init__(self, process: asyncio.subprocess.Process, port: int) -> None:
+        self.process = process
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}/hooks"
+
+    async def started(self) -> str:
+        """The id of the next event whose handler started holding."""
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), 30)
+        started: str = json.loads(line)["started"]
+        return started
+
+    async def release(self, event_id: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"release {event_id}\n".encode())
+        await self.process.stdin.drain()
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+
+
+Start = Callable[..., Awaitable[Receiver]]
+
+
+@pytest.fixture
+async def fleet(redis_server: RedisServer, tmp_path: Path) -> AsyncIterator[Start]:
+    key = f"hooks:{uuid.uuid4().hex}"
+    started: list[Receiver] = []
+
+    async def start(*, lease: float = 30.0, hold: bool = False) -> Receiver:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(RECEIVER),
+            redis_server.url,
+            key,
+            str(lease),
+            str(tmp_path / "handled.log"),
+            "1" if hold else "0",
+            cwd=ROOT,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert process.stdout is not None
+        line = await asyncio.wait_for(process.stdout.readline(), 60)
+        receiver = Receiver(process, json.loads(line)["port"])
+        started.append(receiver)
+        return receiver
+
+    yield start
+    for receiver in started:
+        if receiver.process.returncode is None:
+            assert receiver.process.stdin is not None
+            receiver.process.stdin.close()  # the receiver shuts down cleanly
+            try:
+                await asyncio.wait_for(receiver.process.wait(), 30)
+            except asyncio.TimeoutError:
+                receiver.kill()
+                await receiver.process.wait()
+
+
+def handled(tmp_path: Path) -> list[tuple[str, int]]:
+    path = tmp_path / "handled.log"
+    if not path.exists():
+        return []
+    lines = path.read_text().splitlines()
+    return [(event_id, int(pid)) for event_id, pid in (line.split() for line in lines)]
+
+
+def payload(event_id: str) -> bytes:
+    return json.dumps(
+        {"eventId": event_id, "eventType": "PAYROLL_PROCESSED", "data": {"n": event_id}}
+    ).encode()
+
+
+async def deliver(session: aiohttp.ClientSession, receiver: Receiver, event_id: str) -> int:
+    async with session.post(receiver.url, data=payload(event_id), headers=HEADERS) as response:
+        if response.status in (409, 503):
+            assert response.headers["Retry-After"] == "5"
+        return response.status
+
+
+async def deliver_until_acknowledged(
+    session: aiohttp.ClientSession, receivers: list[Receiver], event_id: str, seed: int
+) -> list[int]:
+    """A sender: delivers to any receiver until one answers 2xx (comes back after 409/503).
+
+    It waits 20 ms, not the 5 s of Retry-After, between attempts so the test stays short.
+    """
+    pick = random.Random(seed)
+    answers = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        answers.append(await deliver(session, pick.choice(receivers), event_id))
+        if answers[-1] == 200:
+            return answers
+        assert answers[-1] in (409, 503), answers
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{event_id} was never acknowledged: {answers}")
+
+
+async def test_redeliveries_and_concurrent_copies_are_handled_once(
+    fleet: Start, tmp_path: Path
+) -> None:
+    receivers = [await fleet() for _ in range(3)]
+    pick = random.Random(22)
+    events = [f"evt-{n}" for n in range(120)]
+    # every event 1 to 3 times, the copies sent at once to random receivers, and
+    # redelivered later too
+    copies = [event_id for event_id in events for _ in range(pick.randint(1, 3))]
+    pick.shuffle(copies)
+    async with aiohttp.ClientSession() as session:
+        answers = await asyncio.gather(
+            *(
+                deliver_until_acknowledged(session, receivers, event_id, seed)
+                for seed, event_id in enumerate(copies)
+            )
+        )
+        late = [await deliver(session, pick.choice(receivers), e) for e in events[:30]]
+    assert late == [200] * 30
+    counts = Counter(event_id for event_id, _ in handled(tmp_path))
+    assert counts == Counter(events)  # each exactly once
+    pids = {pid for _, pid in handled(tmp_path)}
+    assert pids == {r.process.pid for r in receivers}  # every process took part
+    assert sum(len(a) for a in answers) >= len(copies)
+
+
+async def test_a_copy_arriving_while_another_process_handles_it_gets_409(
+    fleet: Start, tmp_path: Path
+) -> None:
+    holder, other = await fleet(hold=True), await fleet()
+    async with aiohttp.ClientSession() as session:
+        first = asyncio.create_task(deliver(session, holder, "hold-1"))
+        assert await holder.started() == "hold-1"
+        assert await deliver(session, other, "hold-1") == 409  # not run in parallel
+        assert handled(tmp_path) == []
+        await holder.release("hold-1")
+        assert await first == 200
+        assert await deliver(session, other, "hold-1") == 200  # the retry is acknowledged
+    assert handled(tmp_path) == [("hold-1", holder.process.pid)]
+
+
+async def test_a_killed_handler_process_does_not_block_the_event(
+    fleet: Start, tmp_path: Path
+) -> None:
+    # 2 s: a loaded machine may take a while between the kill and the next delivery
+    holder, other = await fleet(hold=True, lease=2.0), await fleet(lease=2.0)
+    async with aiohttp.ClientSession() as session:
+        first = asyncio.create_task(deliver(session, holder, "hold-2"))
+        assert await holder.started() == "hold-2"
+        holder.kill()  # mid-handler: its lease is renewed no more
+        await holder.process.wait()
+        with pytest.raises(aiohttp.ClientError):
+            await first
+        answers = await deliver_until_acknowledged(session, [other], "hold-2", 0)
+    assert answers[0] == 409  # held until the dead process's lease expired
+    assert answers[-1] == 200
+    assert handled(tmp_path) == [("hold-2", other.process.pid)]
+
+
+async def test_a_held_lease_is_renewed_past_its_length(fleet: Start, tmp_path: Path) -> None:
+    # The handler holds for several lease lengths: renewed, the claim is never taken over.
+    # renewed every 0.33 s: the holder may stall up to 0.67 s (a loaded machine) and keep it
+    holder, other = await fleet(hold=True, lease=1.0), await fleet(lease=1.0)
+    async with aiohttp.ClientSession() as session:
+        first = asyncio.create_task(deliver(session, holder, "hold-3"))
+        assert await holder.started() == "hold-3"
+        deadline = time.monotonic() + 3.0  # three lease lengths
+        while time.monotonic() < deadline:
+            assert await deliver(session, other, "hold-3") == 409
+            await asyncio.sleep(0.05)
+        await holder.release("hold-3")
+        assert await first == 200
+        assert await deliver(session, other, "hold-3") == 200
+    assert handled(tmp_path) == [("hold-3", holder.process.pid)]
+
+
+async def test_a_redis_restart_answers_503_then_handles_each_event_once(
+    fleet: Start, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    receivers = [await fleet(), await fleet()]
+    events = [f"down-{n}" for n in range(20)]
+    async with aiohttp.ClientSession() as session:
+        assert await deliver(session, receivers[0], "before") == 200
+        redis_server.stop()
+        down = [await deliver(session, receivers[n % 2], e) for n, e in enumerate(events)]
+        assert down == [503] * len(events)  # nothing lost: the sender comes back
+        assert handled(tmp_path) == [("before", receivers[0].process.pid)]
+        redis_server.start()  # back, empty (no persistence), on the same port
+        await asyncio.gather(
+            *(
+                deliver_until_acknowledged(session, receivers, e, seed)
+                for seed, e in enumerate(events * 2)  # each event twice, at once
+            )
+        )
+    counts = Counter(event_id for event_id, _ in handled(tmp_path))
+    assert counts == Counter(["before", *events])
