@@ -130,7 +130,7 @@ class Emulator:
             link_headers=link_headers,
             max_page_size=max_page_size,
         )
-        self.webhook_secret = webhook_secret or new_secret()
+        self.webhook_secret: str = webhook_secret or new_secret()
         """The ``whsec_`` secret every delivery is signed with (Standard Webhooks)."""
         self._deliverer = Deliverer(delivery_headers or {}, secret_bytes(self.webhook_secret))
         self._runner: web.AppRunner | None = None
