@@ -41,7 +41,10 @@ async def read_body(
         return await response.read()
     length = response.content_length
     chunks: list[bytes] = []
-    if length is not None and length > limit and not response.headers.get("Content-Encoding"):
+    encoded = response.headers.get("Content-Encoding")
+    if success and length is not None and length <= limit and not encoded:
+        return await response.read()  # a declared length within the bound: read it at once
+    if length is not None and length > limit and not encoded:
         size = length
     else:
         size = 0
