@@ -34,6 +34,7 @@ without ``aclosing``), or an error, cancels the requests in flight at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 from collections.abc import AsyncGenerator, Awaitable, Generator, Mapping, Sequence
 from types import TracebackType
@@ -311,7 +312,9 @@ class _Iterator(AsyncGenerator[Any, None]):
         self._walker = walker
 
     def __del__(self) -> None:
-        self._walker.close()
+        # RuntimeError: its event loop is closed, and nothing of the walk can run any more.
+        with contextlib.suppress(RuntimeError):
+            self._walker.close()
 
     async def asend(self, value: None) -> Any:
         return await self.__anext__()

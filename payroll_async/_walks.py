@@ -79,10 +79,14 @@ class Listing(Generic[T]):
         return {**self.params, "limit": limit, "offset": offset}
 
     def start(self, url: URL, params: Mapping[str, Any] | None) -> asyncio.Task[Response]:
-        return asyncio.create_task(
+        task = asyncio.create_task(
             download(self.sender, url, self.options, params, self.span),
             name=f"payroll_async page {self.name}",
         )
+        # A page fetched ahead that fails is the walk's error when its turn comes (awaiting
+        # it raises); if the walk is abandoned first, nobody is left to be told.
+        task.add_done_callback(_retrieve)
+        return task
 
     async def fetch(self, url: URL, params: Mapping[str, Any] | None) -> tuple[Page[T], Response]:
         response = await download(self.sender, url, self.options, params, self.span)
@@ -326,7 +330,6 @@ class OffsetWalk(Generic[T]):
             _, _, pending = window.pop()
             if isinstance(pending, asyncio.Task):
                 pending.cancel()
-                pending.add_done_callback(_retrieve)
                 cancelled.append(pending)
         if self._handover is not None:
             self._handover.close()
