@@ -76,10 +76,12 @@ def run_client(
             str(concurrency),
             str(generated),
         ],
-        check=True,
+        check=False,
         capture_output=True,
         text=True,
     )
+    if out.returncode != 0:
+        raise RuntimeError(f"{name} at concurrency {concurrency} failed:\n{out.stderr[-3000:]}")
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 from _util import HERE, machine, median, process_serving, table
 from bulk_export import run_client
 
-LEVELS = [1, 2, 4, 8, 16, 32]
+LEVELS = [1, 2, 4, 8, 16, 32, 64]
 
 
 def main() -> int:

@@ -81,7 +81,7 @@ class Auth:
         if isinstance(token, str):
             token = _check_token(token, "token")
             self._provider: TokenProvider = _StaticToken(token)
-            self.can_refresh = False
+            self.can_refresh: bool = False
             self._token: str | None = token
             self.static: str | None = token  # a plain string token: no provider to ask
         elif isinstance(token, TokenProvider):

@@ -13,11 +13,12 @@ from . import _env
 from . import _validation as check
 from ._auth import Auth, TokenProvider
 from ._clock import SYSTEM_CLOCK, Clock
-from ._exceptions import ClientClosedError, InvalidArgumentError
+from ._exceptions import InvalidArgumentError
 from ._gate import Gate
+from ._options import SINGLE_ATTEMPT, ClientOptions, FinalOptions, Unpack, parse_client
 from ._retry import RetryPolicy, check_retry
-from ._transport import Transport
-from ._types import NOT_GIVEN, NotGiven, RequestOptions, TimeoutLike, given
+from ._transport import DEFAULT_HEADERS, Transport
+from ._types import NOT_GIVEN, NotGiven, TimeoutLike, given
 from .resources import EmployerIdentifiers, PayrollConnections, Webhooks
 from .resources._base import Binding
 
@@ -25,7 +26,6 @@ __all__ = ["ClientState", "PayrollClient"]
 
 
 DEFAULT_MAX_RESPONSE_SIZE = 64 * 2**20
-_SINGLE_ATTEMPT = RetryPolicy(max_attempts=1)
 
 
 class ClientState(enum.Enum):
@@ -122,31 +122,29 @@ class PayrollClient:
         transport = Transport(
             base_url=check.check_base_url(base_url),
             auth=Auth(token),
-            timeout=check.check_timeout(timeout),
-            policy=policy or _SINGLE_ATTEMPT,
             concurrency=check.check_concurrency(concurrency),
             session=session,
-            headers=check.check_extra_headers(headers),
-            max_response_size=check.check_max_response_size(max_response_size),
             clock=clock,
             gate=gate,
         )
-        page = None if page_size is None else check.check_page_size(page_size)
-        self._setup(transport, RequestOptions(), page, parent=None)
+        defaults = FinalOptions(
+            timeout=check.check_timeout(timeout),
+            retry=policy or SINGLE_ATTEMPT,
+            page_size=None if page_size is None else check.check_page_size(page_size),
+            concurrency=transport.concurrency,
+            max_response_size=check.check_max_response_size(max_response_size),
+            headers={**DEFAULT_HEADERS, **check.check_extra_headers(headers)},
+        )
+        self._setup(transport, defaults, parent=None)
 
     def _setup(
-        self,
-        transport: Transport,
-        options: RequestOptions,
-        page_size: int | None,
-        parent: PayrollClient | None,
+        self, transport: Transport, options: FinalOptions, parent: PayrollClient | None
     ) -> None:
         self._transport = transport
         self._options = options
-        self._page_size = page_size
         self._parent = parent  # a copy shares its parent's transport and never closes it
         self._state = ClientState.UNOPENED
-        binding = Binding(transport, options=options, page_size=page_size, closed=self._closed)
+        binding = Binding(transport, options=options, closed=self._closed)
         self.webhooks = Webhooks(binding)
         self.employer_identifiers = EmployerIdentifiers(binding)
         self.payroll_connections = PayrollConnections(binding)
@@ -159,27 +157,23 @@ class PayrollClient:
             raise InvalidArgumentError(f"{_env.DEMO_BASE_URL} is not set")
         return cls(base_url, token, **kwargs)  # type: ignore[arg-type]
 
-    def with_options(
-        self,
-        *,
-        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
-        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
-    ) -> PayrollClient:
+    def with_options(self, **options: Unpack[ClientOptions]) -> PayrollClient:
         """A copy with other defaults for its calls, on the same session and rate-limit pause.
 
-        Closing the copy closes only the copy; closing this client closes both.
+        Takes every option of a call (``timeout``, ``retry``, ``extra_query``,
+        ``extra_headers``) and ``page_size``, ``concurrency`` (the pages a walk fetches at
+        once; the client's own ``concurrency`` still caps its requests in flight) and
+        ``max_response_size``. They are laid over this client's once, here. Closing the copy
+        closes only the copy; closing this client closes both.
 
         ```pycon
         >>> once = client.with_options(retry=RetryPolicy(max_attempts=1))
         >>> await once.webhooks.delete(sid)
         ```
         """
-        options = RequestOptions(
-            timeout=NOT_GIVEN if isinstance(timeout, NotGiven) else check.check_timeout(timeout),
-            retry=check_retry(retry),
-        ).over(self._options)
+        final = parse_client(options).over(self._options)
         copy = object.__new__(PayrollClient)
-        copy._setup(self._transport, options, self._page_size, parent=self)
+        copy._setup(self._transport, final, parent=self)
         return copy
 
     @property
@@ -222,7 +216,7 @@ class PayrollClient:
 
     async def __aenter__(self) -> PayrollClient:
         if self._closed():
-            raise ClientClosedError("this PayrollClient is closed; create a new one")
+            raise self._transport.closed_error()
         self._state = ClientState.OPEN
         return self
 

@@ -13,10 +13,10 @@ from ._converter import converter, to_dict
 from ._exceptions import ResponseDecodeError
 from ._json import dumps, loads
 from ._response import Response
-from ._status import excerpt, request_id
+from ._status import excerpt, redact, request_id
 from .models import ListMeta
 
-__all__ = ["RawPageDecoder", "decode_error", "structure_body", "structure_page"]
+__all__ = ["PageDecoder", "RawPageDecoder", "decode_error", "structure_body"]
 
 T = TypeVar("T")
 
@@ -30,12 +30,15 @@ _fast_decoders: dict[type[Any], Any] = {}
 
 
 def decode_error(message: str, response: Response) -> ResponseDecodeError:
-    """The error for a 2xx body that is not what was expected, with an excerpt of it."""
+    """The error for a 2xx body that is not what was expected, with an excerpt of it.
+
+    A token that the body echoes is redacted, in the excerpt and in the message.
+    """
     return ResponseDecodeError(
-        message,
+        redact(message, response.secret),
         status=response.status,
-        url=response.url,
-        body_excerpt=excerpt(response.body),
+        url=str(response.url),
+        body_excerpt=excerpt(response.body, response.secret),
         method=response.method,
         request_id=request_id(response.headers),
     )
@@ -45,7 +48,10 @@ def _json(response: Response) -> Any:
     try:
         return loads(response.body)
     except ValueError as exc:
-        raise decode_error(f"response is not valid JSON ({exc})", response) from None
+        reason = str(exc)
+    # Raised outside the except block: the parser's exception, which may quote the body,
+    # is neither the cause nor the context.
+    raise decode_error(f"response is not valid JSON ({reason})", response)
 
 
 def structure_body(model: type[T], response: Response) -> T:
@@ -64,9 +70,8 @@ def structure_body_slow(model: type[T], response: Response) -> T:
     try:
         return converter.structure(data, model)
     except Exception as exc:
-        raise decode_error(
-            f"response is not a {model.__name__} ({type(exc).__name__}: {exc})", response
-        ) from None
+        reason = f"{type(exc).__name__}: {exc}"
+    raise decode_error(f"response is not a {model.__name__} ({reason})", response)
 
 
 def _fast(model: type[Any]) -> Any:
@@ -112,17 +117,16 @@ class PageDecoder(Generic[T]):
             meta = _structure_meta(data["meta"], ListMeta)
             items = [structure(raw, model) for raw in raw_items]
         except Exception as exc:
-            raise decode_error(
-                f"list response is not of the expected shape ({type(exc).__name__}: {exc})",
-                response,
-            ) from None
-        return items, meta
+            reason = f"{type(exc).__name__}: {exc}"
+        else:
+            return items, meta
+        raise decode_error(f"list response is not of the expected shape ({reason})", response)
 
 
 class RawPageDecoder(Generic[T]):
     """Pages of one listing as each item's JSON bytes, as the service sent them.
 
-    The items are checked against ``model`` exactly as :class:`PageDecoder` checks them
+    The items are checked against ``model`` exactly as ``PageDecoder`` checks them
     (same errors), but no model is kept: an export writes the bytes it read. With msgspec,
     the check builds no model either; without it, the items are models encoded again.
     """
@@ -142,8 +146,3 @@ class RawPageDecoder(Generic[T]):
         if raw is None or len(raw) != len(items):
             raw = [dumps(to_dict(item)) for item in items]
         return raw, meta
-
-
-def structure_page(model: type[T], response: Response) -> tuple[list[T], ListMeta]:
-    """A list response's items as ``model`` and its ``meta``."""
-    return PageDecoder(model).decode(response)

@@ -14,6 +14,7 @@ import aiohttp
 from yarl import URL
 
 from ._exceptions import APIConnectionError, APITimeoutError
+from ._status import redact
 
 __all__ = ["connection_error", "display_url"]
 
@@ -24,12 +25,28 @@ def connection_error(
     url: str | URL,
     params: Mapping[str, Any] | None,
     timeout: aiohttp.ClientTimeout,
+    secret: str | None = None,
 ) -> APIConnectionError:
     """The typed error for a request that got no response, with what a retry needs to know.
 
     Its text keeps what aiohttp said, but none of aiohttp's request info: that holds the
-    request's headers, the token among them.
+    request's headers, the token among them. What aiohttp quotes of a broken answer has
+    ``secret`` redacted.
     """
+    error = _connection_error(exc, method, url, params, timeout)
+    if secret and secret in error.message:
+        error.message = redact(error.message, secret)
+        error.args = (error.message,)
+    return error
+
+
+def _connection_error(
+    exc: BaseException,
+    method: str,
+    url: str | URL,
+    params: Mapping[str, Any] | None,
+    timeout: aiohttp.ClientTimeout,
+) -> APIConnectionError:
     where = display_url(url, params)
     if isinstance(exc, asyncio.TimeoutError):  # aiohttp's timeouts are TimeoutErrors too
         return APITimeoutError(

@@ -35,14 +35,19 @@ __all__ = ["FastDecoder"]
 T = TypeVar("T")
 
 # Where msgspec's grammar is wider than the converter's, in what a scan of the bytes can
-# see: a UUID value without hyphens, and fractions of a second beyond microseconds
-# (msgspec rounds them, the converter cuts). Either sends the body to the converter.
-_HYPHENLESS_UUID = re.compile(rb':[ \t\r\n]*"[0-9a-fA-F]{32}"')
+# see: fractions of a second beyond microseconds (msgspec rounds them, the converter
+# cuts). Such a body goes to the converter. (UUIDs without hyphens: see _CANONICAL_UUID.)
 _LONG_FRACTION = re.compile(rb"\.[0-9]{7}")
 # orjson reads integers past these bounds as floats, msgspec as ints: such a body goes to
 # the converter too, so that both paths give what the converter gives.
 _INT_MIN = -(2**63)
 _INT_END = 2**64
+
+
+def _wider(body: bytes) -> bool:
+    """Whether the body may hold what msgspec reads more widely than the converter."""
+    # No "." at all (a memchr) rules out long fractions without the scan.
+    return b"." in body and _LONG_FRACTION.search(body) is not None
 
 
 class _Defer(Exception):
@@ -69,8 +74,13 @@ def _checked_any(value: Any) -> Any:
 
 
 _AWARE = Annotated[datetime.datetime, msgspec.Meta(tz=True)]
+# A UUID is read as a string of exactly 36 characters, and made a UUID by msgspec's C
+# conversion (which accepts the canonical 8-4-4-4-12 form only at that length): the
+# hyphenless 32-digit form msgspec would also read fails the length here, in C, instead
+# of costing every page a scan of its bytes.
+_CANONICAL_UUID = Annotated[str, msgspec.Meta(min_length=36, max_length=36)]
 _SCALARS: Mapping[Any, Any] = {
-    uuid.UUID: uuid.UUID,
+    uuid.UUID: _CANONICAL_UUID,
     datetime.datetime: _AWARE,
     str: str,
     bool: bool,
@@ -84,17 +94,30 @@ def _event_types(values: list[str]) -> tuple[EventType | str, ...]:
     return tuple(map(event_type, values))
 
 
+def _to_uuid(value: str) -> uuid.UUID:
+    try:
+        return _convert(value, uuid.UUID)
+    except msgspec.ValidationError:
+        raise _Defer from None
+
+
+_convert = msgspec.convert
 _CONVERSIONS: Mapping[Any, Callable[[Any], Any]] = {
     tuple[EventType | str, ...]: _event_types,
     int: _checked_int,
     Mapping[str, Any]: _checked_any,
+    uuid.UUID: _to_uuid,
 }
+_C_CONVERSIONS = frozenset({uuid.UUID})  # what msgspec.convert does itself, in C
 
 
 def _many(model: type[Any], build: Callable[[Any], Any]) -> Callable[[list[Any]], list[Any]]:
     """A page's items built at once: in C by msgspec when no field needs converting."""
     hints = get_type_hints(model)
-    if any(hints[f.name] in _CONVERSIONS for f in attrs.fields(model)):
+    if any(
+        hints[f.name] in _CONVERSIONS and hints[f.name] not in _C_CONVERSIONS
+        for f in attrs.fields(model)
+    ):
         return lambda wires: [build(wire) for wire in wires]
     target = list[model]  # type: ignore[valid-type]
     return lambda wires: msgspec.convert(wires, target, from_attributes=True)
@@ -183,7 +206,7 @@ class FastDecoder:
         return _supported(model) and _supported(ListMeta)
 
     def decode_page(self, body: bytes) -> tuple[list[Any], ListMeta] | None:
-        if _HYPHENLESS_UUID.search(body) is not None or _LONG_FRACTION.search(body) is not None:
+        if _wider(body):
             return None
         try:
             wire: Any = self._page.decode(body)
@@ -196,13 +219,17 @@ class FastDecoder:
 
         None when the converter must decide (as ``decode_page``); no model is built.
         """
-        if _HYPHENLESS_UUID.search(body) is not None or _LONG_FRACTION.search(body) is not None:
+        if _wider(body):
             return None
         try:
             wire: Any = self._page.decode(body)
             for name, check in self._checks:
-                for item in wire.data:
-                    check(getattr(item, name))
+                values = [getattr(item, name) for item in wire.data]
+                if check is _to_uuid:  # the whole column at once, in C
+                    _convert(values, list[uuid.UUID])
+                    continue
+                for value in values:
+                    check(value)
             raw: Any = self._raw_page.decode(body)
             return raw.data, self._build_meta(raw.meta)
         except (msgspec.DecodeError, RecursionError, _Defer):
@@ -218,7 +245,7 @@ class FastDecoder:
         return items
 
     def decode_body(self, body: bytes) -> Any | None:
-        if _HYPHENLESS_UUID.search(body) is not None or _LONG_FRACTION.search(body) is not None:
+        if _wider(body):
             return None
         try:
             return self._build(self._body.decode(body))

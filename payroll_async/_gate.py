@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+import aiohttp
+from aiohttp.client_reqrep import ClientRequest
+from aiohttp.connector import Connection
+from aiohttp.tracing import Trace
 
 from ._clock import SYSTEM_CLOCK, Clock
 from ._exceptions import InvalidArgumentError
 
-__all__ = ["Gate", "LocalGate"]
+__all__ = ["Gate", "GateClosed", "GatedConnector", "LocalGate"]
 
-logger = logging.getLogger("payroll_async")
+logger: logging.Logger = logging.getLogger("payroll_async")
 
 
 @runtime_checkable
@@ -65,7 +70,7 @@ class LocalGate:
     """
 
     def __init__(self, rate: float | None = None, *, clock: Clock = SYSTEM_CLOCK) -> None:
-        self.rate = check_rate(rate)
+        self.rate: float | None = check_rate(rate)
         """At most this many requests per second (None: no limit of its own)."""
         self._interval = 0.0 if self.rate is None else 1.0 / self.rate
         self._clock = clock
@@ -102,3 +107,29 @@ class LocalGate:
         if resume_at > self._resume_at:
             self._resume_at = resume_at
             logger.info("rate limited: pausing all requests for %.2fs", seconds)
+
+
+class GateClosed(Exception):
+    """A pause began while this request waited for a connection: it was not sent."""
+
+
+class GatedConnector(aiohttp.TCPConnector):
+    """A connector that looks at the gate again once it has a connection.
+
+    Between passing the gate and getting a connection a request can wait; a 429 answered
+    meanwhile must still hold it back. Checking here, the last await before the request is
+    written, closes that window without a per-request trace hook.
+    """
+
+    def __init__(self, gate: LocalGate, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._gate = gate
+
+    async def connect(
+        self, req: ClientRequest, traces: list[Trace], timeout: aiohttp.ClientTimeout
+    ) -> Connection:
+        conn = await super().connect(req, traces, timeout)
+        if not self._gate.is_open():
+            conn.release()
+            raise GateClosed
+        return conn

@@ -1,8 +1,12 @@
-"""Next links: whether one is the offset walk's next request, whether it may be followed."""
+"""Next links: whether one is the offset walk's next request, whether it may be followed.
+
+Links arrive as URL objects (aiohttp parses the Link header and resolves each link
+against the response's URL) and are compared as such, never printed and parsed again.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
 from yarl import URL
 
@@ -13,7 +17,7 @@ __all__ = ["LinkKey", "link_key", "next_target", "offset_link"]
 LinkKey = tuple[str, str, tuple[tuple[str, str], ...]]
 
 
-def offset_link(link: str, url: str, offset: int, *limits: int) -> bool:
+def offset_link(link: URL, url: URL, offset: int, *limits: int) -> bool:
     """Whether a next link asks exactly what the offset walk would ask next.
 
     That is: the request ``url`` (same origin, same path, the same query) with ``offset``
@@ -21,35 +25,35 @@ def offset_link(link: str, url: str, offset: int, *limits: int) -> bool:
     another path, a changed filter) is followed as a link.
     """
     try:
-        target, here = URL(link), URL(url)
-        if target.origin() != here.origin() or target.path != here.path:
+        if link.origin() != url.origin() or link.path != url.path:
             return False
     except (ValueError, TypeError):
         return False
-    if target.query.getall("offset", None) != [str(offset)]:
+    query = link.query
+    if query.getall("offset", None) != [str(offset)]:
         return False
-    link_limits = target.query.getall("limit", [])
+    link_limits = query.getall("limit", [])
     if link_limits and (len(link_limits) != 1 or link_limits[0] not in {str(n) for n in limits}):
         return False
-
-    def rest(query: Any) -> list[tuple[str, str]]:
-        return sorted((k, v) for k, v in query.items() if k not in ("offset", "limit"))
-
-    return rest(target.query) == rest(here.query)
+    return _rest(query.items()) == _rest(url.query.items())
 
 
-def next_target(link: str) -> URL:
-    """A next link as a URL, or PaginationError for one no client should follow."""
+def _rest(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    return sorted((k, v) for k, v in items if k not in ("offset", "limit"))
+
+
+def next_target(link: URL) -> URL:
+    """A next link that may be followed, or PaginationError for one no client should follow."""
+    shown = str(link)[:200]
     try:
-        target = URL(link)
-        target.origin()
+        link.origin()
     except (ValueError, TypeError):
-        raise PaginationError(f"the next link is not a valid URL: {link[:200]!r}") from None
-    if target.scheme not in ("http", "https") or not target.host:
-        raise PaginationError(f"refusing a next link that is not http(s): {link[:200]!r}")
-    if target.user is not None or target.password is not None:
+        raise PaginationError(f"the next link is not a valid URL: {shown!r}") from None
+    if link.scheme not in ("http", "https") or not link.host:
+        raise PaginationError(f"refusing a next link that is not http(s): {shown!r}")
+    if link.user is not None or link.password is not None:
         raise PaginationError("refusing a next link that carries credentials (user:pass@)")
-    return target
+    return link
 
 
 def link_key(url: URL) -> LinkKey:

@@ -86,12 +86,12 @@ def operation(name: str, **attributes: Any) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def attempt(method: str, url: str, number: int) -> Iterator[Any]:
+def attempt(method: str, url: str | URL, number: int) -> Iterator[Any]:
     """The CLIENT span of one HTTP attempt, or None; ``finish(span, status)`` ends it."""
     if not _tracing():
         yield _METRICS_ONLY if _metering() else None
         return
-    target = URL(url)
+    target = url if isinstance(url, URL) else URL(url)
     attributes: dict[str, Any] = {
         "http.request.method": method,
         "url.full": str(target.with_query(None).with_fragment(None)),

@@ -3,7 +3,7 @@
 Nothing is sent until the paginator is iterated, and each iteration is a fresh walk. Each
 page is one request with its own retries (never a retried generator).
 
-Two ways to walk, chosen by the first response:
+Two ways to walk, chosen by the first response (the strategies are in ``_walks``):
 
 - offset/limit, when there is no Link ``rel="next"`` or when the next link is exactly the
   request the offset walk would make next (same origin and path, the same query with the
@@ -26,28 +26,29 @@ lying total can cost requests but never truncates the listing.
 A Link header that cannot be parsed, or a next link with credentials or another scheme,
 raises PaginationError: only PayrollErrors leave a walk.
 
-Leaving the loop early, or an error, cancels the requests in flight.
+Items come from an iterator that hands out the current page's items without suspending
+and suspends only when a page must be awaited. Leaving the loop early (``break``, even
+without ``aclosing``), or an error, cancels the requests in flight at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
-from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Generator, Mapping, Sequence
-from contextlib import aclosing
+from types import TracebackType
 from typing import Any, Generic, Protocol, TypeVar
 
-import attrs
 from yarl import URL
 
 from . import _otel
 from ._decode import PageDecoder
-from ._exceptions import InvalidArgumentError, PaginationError
-from ._links import LinkKey, link_key, next_target, offset_link
+from ._exceptions import InvalidArgumentError
+from ._links import offset_link
+from ._options import FinalOptions
 from ._response import Response
-from ._types import RequestOptions
-from .models import ListMeta
+from ._walks import LinkWalk, Listing, OffsetWalk, Page, download, more, step, with_items
 
 __all__ = ["AsyncPaginator", "Page", "Sender"]
 
@@ -60,31 +61,17 @@ class Sender(Protocol):
     @property
     def origin(self) -> URL: ...
 
-    def url(self, path: str) -> str: ...
+    def url(self, path: str) -> URL: ...
 
     def send(
         self,
         method: str,
-        url: str | URL,
+        url: URL,
         *,
-        options: RequestOptions,
+        options: FinalOptions,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
     ) -> Awaitable[Response]: ...
-
-
-@attrs.frozen
-class Page(Generic[T]):
-    """One page of a listing."""
-
-    items: Sequence[T]
-    """The page's items, structured."""
-    meta: ListMeta
-    """The list envelope's ``meta``: offset, limit, totalCount, sort, filters."""
-    links: Mapping[str, str]
-    """rel -> absolute URL, from the Link header (empty without one)."""
-    headers: Mapping[str, str]
-    """The response headers."""
 
 
 class AsyncPaginator(Generic[T]):
@@ -110,11 +97,9 @@ class AsyncPaginator(Generic[T]):
         model: type[T],
         *,
         params: Mapping[str, Any],
-        page_size: int | None,
         max_items: int | None,
         start_offset: int,
-        concurrency: int,
-        options: RequestOptions,
+        options: FinalOptions,
         operation: str = "list",
     ) -> None:
         self._operation = operation
@@ -123,15 +108,13 @@ class AsyncPaginator(Generic[T]):
         self._model = model
         self._decoder = PageDecoder(model)
         self._params = params
-        self._page_size = page_size
         self._max_items = max_items
         self._start_offset = start_offset
-        self._concurrency = concurrency
         self._options = options
 
     def __repr__(self) -> str:
         return (
-            f"<AsyncPaginator {self._path} page_size={self._page_size} "
+            f"<AsyncPaginator {self._path} page_size={self._options.page_size} "
             f"max_items={self._max_items} start_offset={self._start_offset}>"
         )
 
@@ -183,22 +166,16 @@ class AsyncPaginator(Generic[T]):
         TokenProvider): what an export's checkpoint fingerprints. Never stored as such."""
         auth = getattr(getattr(self._sender, "transport", None), "auth", None)
         token = getattr(auth, "static", None)
-        return self._sender.url(""), token if isinstance(token, str) else None
+        return str(self._sender.url("")), token if isinstance(token, str) else None
 
     def __aiter__(self) -> AsyncGenerator[T, None]:
         """A fresh walk; ``contextlib.aclosing(aiter(paginator))`` closes it on exit."""
-        return self._items()
-
-    async def _items(self) -> AsyncGenerator[T, None]:
-        async with aclosing(self._pages()) as pages:
-            async for page in pages:
-                for item in page.items:
-                    yield item
+        return _Items(_Walker(self))
 
     def pages(self) -> AsyncGenerator[Page[T], None]:
         """The listing page by page, each a [`Page`][payroll_async.Page] with its meta, links and
         headers."""
-        return self._pages()
+        return _Pages(_Walker(self))
 
     def __await__(self) -> Generator[Any, None, Page[T]]:
         """``await paginator``: the first [`Page`][payroll_async.Page] only, in one request.
@@ -212,253 +189,204 @@ class AsyncPaginator(Generic[T]):
     async def _first_page(self) -> Page[T]:
         # One request, as the walk's first: no fetch-ahead of the pages after it.
         want = self._max_items
-        limit = self._page_size
+        limit = self._options.page_size
         if want is not None and limit is not None:
             limit = max(1, min(limit, want))
-        url = self._sender.url(self._path)
-        page = self._parse(await self._download(url, self._query(self._start_offset, limit)))
+        listing = _listing(self)
+        page, _ = await listing.fetch(listing.url, listing.query(self._start_offset, limit))
         if want is not None and len(page.items) > want:
-            page = attrs.evolve(page, items=page.items[:want])
+            page = with_items(page, page.items[:want])
         return page
 
     async def collect(self) -> list[T]:
         """Every item in a list (mind the memory for large collections)."""
-        return [item async for item in self]
-
-    async def _download(
-        self, url: str | URL, params: Mapping[str, Any] | None, span: Any = None
-    ) -> Response:
-        with _otel.using(span):  # the request's spans are children of the walk's
-            return await self._sender.send("GET", url, options=self._options, params=params)
-
-    async def _fetch(
-        self, url: str | URL, params: Mapping[str, Any] | None, span: Any = None
-    ) -> Page[T]:
-        return self._parse(await self._download(url, params, span))
-
-    def _parse(self, response: Response) -> Page[T]:
-        items, meta = self._decoder.decode(response)
-        if response.link_error is not None:
-            raise PaginationError(f"the Link header of {response.url} {response.link_error}")
-        return Page(items=items, meta=meta, links=response.links, headers=response.headers)
-
-    def _query(self, offset: int, limit: int | None) -> dict[str, Any]:
-        if limit is None:  # the service's own page size
-            return {**self._params, "offset": offset}
-        return {**self._params, "limit": limit, "offset": offset}
-
-    async def _pages(self) -> AsyncGenerator[Page[T], None]:
-        want = self._max_items
-        if want == 0:
-            return
-        span = _otel.start(self._operation)
-        pages = items = 0
+        items: list[T] = []
+        walker = _Walker(self)
         try:
-            async with aclosing(self._first_then_rest(want, span)) as walk:
-                async for page in walk:
-                    pages += 1
-                    items += len(page.items)
-                    yield page
+            while (page := await walker.next_page()) is not None:
+                items.extend(page.items)
         finally:
-            _otel.items(self._operation, items)
-            _otel.end(span, **{"payroll_async.pages": pages, "payroll_async.items": items})
+            await walker.aclose()
+        return items
 
-    async def _first_then_rest(self, want: int | None, span: Any) -> AsyncGenerator[Page[T], None]:
-        offset = self._start_offset
-        limit = (
-            self._page_size
-            if want is None or self._page_size is None
-            else min(self._page_size, want)
+
+class _Walker(Generic[T]):
+    """One walk: the first page, then the strategy it calls for, with the walk's span."""
+
+    __slots__ = ("_items", "_listing", "_over", "_pages", "_paginator", "_strategy")
+
+    def __init__(self, paginator: AsyncPaginator[T]) -> None:
+        self._paginator = paginator
+        self._strategy: OffsetWalk[T] | LinkWalk[T] | None = None
+        self._listing: Listing[T] | None = None
+        self._over = False
+        self._pages = self._items = 0
+
+    async def next_page(self) -> Page[T] | None:
+        strategy = self._strategy
+        if strategy is None:
+            if self._over:
+                return None
+            strategy = await self._first()
+            if strategy is None:
+                self.close()
+                return None
+        page = await strategy.next_page()
+        if page is None:
+            self.close()
+            return None
+        self._pages += 1
+        self._items += len(page.items)
+        return page
+
+    async def _first(self) -> OffsetWalk[T] | LinkWalk[T] | None:
+        p = self._paginator
+        want = p._max_items
+        listing = self._listing = _listing(p)
+        if want == 0:
+            return None
+        listing.span = _otel.start(p._operation)
+        offset = p._start_offset
+        page_size = p._options.page_size
+        limit = page_size if want is None or page_size is None else min(page_size, want)
+        response = await download(
+            listing.sender, listing.url, listing.options, listing.query(offset, limit), listing.span
         )
-        url = self._sender.url(self._path)
-        response = await self._download(url, self._query(offset, limit), span)
-        first = self._parse(response)
-        walk: AsyncGenerator[Page[T], None]
-        next_link = first.links.get("next")
+        first = listing.parse(response)
+        next_link = response.links.get("next")
         got = len(first.items)
-        step = _step(limit, got, first.meta.limit, more=_more(first, offset))
-        if next_link is not None and not offset_link(next_link, response.url, offset + got, step):
-            walk = self._follow_links(first, response.url, want, span=span)
+        page_step = step(
+            limit, got, first.meta.limit, more=more(got, first.meta.total_count, offset)
+        )
+        strategy: OffsetWalk[T] | LinkWalk[T]
+        if next_link is not None and not offset_link(
+            next_link, response.url, offset + got, page_step
+        ):
+            strategy = LinkWalk(listing, (first, response), want)
         else:
             # No Link header, or next links that say exactly what the offset walk would ask
             # next: the pages are fetched by offset, concurrently once a total is known.
-            walk = self._walk_offsets(
-                first,
-                response.url,
-                url,
+            strategy = OffsetWalk(
+                listing,
+                (first, response),
                 offset,
                 limit,
-                step,
+                page_step,
                 want,
                 linked=next_link is not None,
-                span=span,
             )
-        async with aclosing(walk) as pages:
-            async for page in pages:
-                yield page
+        self._strategy = strategy
+        return strategy
 
-    async def _walk_offsets(
+    def close(self) -> list[asyncio.Task[Response]]:
+        """End the walk now: cancel what is in flight, end the span (no await)."""
+        strategy, self._strategy = self._strategy, None
+        cancelled = strategy.close() if strategy is not None else []
+        self._over = True
+        listing = self._listing
+        if listing is None:
+            return cancelled
+        if listing.span is not None or self._items:
+            p = self._paginator
+            _otel.items(p._operation, self._items)
+            _otel.end(
+                listing.span,
+                **{"payroll_async.pages": self._pages, "payroll_async.items": self._items},
+            )
+            listing.span = None
+            self._items = 0
+        return cancelled
+
+    async def aclose(self) -> None:
+        cancelled = self.close()
+        if cancelled:
+            await asyncio.gather(*cancelled, return_exceptions=True)
+
+
+class _Iterator(AsyncGenerator[Any, None]):
+    """An async iterator over a walk, closed when dropped (a ``break`` without aclosing)."""
+
+    __slots__ = ("_walker",)
+
+    def __init__(self, walker: _Walker[Any]) -> None:
+        self._walker = walker
+
+    def __del__(self) -> None:
+        # RuntimeError: its event loop is closed, and nothing of the walk can run any more.
+        with contextlib.suppress(RuntimeError):
+            self._walker.close()
+
+    async def asend(self, value: None) -> Any:
+        return await self.__anext__()
+
+    async def athrow(
         self,
-        first: Page[T],
-        first_url: str,
-        url: str,
-        offset: int,
-        limit: int | None,
-        step: int,
-        want: int | None,
-        *,
-        linked: bool,
-        span: Any = None,
-    ) -> AsyncGenerator[Page[T], None]:
-        """Offset/limit pages after ``first``: concurrent once a total can be trusted.
+        typ: type[BaseException] | BaseException,
+        val: BaseException | object = None,
+        tb: TracebackType | None = None,
+    ) -> Any:
+        await self.aclose()
+        if isinstance(typ, BaseException):
+            raise typ
+        raise typ() if val is None else val  # type: ignore[misc]
 
-        ``linked``: the pages carry next links. Each is checked against the offset walk;
-        a page without one ends the walk, and from a page whose link says anything else
-        the walk follows the links one by one instead.
-        """
-        items = first.items if want is None else first.items[:want]
-        if limit is not None:
-            items = items[:limit]
-        if not items:
-            yield first
-            return
-        got = len(items)
-        next_offset = offset + got
-        total = _trusted(first.meta.total_count, next_offset)
-        end = None if want is None else offset + want
-        width = self._concurrency
-        emitted = 0
-        walked: set[LinkKey] = set()
-        # The first page goes through the window like any other, so that the pages after it
-        # are already on their way while the caller works through its items. The pages
-        # fetched ahead wait as bytes and are decoded only when their turn comes: typed
-        # objects are then made just before use and die young, instead of piling up in the
-        # window and being promoted through the collector's generations (a third of the
-        # CPU of a long walk, measured).
-        window: deque[tuple[int, int, Page[T] | asyncio.Task[Response]]] = deque(
-            [(offset, got if limit is None else step, first)]
-        )
-        try:
-            while True:
-                # Without a total to trust, one page at a time until an empty one.
-                while (
-                    len(window) < (width if total is not None else 1)
-                    and (total is None or next_offset < total)
-                    and (end is None or next_offset < end)
-                ):
-                    size = step if end is None else min(step, end - next_offset)
-                    task = asyncio.create_task(
-                        self._download(url, self._query(next_offset, size), span),
-                        name=f"payroll_async page {self._path} offset={next_offset}",
-                    )
-                    window.append((next_offset, size, task))
-                    next_offset += size
-                if not window:
-                    return
-                page_offset, size, pending = window.popleft()
-                if isinstance(pending, Page):
-                    page, page_url = pending, first_url
-                else:
-                    response = await pending
-                    page, page_url = self._parse(response), response.url
-                items = page.items[:size]
-                if not items:
-                    return
-                if linked:
-                    walked.add(link_key(URL(page_url)))
-                    link = page.links.get("next")
-                    if link is not None and not offset_link(
-                        link, page_url, page_offset + len(page.items), step, size
-                    ):
-                        # The links stopped matching the offsets: follow them from here.
-                        left = None if want is None else want - emitted
-                        rest_walk = self._follow_links(page, page_url, left, walked, span=span)
-                        async with aclosing(rest_walk) as rest:
-                            async for later in rest:
-                                yield later
-                        return
-                total = _trusted(page.meta.total_count, page_offset + len(items))
-                yield _with_items(page, items)
-                emitted += len(items)
-                if linked and "next" not in page.links:
-                    return  # the server says this is the last page
-                # Complete a short page before moving on, so no item is skipped.
-                got = len(items)
-                while got < (size if total is None else min(size, total - page_offset)):
-                    gap = await self._fetch(url, self._query(page_offset + got, size - got), span)
-                    gap_items = gap.items[: size - got]
-                    if not gap_items:
-                        break
-                    yield _with_items(gap, gap_items)
-                    emitted += len(gap_items)
-                    got += len(gap_items)
-        finally:
-            tasks = [pending for _, _, pending in window if not isinstance(pending, Page)]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+    async def aclose(self) -> None:
+        await self._walker.aclose()
 
-    async def _follow_links(
-        self,
-        page: Page[T],
-        url: str,
-        want: int | None,
-        visited: set[LinkKey] | None = None,
-        *,
-        span: Any = None,
-    ) -> AsyncGenerator[Page[T], None]:
-        """Pages one after another by their ``rel="next"`` links, on this origin only.
 
-        ``visited``: the pages already walked (by offset), which a link must not lead back to.
-        """
-        visited = {*(visited or ()), link_key(URL(url))}
-        emitted = 0
-        origin = self._sender.origin
+class _Items(_Iterator, Generic[T]):
+    """Every item: the current page's without suspending, then the next page's."""
+
+    __slots__ = ("_buffer", "_index")
+
+    def __init__(self, walker: _Walker[T]) -> None:
+        super().__init__(walker)
+        self._buffer: Sequence[T] = ()
+        self._index = 0
+
+    async def __anext__(self) -> T:
+        index = self._index
+        buffer = self._buffer
+        if index < len(buffer):
+            self._index = index + 1
+            return buffer[index]
         while True:
-            items = page.items if want is None else page.items[: want - emitted]
-            yield _with_items(page, items)
-            emitted += len(items)
-            next_link = page.links.get("next")
-            if not items or next_link is None or (want is not None and emitted >= want):
-                return
-            target = next_target(next_link)
-            if target.origin() != origin:
-                raise PaginationError(
-                    f"refusing to follow a next link to another origin ({target.origin()}); "
-                    f"the client only talks to {origin}"
-                )
-            key = link_key(target)
-            if key in visited:
-                raise PaginationError(f"the next link {next_link} was already visited (a loop)")
-            visited.add(key)
-            page = await self._fetch(target, None, span)
+            try:
+                page = await self._walker.next_page()
+            except BaseException:
+                await self._walker.aclose()
+                raise
+            if page is None:
+                raise StopAsyncIteration
+            if page.items:
+                self._buffer = buffer = page.items
+                self._index = 1
+                return buffer[0]
 
 
-def _more(page: Page[Any], offset: int) -> bool:
-    """Whether the listing may go on after this first page, as far as its total tells."""
-    total = _trusted(page.meta.total_count, offset + len(page.items))
-    return total is None or offset + len(page.items) < total
+class _Pages(_Iterator, Generic[T]):
+    """Every page, as a ``Page``."""
+
+    __slots__ = ()
+
+    async def __anext__(self) -> Page[T]:
+        try:
+            page = await self._walker.next_page()
+        except BaseException:
+            await self._walker.aclose()
+            raise
+        if page is None:
+            raise StopAsyncIteration
+        return page
 
 
-def _step(limit: int | None, got: int, meta_limit: object, *, more: bool) -> int:
-    """The page size to walk on after a first page of ``got`` items.
-
-    A first page shorter than asked, with more to come, tells the server's page size;
-    without a size of our own, the page's ``meta.limit`` tells it (or the page's length).
-    """
-    if limit is None:
-        if type(meta_limit) is int and meta_limit >= got:
-            return max(meta_limit, 1)
-        return got
-    return got if got < limit and more else limit
-
-
-def _trusted(total: object, seen: int) -> int | None:
-    """``totalCount`` if it agrees with the ``seen`` items so far, else None (unknown)."""
-    if type(total) is not int or total < seen:
-        return None
-    return total
-
-
-def _with_items(page: Page[T], items: Sequence[T]) -> Page[T]:
-    return page if len(items) == len(page.items) else attrs.evolve(page, items=items)
+def _listing(paginator: AsyncPaginator[T]) -> Listing[T]:
+    """What every page request of one walk of ``paginator`` shares."""
+    return Listing(
+        sender=paginator._sender,
+        url=paginator._sender.url(paginator._path),
+        params=paginator._params,
+        options=paginator._options,
+        decoder=paginator._decoder,
+        name=paginator._path,
+    )

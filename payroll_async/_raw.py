@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import contextvars
-import inspect
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Generic, TypeVar
+from collections.abc import Awaitable, Mapping
+from typing import Generic, TypeVar
 
 import attrs
 
 from ._response import Response
 from ._status import request_id
 
-__all__ = ["RawResponse", "WithRawResponse", "record"]
+__all__ = ["RawResponse", "call_raw", "record"]
 
 T = TypeVar("T")
 
@@ -54,46 +53,20 @@ class RawResponse(Generic[T]):
         return self.parsed
 
 
-class WithRawResponse:
-    """The async operations of a resource, each returning a
-    [`RawResponse`][payroll_async.RawResponse].
-
-    ```pycon
-    >>> raw = await client.webhooks.with_raw_response.create(
-    ...     event_types=[...], path=...
-    ... )
-    >>> raw.status, raw.request_id, raw.parsed.webhook_subscription_id
-    ```
-    """
-
-    def __init__(self, resource: object) -> None:
-        self._resource = resource
-
-    def __getattr__(self, name: str) -> Callable[..., Awaitable[RawResponse[Any]]]:
-        method = getattr(self._resource, name)
-        if name.startswith("_") or not inspect.iscoroutinefunction(method):
-            raise AttributeError(
-                f"{name!r} has no raw response: listings give each page's headers "
-                "through .pages() (Page.headers)"
-            )
-
-        async def call(*args: Any, **kwargs: Any) -> RawResponse[Any]:
-            captured: list[Response] = []
-            token = _CAPTURE.set(captured)
-            try:
-                parsed = await method(*args, **kwargs)
-            finally:
-                _CAPTURE.reset(token)
-            last = captured[-1]
-            return RawResponse(
-                parsed=parsed,
-                status=last.status,
-                headers=last.headers,
-                url=last.url,
-                method=last.method,
-                request_id=request_id(last.headers),
-            )
-
-        call.__name__ = name
-        call.__doc__ = method.__doc__
-        return call
+async def call_raw(call: Awaitable[T]) -> RawResponse[T]:
+    """Await an operation's call, and its result with the last response it received."""
+    captured: list[Response] = []
+    token = _CAPTURE.set(captured)
+    try:
+        parsed = await call
+    finally:
+        _CAPTURE.reset(token)
+    last = captured[-1]
+    return RawResponse(
+        parsed=parsed,
+        status=last.status,
+        headers=last.headers,
+        url=str(last.url),
+        method=last.method,
+        request_id=request_id(last.headers),
+    )

@@ -28,7 +28,7 @@ from ._types import NotGiven
 
 __all__ = ["RetryPolicy", "build_retrying", "check_retry", "is_retryable"]
 
-logger = logging.getLogger("payroll_async")
+logger: logging.Logger = logging.getLogger("payroll_async")
 
 # The methods this SDK sends that are safe to repeat (it sends no PUT, HEAD or OPTIONS).
 IDEMPOTENT_METHODS = frozenset({"GET", "DELETE"})

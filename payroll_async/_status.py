@@ -20,7 +20,15 @@ from ._exceptions import (
 )
 from ._json import loads
 
-__all__ = ["REQUEST_ID_HEADERS", "excerpt", "parse_retry_after", "request_id", "status_error"]
+__all__ = [
+    "REDACTED",
+    "REQUEST_ID_HEADERS",
+    "excerpt",
+    "parse_retry_after",
+    "redact",
+    "request_id",
+    "status_error",
+]
 
 REQUEST_ID_HEADERS = ("X-Request-Id", "Request-Id", "X-Correlation-Id", "Correlation-Id")
 """Where services put the id of a request (the interface document names none: all are read)."""
@@ -51,10 +59,25 @@ EXCERPT_CHARS = 200
 _DELTA_SECONDS = re.compile(r"[ \t]*([0-9]+(?:\.[0-9]+)?)[ \t]*\Z", re.ASCII)
 
 
-def excerpt(body: bytes) -> str:
-    """The start of a body, as text, for an exception's message."""
+REDACTED = "[REDACTED]"
+"""What a token echoed by a server becomes in an exception's text."""
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` without ``secret`` (a server may echo the token it was sent)."""
+    return text.replace(secret, REDACTED) if secret and secret in text else text
+
+
+def excerpt(body: bytes, secret: str | None = None) -> str:
+    """The start of a body, as text, for an exception's message; ``secret`` redacted.
+
+    The secret is taken out of the whole body before it is cut, so that no prefix of it
+    survives at the cut.
+    """
+    if secret:
+        body = body.replace(secret.encode(), REDACTED.encode())
     text = body[:EXCERPT_CHARS].decode("utf-8", "replace")
-    return text + ("..." if len(body) > EXCERPT_CHARS else "")
+    return redact(text, secret) + ("..." if len(body) > EXCERPT_CHARS else "")
 
 
 def parse_retry_after(value: str | None, *, now: datetime.datetime | None = None) -> float | None:
@@ -88,9 +111,18 @@ def status_error(
     reason: str | None,
     headers: Mapping[str, str],
     body: bytes,
+    secret: str | None = None,
 ) -> APIStatusError:
-    """The typed error for a non-2xx response, with the service's message and errors."""
-    message, errors = _error_details(status, reason, headers, body)
+    """The typed error for a non-2xx response, with the service's message and errors.
+
+    ``secret`` (the token sent) is redacted from everything taken from the response.
+    """
+    message, errors = _error_details(
+        status, reason and redact(reason, secret), headers, body, secret
+    )
+    if secret:
+        message = redact(message, secret)
+        errors = tuple(redact(error, secret) for error in errors)
     cls = STATUS_ERRORS.get(status) or (ServerError if status >= 500 else APIStatusError)
     return cls(
         message,
@@ -106,7 +138,7 @@ def status_error(
 
 
 def _error_details(
-    status: int, reason: str | None, headers: Mapping[str, str], body: bytes
+    status: int, reason: str | None, headers: Mapping[str, str], body: bytes, secret: str | None
 ) -> tuple[str, tuple[str, ...]]:
     """message and errors from the service's error body, or a sensible stand-in."""
     phrase = reason or _phrase(status)
@@ -123,7 +155,7 @@ def _error_details(
     content_type = headers.get("Content-Type", "")
     if "html" in content_type or body.lstrip()[:1] == b"<":
         return f"{phrase} (an HTML page instead of an error body)", ()
-    return f"{phrase}: {excerpt(body)}", ()
+    return f"{phrase}: {excerpt(body, secret)}", ()
 
 
 def _phrase(status: int) -> str:

@@ -1,20 +1,17 @@
-"""Type aliases of the public surface, the "not given" sentinel, and per-call options."""
+"""Type aliases of the public surface and the "not given" sentinel."""
 
 from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
-
-import attrs
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
     import aiohttp
 
-    from ._retry import RetryPolicy
 
-__all__ = ["NOT_GIVEN", "IdLike", "NotGiven", "RequestOptions", "SortLike", "TimeoutLike"]
+__all__ = ["NOT_GIVEN", "IdLike", "NotGiven", "SortLike", "TimeoutLike", "given"]
 
 IdLike: TypeAlias = uuid.UUID | str
 """An identifier: a ``uuid.UUID`` or its canonical string form."""
@@ -53,34 +50,3 @@ T = TypeVar("T")
 def given(value: T | NotGiven, default: T) -> T:
     """``value``, or ``default`` when it was left out."""
     return default if isinstance(value, NotGiven) else value
-
-
-@attrs.frozen
-class RequestOptions:
-    """What one call may override: timeout, retry policy, extra query and headers.
-
-    Built (and validated) by the client from the keywords of an operation or of
-    [`PayrollClient.with_options()`][payroll_async.PayrollClient.with_options]. ``NOT_GIVEN``
-    fields fall back to the options
-    beneath them (the copy's, then the client's); ``timeout=None`` means no time limit and
-    ``retry=None`` a single attempt.
-    """
-
-    timeout: aiohttp.ClientTimeout | NotGiven | None = NOT_GIVEN
-    retry: RetryPolicy | NotGiven | None = NOT_GIVEN
-    extra_query: Mapping[str, Any] = attrs.field(factory=dict)
-    extra_headers: Mapping[str, str] = attrs.field(factory=dict)
-
-    def over(self, base: RequestOptions) -> RequestOptions:
-        """These options laid over ``base``: what is given here wins, extras are merged."""
-        if self is _EMPTY or self == _EMPTY:
-            return base
-        return RequestOptions(
-            timeout=given(self.timeout, base.timeout),
-            retry=given(self.retry, base.retry),
-            extra_query={**base.extra_query, **self.extra_query},
-            extra_headers={**base.extra_headers, **self.extra_headers},
-        )
-
-
-_EMPTY: Final = RequestOptions()

@@ -53,6 +53,10 @@ _MAX = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 _SORT_FIELD_RE = re.compile(r"(-?)([A-Za-z0-9_]{1,100})\Z")
 _SNAKE_RE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+\Z")
 _TOKEN_HEADER = "authorization"
+# Headers the transport owns: where the request goes and how its body is framed.
+_TRANSPORT_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})
+# Query parameters the paginator owns: set in extra_query they would corrupt a walk.
+WALK_PARAMS = frozenset({"offset", "limit"})
 # RFC 9110 5.1: a field name is a token; a field value has no control characters but tab,
 # and nothing that str.splitlines() breaks on (U+0085, U+2028, U+2029 included).
 _HEADER_NAME_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
@@ -265,6 +269,11 @@ def check_extra_query(extra_query: Mapping[str, Any] | None) -> dict[str, Any]:
     for key, value in extra_query.items():
         if not isinstance(key, str):
             raise InvalidArgumentError(f"extra_query names must be strings, got {key!r}")
+        if key.lower() in WALK_PARAMS:
+            raise InvalidArgumentError(
+                f"extra_query cannot set {key!r}: the paginator sets it "
+                "(use start_offset=, page_size= or .skip())"
+            )
         if isinstance(value, bool):
             value = "true" if value else "false"
         elif isinstance(value, float):
@@ -301,5 +310,9 @@ def check_extra_headers(extra_headers: Mapping[str, str] | None) -> dict[str, st
             )
         if key.lower() == _TOKEN_HEADER:
             raise InvalidArgumentError("set the token with token=, not extra_headers")
+        if key.lower() in _TRANSPORT_HEADERS:
+            raise InvalidArgumentError(
+                f"extra_headers cannot set {key}: the transport sets it from the request"
+            )
         out[key] = value
     return out

@@ -82,7 +82,7 @@ __all__ = [
     "sign",
 ]
 
-logger = logging.getLogger("payroll_async.events")
+logger: logging.Logger = logging.getLogger("payroll_async.events")
 # What a sender wrote (ids, types) is escaped in every record of this logger, so no log
 # line of the receiver carries a terminal escape sequence, whoever adds the next one.
 logger.addFilter(EscapingFilter())

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisDedupe", "RedisGate", "default_key"]
 
-logger = logging.getLogger("payroll_async")
+logger: logging.Logger = logging.getLogger("payroll_async")
 
 # KEYS: pause, tat. ARGV: interval in microseconds (0: no budget), max_wait in microseconds.
 # Returns the microseconds to wait before asking again, 0 when the request may go now, -1

@@ -150,4 +150,4 @@ def _client_fixture() -> Any:
     return payroll_client
 
 
-payroll_client = _client_fixture()
+payroll_client: Callable[..., object] = _client_fixture()

@@ -99,7 +99,9 @@ async def serve() -> AsyncIterator[Serve]:
     runners: list[web.AppRunner] = []
 
     async def start(app: web.Application) -> str:
-        runner = web.AppRunner(app)
+        # Teardown cancels handlers still running (a server that stalls on purpose)
+        # instead of waiting for them to finish.
+        runner = web.AppRunner(app, shutdown_timeout=0.01)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()

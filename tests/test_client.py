@@ -11,6 +11,7 @@ from payroll_async import (
     ClientState,
     InvalidArgumentError,
     PayrollClient,
+    ResponseDecodeError,
     RetryPolicy,
     ServerError,
 )
@@ -139,6 +140,53 @@ async def test_with_options_shares_the_session(mock_api: aioresponses) -> None:
     assert other.is_closed
     with pytest.raises(ClientClosedError):
         await other.payroll_connections.list().collect()
+
+
+async def test_with_options_takes_every_option_a_copy_can_have(serve: Serve) -> None:
+    seen: list[tuple[str, str | None, str | None]] = []
+
+    async def listing(request: web.Request) -> web.Response:
+        team, tag = request.headers.get("X-Team"), request.query.get("tag")
+        seen.append((request.query_string, team, tag))
+        offset = int(request.query["offset"])
+        items = [factories.connection(i) for i in range(offset, min(offset + 2, 5))]
+        return web.json_response(factories.envelope(items, offset=offset, total=5))
+
+    app = web.Application()
+    app.router.add_get("/v1/payroll-connections", listing)
+    base = await serve(app)
+    async with PayrollClient(base, TOKEN) as client:
+        copy = client.with_options(
+            page_size=2,
+            concurrency=1,
+            extra_query={"tag": "x"},
+            extra_headers={"X-Team": "payroll"},
+            timeout=5,
+            retry=None,
+        )
+        assert len(await copy.payroll_connections.list().collect()) == 5
+        assert {query.split("limit=")[1].split("&")[0] for query, _, _ in seen} == {"2"}
+        assert {(team, tag) for _, team, tag in seen} == {("payroll", "x")}
+        # a call's options go over the copy's, once
+        seen.clear()
+        await copy.payroll_connections.list(page_size=5, extra_headers={"X-Team": "c"}).collect()
+        assert {(team, tag) for _, team, tag in seen} == {("c", "x")}
+        assert "limit=5" in seen[0][0]
+        # the parent keeps its own
+        seen.clear()
+        await client.payroll_connections.list().collect()
+        assert {(team, tag) for _, team, tag in seen} == {(None, None)}
+        small = client.with_options(max_response_size=10)
+        with pytest.raises(ResponseDecodeError, match="max_response_size"):
+            await small.payroll_connections.list().collect()
+        with pytest.raises(InvalidArgumentError, match="page_size"):
+            client.with_options(page_size=0)
+        with pytest.raises(InvalidArgumentError, match="extra_query"):
+            client.with_options(extra_query={"offset": 3})
+        with pytest.raises(TypeError, match="page_sise"):
+            client.with_options(page_sise=3)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="timeuot"):
+            await client.webhooks.delete(factories.uid(1, 5), timeuot=3)  # type: ignore[call-arg]
 
 
 async def test_per_call_timeout_and_retry_override_the_client(serve: Serve) -> None:

@@ -6,6 +6,7 @@ import json
 import logging
 import time
 
+import aiohttp
 import pytest
 from aiohttp import web
 from aioresponses import aioresponses
@@ -78,18 +79,24 @@ async def test_the_pause_is_shared_by_unrelated_calls(
 
 async def test_timeouts_are_per_attempt_and_typed(serve: Serve, clock: FakeClock) -> None:
     hits = []
+    all_arrived = asyncio.Event()
 
-    async def slow(request: web.Request) -> web.Response:
+    async def stalls(request: web.Request) -> web.Response:
         hits.append(request.method)
-        await asyncio.sleep(5)
-        return web.json_response({})
+        if len(hits) == 4:
+            all_arrived.set()
+        await asyncio.Event().wait()  # never answers; cancelled at teardown
+        raise AssertionError("unreachable")
 
     app = web.Application()
-    app.router.add_get("/v1/payroll-connections", slow)
-    app.router.add_post("/v1/webhooks/subscriptions", slow)
+    app.router.add_get("/v1/payroll-connections", stalls)
+    app.router.add_post("/v1/webhooks/subscriptions", stalls)
     base = await serve(app)
+    # A read timeout starts once the request is written: every attempt reaches the server
+    # however slowly the machine runs, and the server is then waited for, not slept on.
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=0.05)
     async with PayrollClient(
-        base, TOKEN, timeout=0.05, retry=RetryPolicy(max_attempts=3), clock=clock
+        base, TOKEN, timeout=timeout, retry=RetryPolicy(max_attempts=3), clock=clock
     ) as client:
         with pytest.raises(APITimeoutError, match=r"timed out after 0\.05s"):
             await client.payroll_connections.list().collect()
@@ -97,6 +104,7 @@ async def test_timeouts_are_per_attempt_and_typed(serve: Serve, clock: FakeClock
             await client.webhooks.create(
                 event_types=["PAYROLL_PROCESSED"], path="https://h.example.test/x"
             )
+        await asyncio.wait_for(all_arrived.wait(), 30)
     assert hits == ["GET", "GET", "GET", "POST"]
 
 

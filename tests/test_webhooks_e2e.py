@@ -18,12 +18,21 @@ class Receiver:
         self.router = router
         self.events: list[WebhookEvent] = []
         self.calls: Counter[str] = Counter()
+        self._arrived = asyncio.Event()
 
         @router.on()
         async def record(event: WebhookEvent) -> None:
             assert event.event_id is not None
             self.calls[event.event_id] += 1
             self.events.append(event)
+            self._arrived.set()
+
+    async def more(self, count: int) -> None:
+        """Wait until ``count`` more events than now have arrived."""
+        target = len(self.events) + count
+        while len(self.events) < target:
+            self._arrived.clear()
+            await asyncio.wait_for(self._arrived.wait(), 30)
 
 
 @pytest.fixture
@@ -70,13 +79,13 @@ async def test_replace_while_events_are_emitted_loses_none(emu: Emulator, serve:
         )
         stop = asyncio.Event()
         emitter = asyncio.create_task(emit_continuously(stop))
-        await asyncio.sleep(0.05)
+        await receiver.more(10)  # events are flowing
         new = old
         for path in (f"{base}/hooks?v=2", f"{base}/hooks?v=3"):  # two replacements mid-stream
             new = await client.webhooks.replace(
                 new.webhook_subscription_id, event_types=[EventType.PAYROLL_PROCESSED], path=path
             )
-            await asyncio.sleep(0.05)
+            await receiver.more(10)  # events flow to the new subscription
         stop.set()
         await emitter
         live = await client.webhooks.list().collect()

@@ -120,7 +120,7 @@ class Dataset:
         self.employers = employer_identifiers
         self.groups_per_employer = update_groups
         self._employer_index: dict[str, int] | None = None
-        self.payroll_connections = Collection(
+        self.payroll_connections: Collection = Collection(
             payroll_connections,
             self.payroll_connection,
             {
@@ -133,7 +133,7 @@ class Dataset:
             },
             "createdAt",
         )
-        self.employer_identifiers = Collection(
+        self.employer_identifiers: Collection = Collection(
             employer_identifiers,
             self.employer,
             {

@@ -137,7 +137,7 @@ class Emulator:
             link_headers=link_headers,
             max_page_size=max_page_size,
         )
-        self.webhook_secret = webhook_secret or new_secret()
+        self.webhook_secret: str = webhook_secret or new_secret()
         """The ``whsec_`` secret every delivery is signed with (Standard Webhooks)."""
         self._deliverer = Deliverer(delivery_headers or {}, secret_bytes(self.webhook_secret))
         self._runner: web.AppRunner | None = None
@@ -237,7 +237,7 @@ class Emulator:
         self._runner = runner
         self._bound = [(str(a[0]), int(a[1])) for a in runner.addresses]
         host, port = runner.addresses[0][:2]
-        self.port = port
+        self.port = int(port)
         # Listening on every address: the URL to call it by is the loopback one.
         if host in ("0.0.0.0", ""):
             host = "127.0.0.1"

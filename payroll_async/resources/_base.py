@@ -1,105 +1,96 @@
-"""What every resource shares: one client's binding (transport, options, state) and helpers."""
+"""What every resource shares: one client's binding, and how an operation is declared.
+
+An operation is one method, declared once:
+
+- a listing is a plain method taking ``**options: Unpack[ListOptions]`` that returns
+  ``self._paginate(...)``: the walk's and the call's keywords are validated there;
+- any other operation is an ``async`` method taking ``**options: Unpack[CallOptions]``,
+  decorated with ``operation()``, which gives it its tracing span, and listed in its
+  resource's raw-response view with ``raw()`` (typed from the method itself).
+"""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar
 
 from yarl import URL
 
 from .. import _otel
 from .. import _validation as check
 from .._decode import structure_body
-from .._exceptions import ClientClosedError
+from .._exceptions import InvalidArgumentError
+from .._options import FinalOptions, ListOptions, Options, parse, parse_list
 from .._pagination import AsyncPaginator
-from .._raw import WithRawResponse, record
+from .._raw import RawResponse, call_raw, record
 from .._response import Response
-from .._retry import RetryPolicy, check_retry
 from .._transport import Transport
-from .._types import NOT_GIVEN, NotGiven, RequestOptions, SortLike, TimeoutLike
+from .._types import NOT_GIVEN, NotGiven, SortLike
 
-__all__ = ["Binding", "Resource"]
+__all__ = ["Binding", "RawView", "Resource", "operation", "raw"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R", bound="Resource")
 
 
 class Binding:
-    """One client as its resources and paginators see it.
+    """One client as its resources and paginators see it: transport, options, state.
 
     Every request goes through ``send()``, which refuses to send once this client (or
-    the client it was copied from) is closed, and lays the call's options over the
-    client's.
+    the client it was copied from) is closed. ``options`` is the client's (or the copy's)
+    complete record; a call's options are laid over it once, by ``resolve()``.
     """
 
+    __slots__ = ("_closed", "options", "transport")
+
     def __init__(
-        self,
-        transport: Transport,
-        *,
-        options: RequestOptions,
-        page_size: int | None,
-        closed: Callable[[], bool],
+        self, transport: Transport, *, options: FinalOptions, closed: Callable[[], bool]
     ) -> None:
-        self.transport = transport
-        self.options = options
-        self.page_size = page_size
+        self.transport: Transport = transport
+        self.options: FinalOptions = options
         self._closed = closed
 
     @property
     def origin(self) -> URL:
         return self.transport.origin
 
-    def url(self, path: str) -> str:
+    def url(self, path: str) -> URL:
         return self.transport.url(path)
+
+    def resolve(self, options: Options) -> FinalOptions:
+        """A call's options over this client's: the record its requests read."""
+        return options.over(self.options)
 
     async def send(
         self,
         method: str,
-        url: str | URL,
+        url: URL,
         *,
-        options: RequestOptions,
+        options: FinalOptions,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
     ) -> Response:
         if self._closed():
-            raise ClientClosedError("this PayrollClient is closed; create a new one")
-        response = await self.transport.send(
-            method, url, options=options.over(self.options), params=params, json=json
-        )
+            raise self.transport.closed_error()
+        response = await self.transport.send(method, url, options=options, params=params, json=json)
         record(response)
         return response
 
 
-def request_options(
-    timeout: TimeoutLike | NotGiven,
-    retry: RetryPolicy | NotGiven | None,
-    extra_query: Mapping[str, Any] | None,
-    extra_headers: Mapping[str, str] | None,
-) -> RequestOptions:
-    """A call's options, validated (InvalidArgumentError before anything is sent)."""
-    return RequestOptions(
-        timeout=NOT_GIVEN if isinstance(timeout, NotGiven) else check.check_timeout(timeout),
-        retry=check_retry(retry),
-        extra_query=check.check_extra_query(extra_query),
-        extra_headers=check.check_extra_headers(extra_headers),
-    )
+def operation(
+    method: Callable[Concatenate[R, P], Awaitable[T]],
+) -> Callable[Concatenate[R, P], Awaitable[T]]:
+    """An async operation, in a span of its own (``webhooks.create``) when OTel is on."""
+    name = method.__name__
 
+    @functools.wraps(method)
+    async def run(self: R, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with _otel.operation(f"{self._name}.{name}"):
+            return await method(self, *args, **kwargs)
 
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
-
-
-def operation(name: str) -> Callable[[F], F]:
-    """An async operation, in a span of its own when OpenTelemetry is installed."""
-
-    def wrap(method: F) -> F:
-        @functools.wraps(method)
-        async def run(*args: Any, **kwargs: Any) -> Any:
-            with _otel.operation(name):
-                return await method(*args, **kwargs)
-
-        return run  # type: ignore[return-value]
-
-    return wrap
+    return run
 
 
 class Resource:
@@ -112,7 +103,7 @@ class Resource:
         self._binding = binding
 
     @property
-    def with_raw_response(self) -> WithRawResponse:
+    def with_raw_response(self) -> RawView[Any]:
         """These operations, each returning a RawResponse (status, headers, request id).
 
         ```pycon
@@ -121,52 +112,66 @@ class Resource:
         (204, 'req-42')
         ```
         """
-        return WithRawResponse(self)
+        return RawView(self)
+
+    def _options(self, where: str, keywords: Mapping[str, object]) -> FinalOptions:
+        """A call's option keywords, validated and laid over the client's."""
+        return self._binding.resolve(parse(f"{self._name}.{where}", keywords))
 
     def _paginate(
         self,
         path: str,
         model: type[T],
+        keywords: ListOptions,
         *,
         filters: Mapping[str, Any] | None = None,
-        sort: SortLike | None,
+        sort: SortLike | None = None,
         sort_fields: frozenset[str] | None = None,
-        page_size: int | NotGiven | None,
         page_size_max: int | None = None,
-        max_items: int | None,
-        start_offset: int,
-        concurrency: int | NotGiven | None,
-        options: RequestOptions,
     ) -> AsyncPaginator[T]:
-        """Validate every listing option now, so bad input fails before iteration."""
+        """A listing, every option validated now, so bad input fails before iteration."""
         binding = self._binding
+        call = parse_list(f"{self._name}.list", keywords)
+        page_size = keywords.get("page_size", NOT_GIVEN)
         if isinstance(page_size, NotGiven):
-            size = binding.page_size
-            if size is not None and page_size_max is not None:
-                size = min(size, page_size_max)
-        elif page_size is None:
-            size = None
-        else:
-            size = check.check_page_size(
+            size = binding.options.page_size
+            if size is not None and page_size_max is not None and size > page_size_max:
+                page_size = page_size_max
+        elif page_size is not None:
+            page_size = check.check_page_size(
                 page_size, *(() if page_size_max is None else (page_size_max,))
             )
+        concurrency = keywords.get("concurrency", NOT_GIVEN)
+        if concurrency is None:
+            concurrency = NOT_GIVEN
+        elif not isinstance(concurrency, NotGiven):
+            concurrency = check.check_concurrency(concurrency)
         params: dict[str, Any] = dict(filters or {})
         sort_value = check.check_sort(sort, sort_fields)
         if sort_value is not None:
             params["sort"] = sort_value
-        width = binding.transport.concurrency
-        if not isinstance(concurrency, NotGiven) and concurrency is not None:
-            width = check.check_concurrency(concurrency)
+        clash = sorted(params.keys() & call.extra_query.keys())
+        if clash:
+            raise InvalidArgumentError(
+                f"extra_query cannot set {clash[0]!r}: this listing sets it from its own "
+                "keywords on every page"
+            )
+        options = Options(
+            timeout=call.timeout,
+            retry=call.retry,
+            page_size=page_size,
+            concurrency=concurrency,
+            extra_query=call.extra_query,
+            extra_headers=call.extra_headers,
+        )
         return AsyncPaginator(
             binding,
             path,
             model,
             params=params,
-            page_size=size,
-            max_items=check.check_max_items(max_items),
-            start_offset=check.check_start_offset(start_offset),
-            concurrency=width,
-            options=options,
+            max_items=check.check_max_items(keywords.get("max_items")),
+            start_offset=check.check_start_offset(keywords.get("start_offset", 0)),
+            options=binding.resolve(options),
             operation=f"{self._name}.list",
         )
 
@@ -174,8 +179,8 @@ class Resource:
         self,
         method: str,
         path: str,
+        options: FinalOptions,
         *,
-        options: RequestOptions,
         json: Any = None,
     ) -> Response:
         """One non-list request; the Response of its 2xx."""
@@ -187,9 +192,60 @@ class Resource:
         model: type[T],
         method: str,
         path: str,
+        options: FinalOptions,
         *,
-        options: RequestOptions,
         json: Any = None,
     ) -> T:
         """One non-list request whose 2xx body is a ``model``."""
-        return structure_body(model, await self._send(method, path, options=options, json=json))
+        return structure_body(model, await self._send(method, path, options, json=json))
+
+
+ResourceT = TypeVar("ResourceT", bound=Resource)
+
+
+class RawView(Generic[ResourceT]):
+    """A resource's operations, each returning a ``RawResponse`` (status, headers).
+
+    >>> raw = await client.webhooks.with_raw_response.delete(sid)
+    >>> raw.status, raw.request_id
+    (204, 'req-42')
+    """
+
+    def __init__(self, resource: ResourceT) -> None:
+        self._resource = resource
+
+    if not TYPE_CHECKING:  # a misspelt operation stays a type error
+
+        def __getattr__(self, name: str) -> Any:
+            if not name.startswith("_") and callable(getattr(self._resource, name, None)):
+                raise AttributeError(
+                    f"{name!r} has no raw response: listings give each page's headers "
+                    "through .pages() (Page.headers)"
+                )
+            raise AttributeError(name)
+
+
+class raw(Generic[R, P, T]):
+    """The raw-response form of an operation, typed from the operation's own signature.
+
+    ``create = raw(Webhooks.create)`` in a ``RawView`` makes
+    ``view.create(...)`` take exactly ``Webhooks.create``'s arguments and return a
+    ``RawResponse`` of what it returns.
+    """
+
+    def __init__(self, method: Callable[Concatenate[R, P], Awaitable[T]]) -> None:
+        self._method = method
+        self.__doc__ = method.__doc__
+
+    def __get__(
+        self, view: RawView[R], owner: type[Any] | None = None
+    ) -> Callable[P, Awaitable[RawResponse[T]]]:
+        resource = view._resource
+        method = self._method
+
+        async def call(*args: P.args, **kwargs: P.kwargs) -> RawResponse[T]:
+            return await call_raw(method(resource, *args, **kwargs))
+
+        call.__name__ = method.__name__
+        call.__doc__ = method.__doc__
+        return call

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Final
 
 from .. import _validation as check
+from .._options import CallOptions, ListOptions, Unpack
 from .._pagination import AsyncPaginator
-from .._retry import RetryPolicy
-from .._types import NOT_GIVEN, IdLike, NotGiven, SortLike, TimeoutLike
+from .._types import IdLike, SortLike
 from ..models import EmployerIdentifier, InviteSession, UpdateGroup
-from ._base import Binding, Resource, operation, request_options
+from ._base import Binding, RawView, Resource, operation, raw
 
-__all__ = ["EmployerIdentifiers", "Invites", "UpdateGroups"]
+__all__ = ["EmployerIdentifiers", "Invites", "InvitesWithRawResponse", "UpdateGroups"]
 
 _PATH = "/v1/employer-identifiers"
 
@@ -27,14 +26,7 @@ class UpdateGroups(Resource):
         employer_identifier_id: IdLike,
         *,
         sort: SortLike | None = None,
-        page_size: int | NotGiven | None = NOT_GIVEN,
-        max_items: int | None = None,
-        start_offset: int = 0,
-        concurrency: int | NotGiven | None = NOT_GIVEN,
-        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
-        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
-        extra_query: Mapping[str, Any] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
+        **options: Unpack[ListOptions],
     ) -> AsyncPaginator[UpdateGroup]:
         """The update groups of one employer.
 
@@ -45,16 +37,7 @@ class UpdateGroups(Resource):
         ```
         """
         eid = check.check_id(employer_identifier_id, "employer_identifier_id")
-        return self._paginate(
-            f"{_PATH}/{eid}/update-groups",
-            UpdateGroup,
-            sort=sort,
-            page_size=page_size,
-            max_items=max_items,
-            start_offset=start_offset,
-            concurrency=concurrency,
-            options=request_options(timeout, retry, extra_query, extra_headers),
-        )
+        return self._paginate(f"{_PATH}/{eid}/update-groups", UpdateGroup, options, sort=sort)
 
 
 class Invites(Resource):
@@ -62,16 +45,14 @@ class Invites(Resource):
 
     _name = "employer_identifiers.invites"
 
-    @operation("employer_identifiers.invites.create_session")
+    @property
+    def with_raw_response(self) -> InvitesWithRawResponse:
+        """``create_session``, returning a RawResponse (status, headers, request id)."""
+        return InvitesWithRawResponse(self)
+
+    @operation
     async def create_session(
-        self,
-        employer_identifier_id: IdLike,
-        invite_id: IdLike,
-        *,
-        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
-        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
-        extra_query: Mapping[str, Any] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
+        self, employer_identifier_id: IdLike, invite_id: IdLike, **options: Unpack[CallOptions]
     ) -> InviteSession:
         """A fresh onboarding link for an existing invite: valid 30 minutes, single use.
 
@@ -88,8 +69,14 @@ class Invites(Resource):
             InviteSession,
             "POST",
             f"{_PATH}/{eid}/invites/{iid}/session",
-            options=request_options(timeout, retry, extra_query, extra_headers),
+            self._options("create_session", options),
         )
+
+
+class InvitesWithRawResponse(RawView[Invites]):
+    """``client.employer_identifiers.invites.with_raw_response``."""
+
+    create_session: Final = raw(Invites.create_session)
 
 
 class EmployerIdentifiers(Resource):
@@ -105,17 +92,7 @@ class EmployerIdentifiers(Resource):
         """Onboarding invites: a fresh onboarding link for an invite."""
 
     def list(
-        self,
-        *,
-        sort: SortLike | None = None,
-        page_size: int | NotGiven | None = NOT_GIVEN,
-        max_items: int | None = None,
-        start_offset: int = 0,
-        concurrency: int | NotGiven | None = NOT_GIVEN,
-        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
-        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
-        extra_query: Mapping[str, Any] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
+        self, *, sort: SortLike | None = None, **options: Unpack[ListOptions]
     ) -> AsyncPaginator[EmployerIdentifier]:
         """Every employer identifier.
 
@@ -124,13 +101,4 @@ class EmployerIdentifiers(Resource):
         ...     print(employer.id, employer.display_name, employer.identifier)
         ```
         """
-        return self._paginate(
-            _PATH,
-            EmployerIdentifier,
-            sort=sort,
-            page_size=page_size,
-            max_items=max_items,
-            start_offset=start_offset,
-            concurrency=concurrency,
-            options=request_options(timeout, retry, extra_query, extra_headers),
-        )
+        return self._paginate(_PATH, EmployerIdentifier, options, sort=sort)

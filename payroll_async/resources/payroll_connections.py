@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from .._options import ListOptions, Unpack
 from .._pagination import AsyncPaginator
-from .._retry import RetryPolicy
-from .._types import NOT_GIVEN, NotGiven, SortLike, TimeoutLike
+from .._types import SortLike
 from ..models import PayrollConnection
-from ._base import Resource, request_options
+from ._base import Resource
 
 __all__ = ["PayrollConnections"]
 
@@ -20,17 +17,7 @@ class PayrollConnections(Resource):
     _name = "payroll_connections"
 
     def list(
-        self,
-        *,
-        sort: SortLike | None = None,
-        page_size: int | NotGiven | None = NOT_GIVEN,
-        max_items: int | None = None,
-        start_offset: int = 0,
-        concurrency: int | NotGiven | None = NOT_GIVEN,
-        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
-        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
-        extra_query: Mapping[str, Any] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
+        self, *, sort: SortLike | None = None, **options: Unpack[ListOptions]
     ) -> AsyncPaginator[PayrollConnection]:
         """Every payroll connection available to the current user.
 
@@ -39,13 +26,4 @@ class PayrollConnections(Resource):
         ...     print(conn.id, conn.status, conn.product)
         ```
         """
-        return self._paginate(
-            "/v1/payroll-connections",
-            PayrollConnection,
-            sort=sort,
-            page_size=page_size,
-            max_items=max_items,
-            start_offset=start_offset,
-            concurrency=concurrency,
-            options=request_options(timeout, retry, extra_query, extra_headers),
-        )
+        return self._paginate("/v1/payroll-connections", PayrollConnection, options, sort=sort)

@@ -5,10 +5,8 @@ from __future__ import annotations
 import builtins
 import datetime
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any
-
-import attrs
+from collections.abc import Iterable
+from typing import Final
 
 from .. import _assumed
 from .. import _validation as check
@@ -19,32 +17,22 @@ from .._exceptions import (
     PayrollError,
     ReplaceIncompleteError,
 )
+from .._options import CallOptions, FinalOptions, ListOptions, Unpack
 from .._pagination import AsyncPaginator
-from .._retry import RetryPolicy
-from .._types import NOT_GIVEN, IdLike, NotGiven, RequestOptions, SortLike, TimeoutLike, given
+from .._types import IdLike, SortLike
 from ..models import EventType, WebhookSubscription
-from ._base import Resource, operation, request_options
+from ._base import RawView, Resource, operation, raw
 from ._once import send_once
 
-__all__ = ["Webhooks"]
+__all__ = ["Webhooks", "WebhooksWithRawResponse"]
 
-logger = logging.getLogger("payroll_async")
+logger: logging.Logger = logging.getLogger("payroll_async")
 
 _PATH = "/v1/webhooks/subscriptions"
 
 
 def _matches(sub: WebhookSubscription, event_types: list[str], path: str) -> bool:
     return sub.path == path and {str(t) for t in sub.webhook_event_types} == set(event_types)
-
-
-def _keywords(options: RequestOptions) -> dict[str, Any]:
-    """A call's validated options as the keywords of another operation in the same call."""
-    return {
-        "timeout": options.timeout,
-        "retry": options.retry,
-        "extra_query": options.extra_query,
-        "extra_headers": options.extra_headers,
-    }
 
 
 class Webhooks(Resource):
@@ -56,19 +44,22 @@ class Webhooks(Resource):
 
     _name = "webhooks"
 
+    @property
+    def with_raw_response(self) -> WebhooksWithRawResponse:
+        """These operations, each returning a RawResponse (status, headers, request id).
+
+        >>> raw = await client.webhooks.with_raw_response.delete(sid)
+        >>> raw.status, raw.request_id
+        (204, 'req-42')
+        """
+        return WebhooksWithRawResponse(self)
+
     def list(
         self,
         *,
         active: bool | None = None,
         sort: SortLike | None = None,
-        page_size: int | NotGiven | None = NOT_GIVEN,
-        max_items: int | None = None,
-        start_offset: int = 0,
-        concurrency: int | NotGiven | None = NOT_GIVEN,
-        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
-        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
-        extra_query: Mapping[str, Any] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
+        **options: Unpack[ListOptions],
     ) -> AsyncPaginator[WebhookSubscription]:
         """Webhook subscriptions, optionally only active (or inactive) ones.
 
@@ -88,27 +79,20 @@ class Webhooks(Resource):
         return self._paginate(
             _PATH,
             WebhookSubscription,
+            options,
             filters=filters,
             sort=sort,
             sort_fields=_assumed.WEBHOOK_SORT_FIELDS,
-            page_size=page_size,
             page_size_max=_assumed.WEBHOOK_PAGE_SIZE_MAX,
-            max_items=max_items,
-            start_offset=start_offset,
-            concurrency=concurrency,
-            options=request_options(timeout, retry, extra_query, extra_headers),
         )
 
-    @operation("webhooks.create")
+    @operation
     async def create(
         self,
         *,
         event_types: Iterable[EventType | str],
         path: str,
-        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
-        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
-        extra_query: Mapping[str, Any] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
+        **options: Unpack[CallOptions],
     ) -> WebhookSubscription:
         """Subscribe ``path`` (an https URL) to ``event_types``; returns the new subscription.
 
@@ -121,21 +105,17 @@ class Webhooks(Resource):
         """
         types = check.check_event_types(event_types)
         path = check.check_webhook_path(path)
-        options = request_options(timeout, retry, extra_query, extra_headers)
-        return await self._create(types, path, options)
+        return await self._create(types, path, options, self._options("create", options))
 
     async def _create(
-        self, types: builtins.list[str], path: str, options: RequestOptions
+        self, types: builtins.list[str], path: str, keywords: CallOptions, options: FinalOptions
     ) -> WebhookSubscription:
         # Exactly once: a POST whose answer was lost is looked for before it is sent again.
-        transport = self._binding.transport
         response = await send_once(
-            lambda: self._send(
-                "POST", _PATH, json={"event_types": types, "path": path}, options=options
-            ),
-            lambda since: self._created_since(types, path, since, options),
-            policy=given(options.over(self._binding.options).retry, transport.policy),
-            sleep=transport.clock.sleep,
+            lambda: self._send("POST", _PATH, options, json={"event_types": types, "path": path}),
+            lambda since: self._created_since(types, path, since, keywords),
+            policy=options.retry,
+            sleep=self._binding.transport.clock.sleep,
             what=f"POST {_PATH}",
         )
         if isinstance(response, WebhookSubscription):
@@ -143,8 +123,8 @@ class Webhooks(Resource):
         if response.body.strip():
             return structure_body(WebhookSubscription, response)
         # ASSUMED: an empty 201 body; the new subscription is the newest with these values.
-        fallback = attrs.evolve(options, extra_query={})  # the query was the POST's
-        async for sub in self.list(sort=_assumed.CREATE_FALLBACK_SORT, **_keywords(fallback)):
+        fallback: CallOptions = {**keywords, "extra_query": {}}  # the query was the POST's
+        async for sub in self.list(sort=_assumed.CREATE_FALLBACK_SORT, **fallback):
             if _matches(sub, types, path):
                 return sub
         raise decode_error(
@@ -158,16 +138,16 @@ class Webhooks(Resource):
         types: builtins.list[str],
         path: str,
         since: datetime.datetime,
-        options: RequestOptions,
+        keywords: CallOptions,
     ) -> WebhookSubscription | None:
         """The newest subscription with these values created at or after ``since``.
 
         Every page is read: a lost answer is rare, and a service that ignored the sort
         order must not hide the subscription the lost attempt made.
         """
-        lookup = attrs.evolve(options, extra_query={})  # the query was the POST's
+        lookup: CallOptions = {**keywords, "extra_query": {}}  # the query was the POST's
         found: WebhookSubscription | None = None
-        async for sub in self.list(sort=_assumed.CREATE_FALLBACK_SORT, **_keywords(lookup)):
+        async for sub in self.list(sort=_assumed.CREATE_FALLBACK_SORT, **lookup):
             if (
                 sub.created_at >= since
                 and _matches(sub, types, path)
@@ -176,33 +156,21 @@ class Webhooks(Resource):
                 found = sub
         return found
 
-    @operation("webhooks.delete")
-    async def delete(
-        self,
-        subscription_id: IdLike,
-        *,
-        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
-        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
-        extra_query: Mapping[str, Any] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-    ) -> None:
+    @operation
+    async def delete(self, subscription_id: IdLike, **options: Unpack[CallOptions]) -> None:
         """Delete a subscription. To change one,
         [`replace()`][payroll_async.resources.Webhooks.replace] it instead: no gap."""
         sid = check.check_id(subscription_id, "subscription_id")
-        options = request_options(timeout, retry, extra_query, extra_headers)
-        await self._send("DELETE", f"{_PATH}/{sid}", options=options)
+        await self._send("DELETE", f"{_PATH}/{sid}", self._options("delete", options))
 
-    @operation("webhooks.replace")
+    @operation
     async def replace(
         self,
         subscription_id: IdLike,
         *,
         event_types: Iterable[EventType | str],
         path: str,
-        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
-        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
-        extra_query: Mapping[str, Any] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
+        **options: Unpack[CallOptions],
     ) -> WebhookSubscription:
         """Swap a subscription for a new one with no gap: create the new, then delete the old.
 
@@ -215,15 +183,15 @@ class Webhooks(Resource):
         sid = check.check_id(subscription_id, "subscription_id")
         types = check.check_event_types(event_types)
         path = check.check_webhook_path(path)
-        options = request_options(timeout, retry, extra_query, extra_headers)
-        listing = self.list(**_keywords(options))
+        final = self._options("replace", options)
+        listing = self.list(**options)
         if not [sub async for sub in listing if str(sub.webhook_subscription_id) == sid]:
             raise NotFoundError.missing(
                 f"webhook subscription {sid} does not exist; nothing was created"
             )
-        new = await self._create(types, path, options)
+        new = await self._create(types, path, options, final)
         try:
-            await self._send("DELETE", f"{_PATH}/{sid}", options=options)
+            await self._send("DELETE", f"{_PATH}/{sid}", final)
         except NotFoundError:
             logger.info("webhook subscription %s was already deleted", sid)
         except PayrollError as exc:
@@ -236,16 +204,13 @@ class Webhooks(Resource):
         logger.info("replaced webhook subscription %s with %s", sid, new.webhook_subscription_id)
         return new
 
-    @operation("webhooks.ensure")
+    @operation
     async def ensure(
         self,
         *,
         event_types: Iterable[EventType | str],
         path: str,
-        timeout: TimeoutLike | NotGiven = NOT_GIVEN,
-        retry: RetryPolicy | NotGiven | None = NOT_GIVEN,
-        extra_query: Mapping[str, Any] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
+        **options: Unpack[CallOptions],
     ) -> WebhookSubscription:
         """The active subscription with exactly these event types and path; created if none.
 
@@ -253,8 +218,17 @@ class Webhooks(Resource):
         """
         types = check.check_event_types(event_types)
         path = check.check_webhook_path(path)
-        options = request_options(timeout, retry, extra_query, extra_headers)
-        async for sub in self.list(active=True, **_keywords(options)):
+        final = self._options("ensure", options)
+        async for sub in self.list(active=True, **options):
             if sub.active and _matches(sub, types, path):
                 return sub
-        return await self._create(types, path, options)
+        return await self._create(types, path, options, final)
+
+
+class WebhooksWithRawResponse(RawView[Webhooks]):
+    """``client.webhooks.with_raw_response``: each operation's RawResponse."""
+
+    create: Final = raw(Webhooks.create)
+    delete: Final = raw(Webhooks.delete)
+    replace: Final = raw(Webhooks.replace)
+    ensure: Final = raw(Webhooks.ensure)
