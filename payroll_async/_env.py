@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Final
 
-__all__ = ["BASE_URL", "DEMO_BASE_URL", "REDIS_URL", "TOKEN", "read"]
+__all__ = ["BASE_URL", "DEMO_BASE_URL", "MIRROR_URL", "REDIS_URL", "TOKEN", "read"]
 
 BASE_URL: Final = "PAYROLL_BASE_URL"
 """The service root, when ``base_url`` is not given."""
@@ -15,6 +15,8 @@ DEMO_BASE_URL: Final = "PAYROLL_DEMO_BASE_URL"
 """The demo environment's root, for :meth:`PayrollClient.demo`."""
 REDIS_URL: Final = "PAYROLL_REDIS_URL"
 """The Redis of a fleet's shared gate (the command's ``--redis-url``)."""
+MIRROR_URL: Final = "PAYROLL_MIRROR_URL"
+"""The mirror's database, when ``into`` is not given (the command's ``--into``)."""
 
 
 def read(name: str) -> str | None:

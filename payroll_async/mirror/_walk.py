@@ -1,0 +1,110 @@
+"""A walk of a listing that proves which items it did not miss.
+
+Offsets shift while a listing changes: an item deleted before the walk's position moves
+every later item up one offset, so a plain offset walk can skip an item that exists the
+whole time. This walk asks for overlapping pages (each page starts at the previous page's
+last item) in the service's default order, oldest first, and checks each overlap:
+
+- page 0 starts at offset 0, so it holds every item up to its last one, X0;
+- page k+1 still holding Xk means it holds every item after Xk up to its own last one,
+  whenever each page was fetched (concurrently is fine);
+- a page shorter than asked ends the listing.
+
+So when every overlap holds and a short page ends the chain, every item that existed
+during the whole walk was seen: the walk is *proven*, and an item it did not see was
+absent at some moment of it. A broken overlap (the boundary item moved out of the next
+page, or was deleted) makes the walk unproven; it still delivers every page it fetched.
+This needs a stable total order: ASSUMED in ``_assumed.MIRROR_ORDER``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from .._exceptions import NotFoundError
+from .._pagination import AsyncPaginator
+
+__all__ = ["Walk"]
+
+Listing = Callable[..., AsyncPaginator[Any]]
+"""A list method of the client: ``listing(page_size=, max_items=, start_offset=)``."""
+
+
+class Walk:
+    """One walk of a listing; ``proven`` says, once it ends, whether it can miss nothing."""
+
+    def __init__(
+        self,
+        listing: Listing,
+        key: Callable[[Any], Any],
+        *,
+        page_size: int,
+        concurrency: int,
+        missing_ok: bool = False,
+    ) -> None:
+        if page_size < 2:
+            raise ValueError("the mirror walks pages of at least 2 items (they overlap by one)")
+        self._listing = listing
+        self._key = key
+        self._size = page_size
+        self._step = page_size - 1
+        self._ahead = max(1, concurrency)
+        self._missing_ok = missing_ok
+        self.proven = False
+        self.total: int | None = None
+        """``totalCount`` of the first page."""
+
+    async def _fetch(self, offset: int) -> list[Any]:
+        listing = self._listing(page_size=self._size, max_items=self._size, start_offset=offset)
+        return await listing.collect()
+
+    async def pages(self) -> AsyncIterator[Sequence[Any]]:
+        """The pages in order (overlapping items included: the caller dedupes)."""
+        try:
+            first = await anext(
+                aiter(
+                    self._listing(page_size=self._size, max_items=self._size, start_offset=0)
+                    .pages()
+                ),
+                None,
+            )
+        except NotFoundError:
+            if not self._missing_ok:
+                raise
+            return  # the listing itself is gone (an employer deleted): unproven
+        items = list(first.items) if first is not None else []
+        self.total = first.meta.total_count if first is not None else 0
+        yield items
+        ok = True
+        if len(items) < self._size:
+            self.proven = True
+            return
+        last = self._key(items[-1])
+        planned = max(0, -(-(self.total - self._size) // self._step))  # pages after the first
+        queue: deque[asyncio.Task[list[Any]]] = deque()
+        next_planned = 1
+        try:
+            while True:
+                while len(queue) < self._ahead and (next_planned <= planned or not queue):
+                    queue.append(
+                        asyncio.ensure_future(self._fetch(self._step * next_planned))
+                    )
+                    next_planned += 1
+                page = await queue.popleft()
+                yield page
+                if ok and last not in {self._key(item) for item in page}:
+                    ok = False  # the boundary moved: something may have been skipped
+                if len(page) < self._size:
+                    break  # the end of the listing (later planned pages add nothing)
+                last = self._key(page[-1])
+        finally:
+            for task in queue:
+                task.cancel()
+            for task in queue:
+                with contextlib.suppress(BaseException):
+                    await task
+        self.proven = ok
