@@ -183,9 +183,7 @@ class Database:
         assert self.path is not None
         lock_path = self.path.with_name(f"{self.path.name}.mirror-{name}.lock")
         try:
-            fd = os.open(
-                lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-            )
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             raise MirrorError(f"cannot open the lock file {lock_path}: {exc.strerror}") from None
         try:
@@ -243,8 +241,10 @@ def open_database(url: str) -> Database:
     parsed = _parse(url)
     password = str(parsed.password) if parsed.password else ""
     secrets = (password, quote(password, safe="")) if password else ()
-    shown = parsed.render_as_string(hide_password=True).replace("+aiosqlite", "").replace(
-        "+asyncpg", ""
+    shown = (
+        parsed.render_as_string(hide_password=True)
+        .replace("+aiosqlite", "")
+        .replace("+asyncpg", "")
     )
     path: Path | None = None
     if parsed.get_backend_name() == "sqlite":

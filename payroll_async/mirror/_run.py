@@ -114,7 +114,7 @@ async def mirror(
     if employer is not None and collection != "update-groups":
         raise InvalidArgumentError("employer= applies to update-groups only")
     scope = uuid.UUID(check_id(employer, "employer")) if employer is not None else None
-    if not 2 <= page_size:
+    if not page_size >= 2:
         raise InvalidArgumentError(f"page_size: at least 2, got {page_size!r}")
     url = into or read(MIRROR_URL)
     if not url:
@@ -162,6 +162,7 @@ async def _mirror(
                 proven_passes = 0
                 items = 0
                 for attempt in range(max_passes):
+                    store.begin_pass()
                     proven = await _pass(
                         client, collection, scope, store, db, on_change, page_size, concurrency
                     )
@@ -171,7 +172,10 @@ async def _mirror(
                     proven_passes += proven
                     logger.debug(
                         "mirror %s pass %d: proven=%s suspects=%d",
-                        collection, attempt + 1, proven, suspects,
+                        collection,
+                        attempt + 1,
+                        proven,
+                        suspects,
                     )
                     if proven and suspects == 0:
                         complete = True

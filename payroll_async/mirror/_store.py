@@ -87,6 +87,8 @@ class Store:
         self.to_row = to_row
         self.counts = Counts()
         self.items = 0
+        """Distinct items seen by this pass of the run."""
+        self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
         table = mirrored.table
         self._key = table.c[mirrored.key]
         self._current = select(
@@ -162,7 +164,8 @@ class Store:
                 else:
                     self.counts.updated += 1
             await conn.execute(self._mark_seen, [{"item_id": key} for key in rows])
-            self.items += len(rows)
+            self.items += len(rows.keys() - self._previous)
+            self._previous = set(rows)
             await self._progress(now=None)
         return changes
 
@@ -180,10 +183,16 @@ class Store:
             )
         )
 
+    def begin_pass(self) -> None:
+        self.items = 0
+        self._previous = set()
+
     async def seen_count(self) -> int:
+        """The distinct items this pass saw (also the run's ``items`` from now on)."""
         count = (await self._conn.execute(select(func.count()).select_from(self._seen))).scalar()
         await self._conn.commit()
-        return int(count or 0)
+        self.items = int(count or 0)
+        return self.items
 
     async def narrow_suspects(self, first: bool, scope: uuid.UUID | None) -> int:
         """After a pass: the live rows it did not see (first pass), or those still unseen."""
@@ -195,9 +204,7 @@ class Store:
                 )
                 if scope is not None and self._m.scope is not None:
                     live = live.where(self._m.table.c[self._m.scope] == scope)
-                await self._conn.execute(
-                    insert(self._suspects).from_select(["item_id"], live)
-                )
+                await self._conn.execute(insert(self._suspects).from_select(["item_id"], live))
             else:
                 await self._conn.execute(
                     delete(self._suspects).where(self._suspects.c.item_id.in_(seen))

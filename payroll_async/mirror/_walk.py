@@ -67,8 +67,9 @@ class Walk:
         try:
             first = await anext(
                 aiter(
-                    self._listing(page_size=self._size, max_items=self._size, start_offset=0)
-                    .pages()
+                    self._listing(
+                        page_size=self._size, max_items=self._size, start_offset=0
+                    ).pages()
                 ),
                 None,
             )
@@ -90,9 +91,7 @@ class Walk:
         try:
             while True:
                 while len(queue) < self._ahead and (next_planned <= planned or not queue):
-                    queue.append(
-                        asyncio.ensure_future(self._fetch(self._step * next_planned))
-                    )
+                    queue.append(asyncio.ensure_future(self._fetch(self._step * next_planned)))
                     next_planned += 1
                 page = await queue.popleft()
                 yield page
