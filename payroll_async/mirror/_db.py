@@ -64,7 +64,9 @@ def database_errors(secrets: tuple[str, ...], doing: str) -> Iterator[None]:
         # asyncpg's own errors are OSErrors or come wrapped in SQLAlchemy's.
         detail = getattr(exc, "orig", None) or exc
         message = _scrub(f"{doing}: {type(detail).__name__}: {detail}", secrets)
-        raise MirrorError(message.splitlines()[0][:500]) from None
+        first = message.splitlines()[0][:500] if message else doing
+        # The server's text is outside input: no control codes reach a terminal.
+        raise MirrorError("".join(ch if ch.isprintable() else "?" for ch in first)) from None
 
 
 def _parse(url: str) -> URL:
