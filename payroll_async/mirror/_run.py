@@ -18,7 +18,7 @@ from .._validation import check_id
 from ._db import open_database
 from ._errors import MirrorError, MirrorURLError
 from ._schema import TABLES
-from ._store import Change, Store
+from ._store import MAX_PAGES, Change, Store
 from ._walk import Walk
 
 __all__ = ["COLLECTIONS", "MirrorResult", "mirror"]
@@ -155,7 +155,9 @@ async def _mirror(
             async with db.run_lock(conn, mirrored.table.name, wait, notify):
                 run_id = uuid.uuid4()
                 started = datetime.datetime.now(datetime.timezone.utc)
-                store = Store(conn, mirrored, collection, run_id, _row_maker(collection, scope))
+                store = Store(
+                    conn, mirrored, collection, run_id, _row_maker(collection, scope), scope
+                )
                 with db.errors(f"writing to {db.shown}"):
                     await store.start(started)
                 complete = False
@@ -166,9 +168,9 @@ async def _mirror(
                     proven = await _pass(
                         client, collection, scope, store, db, on_change, page_size, concurrency
                     )
-                    items = await _count_seen(store, db)
-                    with db.errors(f"writing to {db.shown}"):
-                        suspects = await store.narrow_suspects(attempt == 0, scope)
+                    with db.errors(f"reading {db.shown}"):
+                        suspects = await store.narrow_suspects()
+                    items = store.items
                     proven_passes += proven
                     logger.debug(
                         "mirror %s pass %d: proven=%s suspects=%d",
@@ -202,11 +204,6 @@ async def _mirror(
         unchanged=max(0, items - counts.inserted - counts.updated),
         complete=complete,
     )
-
-
-async def _count_seen(store: Store, db: Any) -> int:
-    with db.errors(f"reading {db.shown}"):
-        return await store.seen_count()
 
 
 async def _tell(on_change: OnChange | None, changes: list[Change]) -> None:
@@ -265,9 +262,9 @@ async def _walk(
         missing_ok=collection == "update-groups",
     )
     try:
-        async for page in walk.pages():
+        async for batch in walk.batches(MAX_PAGES):
             with db.errors(f"writing to {db.shown}"):
-                changes = await store.write_page(page)
+                changes = await store.write_pages(batch)
             await _tell(on_change, changes)
     except NotFoundError:
         if collection != "update-groups":

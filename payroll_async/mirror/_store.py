@@ -1,28 +1,36 @@
-"""Writing one page: compare with the rows, upsert what changed, record it, all at once.
+"""Writing pages: compare with the rows, upsert what changed, record it, all at once.
 
-Each page is one transaction with the run's progress (``mirror_runs``) and the ids seen
-(a temporary table of this connection), so that a run killed at any point leaves every
-page either wholly written or not at all, and the next run, finding those rows equal,
-records nothing twice.
+The pages that arrived while the previous write ran (one page when the service is slow,
+at most ``MAX_PAGES`` when it is fast) are one transaction, together with the run's
+progress in ``mirror_runs``, so that a run killed at any point leaves every page either
+wholly written or not at all; the next run, finding those rows equal, records nothing
+twice.
+
+Which ids a pass saw is kept in memory as the first 64 bits of each id, 8 bytes an item
+(8 MB for a million): enough to tell which live rows a pass did not see. Two ids sharing
+their first 64 bits can only hide a deletion, never invent one.
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import uuid
+from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
-from sqlalchemy import Column, MetaData, Table, Uuid, delete, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.schema import CreateTable
 
-from ._schema import CHANGES, RUNS, MirrorTable
+from ._driver import Statements
+from ._schema import RUNS, MirrorTable
 
-__all__ = ["Change", "Counts", "Store"]
+__all__ = ["MAX_PAGES", "Change", "Counts", "Store"]
 
+MAX_PAGES = 10
+"""Most pages written in one transaction."""
 _BATCH = 500  # ids per statement where a set of ids is marked deleted
 
 
@@ -37,16 +45,11 @@ class Change:
     """``inserted``, ``updated`` or ``deleted``."""
     at: datetime.datetime
 
-    def to_row(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "collection": self.collection,
-            "item_id": self.item_id,
-            "change": self.change,
-            "at": self.at,
-        }
+    def values(self) -> tuple[Any, ...]:
+        return (self.run_id, self.collection, self.item_id, self.change, self.at)
 
     def to_json(self) -> dict[str, str]:
+        """As a line of ``--changes``."""
         return {
             "run_id": str(self.run_id),
             "collection": self.collection,
@@ -63,12 +66,6 @@ class Counts:
     deleted: int = 0
 
 
-def _temp(name: str) -> Table:
-    return Table(
-        name, MetaData(), Column("item_id", Uuid, primary_key=True), prefixes=["TEMPORARY"]
-    )
-
-
 class Store:
     """The run's writes into one collection's table, on one connection."""
 
@@ -79,6 +76,7 @@ class Store:
         collection: str,
         run_id: uuid.UUID,
         to_row: Callable[[Any], tuple[Any, ...]],
+        scope: uuid.UUID | None,
     ) -> None:
         self._conn = connection
         self._m = mirrored
@@ -88,28 +86,17 @@ class Store:
         self.counts = Counts()
         self.items = 0
         """Distinct items seen by this pass of the run."""
-        self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
         table = mirrored.table
         self._key = table.c[mirrored.key]
-        self._current = select(
-            *(table.c[name] for name in mirrored.fields), table.c.mirror_deleted_at
-        )
-        dialect = connection.dialect.name
-        make: Any = postgresql.insert if dialect == "postgresql" else sqlite.insert
-        upsert = make(table)
-        kept = {"mirror_first_seen_at", mirrored.key}
-        self._upsert = upsert.on_conflict_do_update(
-            index_elements=[mirrored.key],
-            set_={c.name: upsert.excluded[c.name] for c in table.c if c.name not in kept},
-        )
-        self._seen = _temp("mirror_seen")
-        self._suspects = _temp("mirror_suspects")
-        self._mark_seen = make(self._seen).on_conflict_do_nothing()
+        self._live = table.c.mirror_deleted_at.is_(None)
+        if scope is not None and mirrored.scope is not None:
+            self._live = self._live & (table.c[mirrored.scope] == scope)
+        self._sql = Statements(table, mirrored.key, mirrored.fields, connection.dialect)
+        self._seen: array[int] = array("Q")
+        self._suspects: set[uuid.UUID] | None = None  # None: the first pass is running
+        self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
 
     async def start(self, started_at: datetime.datetime) -> None:
-        for temp in (self._seen, self._suspects):
-            await self._conn.execute(CreateTable(temp, if_not_exists=True))
-            await self._conn.execute(delete(temp))
         await self._conn.execute(
             insert(RUNS).values(
                 run_id=self.run_id,
@@ -125,49 +112,66 @@ class Store:
         )
         await self._conn.commit()
 
-    async def write_page(self, items: Sequence[Any]) -> list[Change]:
-        """Upsert one page (one transaction); the changes it made."""
-        rows = {}
-        for item in items:
-            row = self.to_row(item)
-            rows[row[0]] = row  # an overlap or a retried page may repeat an item
+    async def write_pages(self, pages: Sequence[Sequence[Any]]) -> list[Change]:
+        """Upsert some pages (one transaction); the changes they made."""
+        sql = self._sql
+        rows: dict[Any, tuple[Any, ...]] = {}
+        ids: dict[Any, uuid.UUID] = {}
+        items = 0
+        for page in pages:
+            keys = []
+            for item in page:
+                values = self.to_row(item)
+                row = sql.row(values)
+                key = row[0]
+                rows[key] = row  # an overlap or a retried page may repeat an item
+                ids[key] = values[0]
+                keys.append(key)
+            items += len(set(keys) - self._previous)
+            self._previous = set(keys)
         if not rows:
             return []
         now = datetime.datetime.now(datetime.timezone.utc)
-        fields = self._m.fields
+        stamp = sql.time(now)
         conn = self._conn
+        changes: list[Change] = []
         async with conn.begin():
-            stored = {
-                row[0]: row
-                for row in await conn.execute(self._current.where(self._key.in_(list(rows))))
-            }
-            writes: list[dict[str, Any]] = []
-            changes: list[Change] = []
+            stored: dict[str, Any] = {}
+            keys = list(rows)
+            for start in range(0, len(keys), 500):
+                statement, params = sql.select(keys[start : start + 500])
+                for old in await conn.exec_driver_sql(statement, params):
+                    stored[str(old[0])] = old
+            writes: list[tuple[Any, ...]] = []
             for key, row in rows.items():
-                old = stored.get(key)
-                if old is not None and old[-1] is None and tuple(old[:-1]) == row:
+                old = stored.get(str(key))
+                live = old is not None and old[-1] is None
+                if live and tuple(old[:-1]) == row:
                     continue  # unchanged: nothing written
-                values = dict(zip(fields, row))
-                values["mirror_first_seen_at"] = now
-                values["mirror_last_seen_at"] = now
-                values["mirror_deleted_at"] = None
-                writes.append(values)
+                writes.append((*row, stamp, stamp, None))
                 # an item that comes back after it was marked deleted is inserted again
-                kind = "updated" if old is not None and old[-1] is None else "inserted"
-                changes.append(Change(self.run_id, self._collection, key, kind, now))
+                kind = "updated" if live else "inserted"
+                changes.append(Change(self.run_id, self._collection, ids[key], kind, now))
             if writes:
-                await conn.execute(self._upsert, writes)
-                await conn.execute(insert(CHANGES), [c.to_row() for c in changes])
+                await conn.exec_driver_sql(sql.upsert, writes)
+                await conn.exec_driver_sql(
+                    sql.change, [sql.change_row(c.values()) for c in changes]
+                )
             for change in changes:
                 if change.change == "inserted":
                     self.counts.inserted += 1
                 else:
                     self.counts.updated += 1
-            await conn.execute(self._mark_seen, [{"item_id": key} for key in rows])
-            self.items += len(rows.keys() - self._previous)
-            self._previous = set(rows)
+            self.items += items
             await self._progress(now=None)
+        self._saw(ids.values())
         return changes
+
+    def _saw(self, ids: Any) -> None:
+        if self._suspects is None:
+            self._seen.extend(i.int >> 64 for i in ids)
+        else:
+            self._suspects.difference_update(ids)
 
     async def _progress(self, now: datetime.datetime | None, complete: bool = False) -> None:
         await self._conn.execute(
@@ -187,63 +191,55 @@ class Store:
         self.items = 0
         self._previous = set()
 
-    async def seen_count(self) -> int:
-        """The distinct items this pass saw (also the run's ``items`` from now on)."""
-        count = (await self._conn.execute(select(func.count()).select_from(self._seen))).scalar()
-        await self._conn.commit()
-        self.items = int(count or 0)
-        return self.items
-
-    async def narrow_suspects(self, first: bool, scope: uuid.UUID | None) -> int:
-        """After a pass: the live rows it did not see (first pass), or those still unseen."""
-        seen = select(self._seen.c.item_id)
-        async with self._conn.begin():
-            if first:
-                live = select(self._key).where(
-                    self._m.table.c.mirror_deleted_at.is_(None), self._key.not_in(seen)
-                )
-                if scope is not None and self._m.scope is not None:
-                    live = live.where(self._m.table.c[self._m.scope] == scope)
-                await self._conn.execute(insert(self._suspects).from_select(["item_id"], live))
-            else:
-                await self._conn.execute(
-                    delete(self._suspects).where(self._suspects.c.item_id.in_(seen))
-                )
-            await self._conn.execute(delete(self._seen))
-            count = (
-                await self._conn.execute(select(func.count()).select_from(self._suspects))
-            ).scalar()
-        return int(count or 0)
+    async def narrow_suspects(self) -> int:
+        """After a pass: the live rows the first pass did not see, less those seen since."""
+        if self._suspects is not None:
+            return len(self._suspects)
+        seen = array("Q", sorted(set(self._seen)))
+        self._seen = array("Q")
+        self.items = len(seen)
+        suspects: set[uuid.UUID] = set()
+        conn = self._conn
+        async with conn.begin():
+            live = (await conn.execute(select(func.count()).where(self._live))).scalar() or 0
+            # Every item seen was written live, so equal counts mean every live row was seen.
+            if live != len(seen):
+                result = await conn.stream(select(self._key).where(self._live))
+                async for (key,) in result:
+                    prefix = key.int >> 64
+                    at = bisect.bisect_left(seen, prefix)
+                    if at == len(seen) or seen[at] != prefix:
+                        suspects.add(key)
+        self._suspects = suspects
+        return len(suspects)
 
     async def delete_suspects(self) -> list[Change]:
         """Mark the rows every pass missed as deleted, in batches; the changes."""
         table = self._m.table
         changes: list[Change] = []
-        while True:
+        pending = sorted(self._suspects or ())
+        for start in range(0, len(pending), _BATCH):
+            ids = pending[start : start + _BATCH]
+            now = datetime.datetime.now(datetime.timezone.utc)
+            batch = [Change(self.run_id, self._collection, i, "deleted", now) for i in ids]
             async with self._conn.begin():
-                ids = list(
-                    (await self._conn.execute(select(self._suspects.c.item_id).limit(_BATCH)))
-                    .scalars()
-                    .all()
-                )
-                if not ids:
-                    break
-                now = datetime.datetime.now(datetime.timezone.utc)
                 await self._conn.execute(
                     update(table)
                     .where(self._key.in_(ids), table.c.mirror_deleted_at.is_(None))
                     .values(mirror_deleted_at=now)
                 )
-                batch = [Change(self.run_id, self._collection, i, "deleted", now) for i in ids]
-                await self._conn.execute(insert(CHANGES), [c.to_row() for c in batch])
-                await self._conn.execute(
-                    delete(self._suspects).where(self._suspects.c.item_id.in_(ids))
+                await self._conn.exec_driver_sql(
+                    self._sql.change, [self._sql.change_row(c.values()) for c in batch]
                 )
                 self.counts.deleted += len(ids)
                 await self._progress(now=None)
             changes.extend(batch)
+        self._suspects = set()
         return changes
 
     async def finish(self, complete: bool) -> None:
         async with self._conn.begin():
             await self._progress(datetime.datetime.now(datetime.timezone.utc), complete)
+
+
+

@@ -52,7 +52,9 @@ class Walk:
         self._key = key
         self._size = page_size
         self._step = page_size - 1
-        self._ahead = max(1, concurrency)
+        # Pages asked for ahead of the writer: twice what the client sends at once, so that
+        # requests keep going while a batch is written.
+        self._ahead = max(2, 2 * concurrency)
         self._missing_ok = missing_ok
         self.proven = False
         self.total: int | None = None
@@ -64,6 +66,14 @@ class Walk:
 
     async def pages(self) -> AsyncIterator[Sequence[Any]]:
         """The pages in order (overlapping items included: the caller dedupes)."""
+        async with contextlib.aclosing(self.batches(1)) as batches:
+            async for batch in batches:
+                for page in batch:
+                    yield page
+
+    async def batches(self, most: int) -> AsyncIterator[list[Sequence[Any]]]:
+        """The pages in order: each time the next one, and those fetched already after it
+        (at most ``most`` in all), so that a writer slower than the service catches up."""
         try:
             first = await anext(
                 aiter(
@@ -79,27 +89,36 @@ class Walk:
             return  # the listing itself is gone (an employer deleted): unproven
         items = list(first.items) if first is not None else []
         self.total = first.meta.total_count if first is not None else 0
-        yield items
-        ok = True
         if len(items) < self._size:
             self.proven = True
+            yield [items]
             return
+        ok = True
         last = self._key(items[-1])
         planned = max(0, -(-(self.total - self._size) // self._step))  # pages after the first
         queue: deque[asyncio.Task[list[Any]]] = deque()
         next_planned = 1
+        batch: list[Sequence[Any]] = [items]
+        ended = False
         try:
-            while True:
+            while not ended:
                 while len(queue) < self._ahead and (next_planned <= planned or not queue):
                     queue.append(asyncio.ensure_future(self._fetch(self._step * next_planned)))
                     next_planned += 1
+                if batch and (len(batch) >= most or not queue[0].done()):
+                    yield batch
+                    batch = []
+                    continue
                 page = await queue.popleft()
-                yield page
+                batch.append(page)
                 if ok and last not in {self._key(item) for item in page}:
                     ok = False  # the boundary moved: something may have been skipped
                 if len(page) < self._size:
-                    break  # the end of the listing (later planned pages add nothing)
-                last = self._key(page[-1])
+                    ended = True  # the end of the listing (later planned pages add nothing)
+                else:
+                    last = self._key(page[-1])
+            if batch:
+                yield batch
         finally:
             for task in queue:
                 task.cancel()

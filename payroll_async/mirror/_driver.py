@@ -1,0 +1,121 @@
+"""The hot path at the driver's level: one page's statements, compiled once per dialect.
+
+SQLAlchemy builds and compiles every statement (one upsert construct,
+``insert().on_conflict_do_update``, for both dialects); the rows then go to the driver as
+plain tuples in the form the database stores, so that a page costs no per-value type
+processing. The forms are exactly what SQLAlchemy's own types write (32 hex digits for a
+``Uuid`` in SQLite, ``YYYY-MM-DD HH:MM:SS.ffffff`` UTC text for a timestamp, JSON text for
+a list), so rows read back through SQLAlchemy are the same values. Comparing a stored row
+with an item is then one tuple comparison.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Boolean, Column, Dialect, Table, Uuid, bindparam
+from sqlalchemy.dialects import postgresql, sqlite
+
+from ._schema import CHANGES, UTCDateTime
+
+__all__ = ["Statements"]
+
+Convert = Callable[[Any], Any]
+_UTC = datetime.timezone.utc
+_SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"
+
+
+def _sqlite_time(value: datetime.datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(_UTC).strftime(_SQLITE_TIME)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _converter(column: Column[Any], dialect: str) -> Convert:
+    kind = column.type
+    if dialect == "postgresql":
+        return list if column.name == "webhook_event_types" else _same
+    if isinstance(kind, Uuid):
+        return lambda value: None if value is None else value.hex
+    if isinstance(kind, UTCDateTime):
+        return _sqlite_time
+    if isinstance(kind, Boolean):
+        return lambda value: None if value is None else int(value)
+    if column.name == "webhook_event_types":
+        return json.dumps
+    return _same
+
+
+def _row_converter(
+    columns: Sequence[Column[Any]], dialect: str
+) -> Callable[[Any], tuple[Any, ...]]:
+    converters = [_converter(c, dialect) for c in columns]
+    if all(c is _same for c in converters):
+        return tuple
+    pairs = list(enumerate(converters))
+    return lambda row: tuple(convert(row[i]) for i, convert in pairs)
+
+
+def _compiled(statement: Any, dialect: Dialect) -> tuple[str, list[str]]:
+    compiled = statement.compile(dialect=dialect)
+    return compiled.string, list(compiled.positiontup or [])
+
+
+class Statements:
+    """The page statements of one table in one dialect, and the driver form of its rows."""
+
+    def __init__(self, table: Table, key: str, fields: Sequence[str], dialect: Dialect) -> None:
+        self.dialect = dialect.name
+        pg = self.dialect == "postgresql"
+        columns = [table.c[name] for name in fields]
+        self.row = _row_converter(columns, self.dialect)
+        """The model's values (key first) as the driver sends and returns them."""
+        self.time = _converter(table.c.mirror_first_seen_at, self.dialect)
+        self.uuid = _converter(table.c[key], self.dialect)
+        make: Any = postgresql.insert if pg else sqlite.insert
+        upsert = make(table).values({c.name: bindparam(c.name) for c in table.c})
+        kept = {"mirror_first_seen_at", key}
+        upsert = upsert.on_conflict_do_update(
+            index_elements=[key],
+            set_={c.name: upsert.excluded[c.name] for c in table.c if c.name not in kept},
+        )
+        self.upsert, order = _compiled(upsert, dialect)
+        tail = ["mirror_first_seen_at", "mirror_last_seen_at", "mirror_deleted_at"]
+        if order != [*fields, *tail]:
+            raise AssertionError(f"unexpected column order of the upsert: {order}")
+        names = ["run_id", "collection", "item_id", "change", "at"]
+        self.change, order = _compiled(
+            insert_changes := CHANGES.insert().values({n: bindparam(n) for n in names}), dialect
+        )
+        del insert_changes
+        if order != names:
+            raise AssertionError(f"unexpected column order of mirror_changes: {order}")
+        self.change_row = _row_converter([CHANGES.c[n] for n in names], self.dialect)
+        quoted = dialect.identifier_preparer.quote
+        listed = ", ".join(quoted(name) for name in (*fields, "mirror_deleted_at"))
+        self._select = f"SELECT {listed} FROM {quoted(table.name)} WHERE {quoted(key)}"
+        if pg:
+            self.seen = (
+                "INSERT INTO mirror_seen (item_id) SELECT unnest($1::uuid[]) "
+                "ON CONFLICT DO NOTHING"
+            )
+        else:
+            self.seen = "INSERT OR IGNORE INTO mirror_seen (item_id) VALUES (?)"
+
+    def select(self, keys: Sequence[Any]) -> tuple[str, Any]:
+        """The statement and parameters that read the stored rows of ``keys``."""
+        if self.dialect == "postgresql":
+            return f"{self._select} = ANY($1::uuid[])", (list(keys),)
+        return f"{self._select} IN ({', '.join('?' * len(keys))})", tuple(keys)
+
+    def seen_params(self, keys: Sequence[Any]) -> Any:
+        if self.dialect == "postgresql":
+            return (list(keys),)
+        return [(key,) for key in keys]
