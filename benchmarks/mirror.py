@@ -215,7 +215,12 @@ def main() -> int:
     wall = {k: median([x["wall"] for x in v]) for k, v in runs.items()}
     cpu = {k: median([x["cpu"] for x in v]) for k, v in runs.items()}
     rows = [
-        [k, f"{wall[k]:.2f}", f"{wall[k] / wall['export']:.2f}x", f"{cpu[k] / args.items * 1e6:.1f}"]
+        [
+            k,
+            f"{wall[k]:.2f}",
+            f"{wall[k] / wall['export']:.2f}x",
+            f"{cpu[k] / args.items * 1e6:.1f}",
+        ]
         for k in runs
     ]
     print(table(["run", "wall s (median)", "vs export", "CPU µs/item"], rows))

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import datetime
 import json
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Boolean, Column, Dialect, Table, Uuid, bindparam
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._schema import CHANGES, UTCDateTime
 
@@ -25,13 +27,16 @@ __all__ = ["Statements"]
 
 Convert = Callable[[Any], Any]
 _UTC = datetime.timezone.utc
-_SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"
+_ROWS_PER_STATEMENT = 250  # SQLite: rows in one multi-row INSERT
 
 
 def _sqlite_time(value: datetime.datetime | None) -> str | None:
+    """As SQLAlchemy's DateTime writes it in SQLite: ``YYYY-MM-DD HH:MM:SS.ffffff``, UTC."""
     if value is None:
         return None
-    return value.astimezone(_UTC).strftime(_SQLITE_TIME)
+    if value.tzinfo is not _UTC:
+        value = value.astimezone(_UTC)
+    return value.replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
 def _same(value: Any) -> Any:
@@ -43,7 +48,7 @@ def _converter(column: Column[Any], dialect: str) -> Convert:
     if dialect == "postgresql":
         return list if column.name == "webhook_event_types" else _same
     if isinstance(kind, Uuid):
-        return lambda value: None if value is None else value.hex
+        return operator.attrgetter("hex")  # never None: ids are required
     if isinstance(kind, UTCDateTime):
         return _sqlite_time
     if isinstance(kind, Boolean):
@@ -59,8 +64,13 @@ def _row_converter(
     converters = [_converter(c, dialect) for c in columns]
     if all(c is _same for c in converters):
         return tuple
-    pairs = list(enumerate(converters))
-    return lambda row: tuple(convert(row[i]) for i, convert in pairs)
+    # One expression per table and dialect, unrolled: this runs for every item.
+    names = {f"c{i}": c for i, c in enumerate(converters) if c is not _same}
+    parts = [f"c{i}(r[{i}])" if f"c{i}" in names else f"r[{i}]" for i in range(len(columns))]
+    function: Callable[[Any], tuple[Any, ...]] = eval(  # built from the schema alone
+        f"lambda r: ({', '.join(parts)},)", names
+    )
+    return function
 
 
 def _compiled(statement: Any, dialect: Dialect) -> tuple[str, list[str]]:
@@ -73,6 +83,7 @@ class Statements:
 
     def __init__(self, table: Table, key: str, fields: Sequence[str], dialect: Dialect) -> None:
         self.dialect = dialect.name
+        self._multi: dict[tuple[str, int], str] = {}
         pg = self.dialect == "postgresql"
         columns = [table.c[name] for name in fields]
         self.row = _row_converter(columns, self.dialect)
@@ -97,17 +108,65 @@ class Statements:
         del insert_changes
         if order != names:
             raise AssertionError(f"unexpected column order of mirror_changes: {order}")
+        self.change = self.change.partition(" RETURNING ")[0]  # change_id is never read
         self.change_row = _row_converter([CHANGES.c[n] for n in names], self.dialect)
         quoted = dialect.identifier_preparer.quote
         listed = ", ".join(quoted(name) for name in (*fields, "mirror_deleted_at"))
         self._select = f"SELECT {listed} FROM {quoted(table.name)} WHERE {quoted(key)}"
         if pg:
             self.seen = (
-                "INSERT INTO mirror_seen (item_id) SELECT unnest($1::uuid[]) "
-                "ON CONFLICT DO NOTHING"
+                "INSERT INTO mirror_seen (item_id) SELECT unnest($1::uuid[]) ON CONFLICT DO NOTHING"
             )
         else:
             self.seen = "INSERT OR IGNORE INTO mirror_seen (item_id) VALUES (?)"
+
+    async def insert(
+        self, conn: AsyncConnection, statement: str, rows: list[tuple[Any, ...]]
+    ) -> None:
+        """Run a one-row INSERT for every row: in SQLite as multi-row INSERTs (each
+        statement one step of the database, so its thread gives up the GIL less often);
+        asyncpg sends an executemany as one pipeline already."""
+        if len(rows) == 1:
+            await conn.exec_driver_sql(statement, rows)
+            return
+        if self.dialect == "postgresql":
+            arrays = self._arrays(statement)
+            if arrays is None:  # a list column: rows one by one (webhooks, a few)
+                await conn.exec_driver_sql(statement, rows)
+            else:  # one statement: every column as an array
+                await conn.exec_driver_sql(arrays, tuple(list(c) for c in zip(*rows)))
+            return
+        for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+            chunk = rows[start : start + _ROWS_PER_STATEMENT]
+            params = tuple(value for row in chunk for value in row)
+            await conn.exec_driver_sql(self._many(statement, len(chunk)), params)
+
+    def _arrays(self, statement: str) -> str | None:
+        """PostgreSQL: the one-row INSERT as ``INSERT ... SELECT * FROM unnest(arrays)``."""
+        key = (statement, -1)
+        if key not in self._multi:
+            head, sep, rest = statement.partition(" VALUES (")
+            group, close, tail = rest.partition(")")
+            params = group.split(", ")
+            casts = [p.partition("::") for p in params]
+            if not sep or not close or any(not c[1] or c[2].endswith("[]") for c in casts):
+                self._multi[key] = ""
+            else:
+                arrays = ", ".join(f"{name}::{kind}[]" for name, _, kind in casts)
+                self._multi[key] = f"{head} SELECT * FROM unnest({arrays}){tail}"
+        return self._multi[key] or None
+
+    def _many(self, statement: str, count: int) -> str:
+        key = (statement, count)
+        found = self._multi.get(key)
+        if found is None:
+            head, sep, rest = statement.partition(" VALUES (")
+            group, close, tail = rest.partition(")")
+            if not sep or not close or set(group.replace(", ", "")) != {"?"}:
+                raise AssertionError(f"not a one-row INSERT: {statement}")
+            groups = ", ".join([f"({group})"] * count)
+            found = self._multi[key] = f"{head} VALUES {groups}{tail}"
+        return found
 
     def select(self, keys: Sequence[Any]) -> tuple[str, Any]:
         """The statement and parameters that read the stored rows of ``keys``."""

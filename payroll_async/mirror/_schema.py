@@ -171,7 +171,6 @@ CHANGES = Table(
     Column("change", Text, nullable=False),
     Column("at", UTCDateTime, nullable=False),
     Index("mirror_changes_at", "collection", "at"),
-    Index("mirror_changes_item", "item_id"),
 )
 
 SCHEMA = Table(

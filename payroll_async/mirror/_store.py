@@ -153,9 +153,12 @@ class Store:
                 kind = "updated" if live else "inserted"
                 changes.append(Change(self.run_id, self._collection, ids[key], kind, now))
             if writes:
-                await conn.exec_driver_sql(sql.upsert, writes)
-                await conn.exec_driver_sql(
-                    sql.change, [sql.change_row(c.values()) for c in changes]
+                await sql.insert(conn, sql.upsert, writes)
+                run, name, at = sql.uuid(self.run_id), self._collection, stamp
+                await sql.insert(
+                    conn,
+                    sql.change,
+                    [(run, name, sql.uuid(c.item_id), c.change, at) for c in changes],
                 )
             for change in changes:
                 if change.change == "inserted":
@@ -228,8 +231,8 @@ class Store:
                     .where(self._key.in_(ids), table.c.mirror_deleted_at.is_(None))
                     .values(mirror_deleted_at=now)
                 )
-                await self._conn.exec_driver_sql(
-                    self._sql.change, [self._sql.change_row(c.values()) for c in batch]
+                await self._sql.insert(
+                    self._conn, self._sql.change, [self._sql.change_row(c.values()) for c in batch]
                 )
                 self.counts.deleted += len(ids)
                 await self._progress(now=None)
@@ -240,6 +243,3 @@ class Store:
     async def finish(self, complete: bool) -> None:
         async with self._conn.begin():
             await self._progress(datetime.datetime.now(datetime.timezone.utc), complete)
-
-
-

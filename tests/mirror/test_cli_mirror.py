@@ -38,7 +38,9 @@ def invoke(emu: Emulator, *args: str, env: dict[str, str] | None = None) -> Resu
 def test_mirror_then_again_with_the_changes_as_json_lines(emu: Emulator, tmp_path: Path) -> None:
     db = tmp_path / "payroll.db"
     changes = tmp_path / "changes.jsonl"
-    first = invoke(emu, "payroll-connections", "--into", f"sqlite:///{db}", "--changes", str(changes))
+    first = invoke(
+        emu, "payroll-connections", "--into", f"sqlite:///{db}", "--changes", str(changes)
+    )
     assert first.exit_code == 0, first.output
     assert "Mirrored 420 payroll-connections into sqlite:///" in first.output
     assert "420 inserted, 0 updated, 0 deleted, 0 unchanged" in first.output
@@ -48,7 +50,9 @@ def test_mirror_then_again_with_the_changes_as_json_lines(emu: Emulator, tmp_pat
     assert set(lines[0]) == {"run_id", "collection", "item_id", "change", "at"}
     assert stat.S_IMODE(changes.stat().st_mode) == 0o600
     assert stat.S_IMODE(db.stat().st_mode) == 0o600
-    again = invoke(emu, "payroll-connections", "--into", f"sqlite:///{db}", "--changes", str(changes))
+    again = invoke(
+        emu, "payroll-connections", "--into", f"sqlite:///{db}", "--changes", str(changes)
+    )
     assert again.exit_code == 0
     assert "0 inserted, 0 updated, 0 deleted, 420 unchanged" in again.output
     assert len(changes.read_text().splitlines()) == 420  # nothing changed: nothing appended
@@ -72,9 +76,7 @@ def test_the_default_database_is_payroll_db_here(
 
 
 @pytest.mark.parametrize("target", ["db", "changes"])
-def test_files_are_never_written_through_a_link(
-    emu: Emulator, tmp_path: Path, target: str
-) -> None:
+def test_files_are_never_written_through_a_link(emu: Emulator, tmp_path: Path, target: str) -> None:
     victim = tmp_path / "victim"
     victim.write_text("keep")
     link = tmp_path / "link"
@@ -106,9 +108,7 @@ def test_a_second_run_is_refused_with_exit_2_or_waits(emu: Emulator, tmp_path: P
 
 
 def test_the_password_never_appears_in_output(emu: Emulator) -> None:
-    result = invoke(
-        emu, "webhooks", "--into", "postgresql://mirror:s3cret-pw@127.0.0.1:1/payroll"
-    )
+    result = invoke(emu, "webhooks", "--into", "postgresql://mirror:s3cret-pw@127.0.0.1:1/payroll")
     assert result.exit_code == ExitCode.SERVICE
     assert "s3cret-pw" not in result.output
     assert "postgresql://mirror:***@127.0.0.1:1/payroll" in result.output

@@ -57,7 +57,9 @@ async def test_a_failure_after_connecting(
     emu = await start_emulator(seed=1, payroll_connections=5)
     # The session's server trusts loopback, so the password is accepted and ignored;
     # the database does not exist, so the server answers with an error of its own.
-    url = postgres_server.url("no_such_database", password=PASSWORD.replace("!", "%21").replace("@", "%40"))
+    url = postgres_server.url(
+        "no_such_database", password=PASSWORD.replace("!", "%21").replace("@", "%40")
+    )
     async with PayrollClient(emu.base_url, emu.token) as client:
         with pytest.raises(MirrorError, match="no_such_database") as info:
             await mirror(client, "webhooks", into=url)
