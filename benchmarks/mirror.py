@@ -155,7 +155,8 @@ def churn_check(items: int, folder: Path) -> tuple[bool, str]:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     try:
-        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout is not None
+        assert proc.stdin is not None
         port = proc.stdout.readline().split()[1]
         base = f"http://127.0.0.1:{port}"
         url = f"sqlite:///{folder / 'churn.db'}"

@@ -325,7 +325,7 @@ class Dataset:
                 "errorCount": n % 13 if n % 4 == 0 else 0,
             }
 
-        groups = Collection(
+        return Collection(
             self.groups_per_employer,
             render,
             {
@@ -336,7 +336,6 @@ class Dataset:
             "uploadDate",
             id_field="updateGroupId",
         )
-        return groups
 
     # -- invites ------------------------------------------------------------------------------
 

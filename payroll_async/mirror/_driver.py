@@ -134,7 +134,7 @@ class Statements:
             if arrays is None:  # a list column: rows one by one (webhooks, a few)
                 await conn.exec_driver_sql(statement, rows)
             else:  # one statement: every column as an array
-                await conn.exec_driver_sql(arrays, tuple(list(c) for c in zip(*rows)))
+                await conn.exec_driver_sql(arrays, tuple(list(c) for c in zip(*rows, strict=True)))
             return
         for start in range(0, len(rows), _ROWS_PER_STATEMENT):
             chunk = rows[start : start + _ROWS_PER_STATEMENT]

@@ -77,6 +77,7 @@ def _listing(client: PayrollClient, collection: str, employer: uuid.UUID | None)
     if collection == "webhooks":
         return client.webhooks.list
     groups = client.employer_identifiers.update_groups.list
+    assert employer is not None  # update groups are walked one employer at a time
     return lambda **options: groups(employer, **options)
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import ColumnElement, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._driver import Statements
@@ -88,7 +88,7 @@ class Store:
         """Distinct items seen by this pass of the run."""
         table = mirrored.table
         self._key = table.c[mirrored.key]
-        self._live = table.c.mirror_deleted_at.is_(None)
+        self._live: ColumnElement[bool] = table.c.mirror_deleted_at.is_(None)
         if scope is not None and mirrored.scope is not None:
             self._live = self._live & (table.c[mirrored.scope] == scope)
         self._sql = Statements(table, mirrored.key, mirrored.fields, connection.dialect)
@@ -140,13 +140,13 @@ class Store:
             keys = list(rows)
             for start in range(0, len(keys), 500):
                 statement, params = sql.select(keys[start : start + 500])
-                for old in await conn.exec_driver_sql(statement, params):
-                    stored[str(old[0])] = old
+                for found in await conn.exec_driver_sql(statement, params):
+                    stored[str(found[0])] = found
             writes: list[tuple[Any, ...]] = []
             for key, row in rows.items():
                 old = stored.get(str(key))
                 live = old is not None and old[-1] is None
-                if live and tuple(old[:-1]) == row:
+                if old is not None and live and tuple(old[:-1]) == row:
                     continue  # unchanged: nothing written
                 writes.append((*row, stamp, stamp, None))
                 # an item that comes back after it was marked deleted is inserted again

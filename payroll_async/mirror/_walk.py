@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 from .._exceptions import NotFoundError
@@ -64,14 +64,14 @@ class Walk:
         listing = self._listing(page_size=self._size, max_items=self._size, start_offset=offset)
         return await listing.collect()
 
-    async def pages(self) -> AsyncIterator[Sequence[Any]]:
+    async def pages(self) -> AsyncGenerator[Sequence[Any], None]:
         """The pages in order (overlapping items included: the caller dedupes)."""
         async with contextlib.aclosing(self.batches(1)) as batches:
             async for batch in batches:
                 for page in batch:
                     yield page
 
-    async def batches(self, most: int) -> AsyncIterator[list[Sequence[Any]]]:
+    async def batches(self, most: int) -> AsyncGenerator[list[Sequence[Any]], None]:
         """The pages in order: each time the next one, and those fetched already after it
         (at most ``most`` in all), so that a writer slower than the service catches up."""
         try:

@@ -12,7 +12,7 @@ import os
 import socket
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +36,10 @@ class PostgresServer:
         # pgserver listens on a Unix socket only; the tests connect as a remote server's
         # client would, over TCP on loopback.
         pg_ctl(
-            ["-w", "-m", "fast", "-o", "-h 127.0.0.1", "-o", f"-p {self.port}"]
-            + ["-l", str(self._server.log), "restart"],
+            [
+                *("-w", "-m", "fast", "-o", "-h 127.0.0.1", "-o", f"-p {self.port}"),
+                *("-l", str(self._server.log), "restart"),
+            ],
             pgdata=self._server.pgdata,
             user=self._server.system_user,
             timeout=60,
@@ -79,9 +81,9 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgr
 
 
 @pytest.fixture
-async def postgres_url(postgres_server: PostgresServer) -> AsyncIterator[str]:
+async def postgres_url(postgres_server: PostgresServer) -> str:
     """A fresh, empty database on the session's server."""
-    yield postgres_server.url(await postgres_server.create())
+    return postgres_server.url(await postgres_server.create())
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

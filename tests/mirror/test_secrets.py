@@ -14,6 +14,7 @@ from tests.conftest import StartEmulator
 from .conftest import PostgresServer
 
 PASSWORD = "pw-Zq9!x@y"  # with characters that a URL quotes
+QUOTED = PASSWORD.replace("!", "%21").replace("@", "%40")
 
 
 def chain(exc: BaseException) -> list[BaseException]:
@@ -39,7 +40,7 @@ async def test_a_refused_connection(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     emu = await start_emulator(seed=1, payroll_connections=5)
-    url = f"postgresql://mirror:{PASSWORD.replace('!', '%21').replace('@', '%40')}@127.0.0.1:1/db"
+    url = f"postgresql://mirror:{QUOTED}@127.0.0.1:1/db"
     async with PayrollClient(emu.base_url, emu.token) as client:
         with pytest.raises(MirrorError) as info:
             await mirror(client, "webhooks", into=url)
