@@ -20,8 +20,11 @@ from .conftest import query
 
 ROOT = Path(__file__).parents[2]
 
+
 async def test_the_arq_job_mirrors_every_collection_into_postgres(
-    redis_server: RedisServer,  # noqa: F811 start_emulator: StartEmulator, postgres_url: str
+    redis_server: RedisServer,  # noqa: F811 (the fixture imported above)
+    start_emulator: StartEmulator,
+    postgres_url: str,
 ) -> None:
     from examples.mirror_worker import WorkerSettings, mirror_all
 
