@@ -1,15 +1,18 @@
 """payroll_async: the async Python SDK of the Payroll Onboarding and Webhook Service.
 
+```pycon
 >>> from payroll_async import PayrollClient
->>> async with PayrollClient(base_url="https://api.example.com", token="...") as client:
+>>> async with PayrollClient("https://api.example.com", token) as client:
 ...     async for conn in client.payroll_connections.list():
 ...         print(conn.id)
+```
 """
 
 import importlib as _importlib
 import logging as _logging
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
+from . import _env
 from ._clock import Clock
 from ._exceptions import (
     APIConnectionError,
@@ -45,7 +48,7 @@ from .models import (
 if _TYPE_CHECKING:
     from ._auth import TokenProvider
     from ._client import ClientState, PayrollClient
-    from ._converter import from_dict, to_dict
+    from ._converter import from_dict, to_dict, to_json
     from ._pagination import AsyncPaginator, Page
     from ._raw import RawResponse
     from ._retry import RetryPolicy
@@ -62,6 +65,7 @@ _LAZY = {
     "TokenProvider": "._auth",
     "from_dict": "._converter",
     "to_dict": "._converter",
+    "to_json": "._converter",
 }
 
 
@@ -80,6 +84,7 @@ def __dir__() -> list[str]:
 
 # A library logs; the application decides where it goes (the logging HOWTO's advice).
 _logging.getLogger("payroll_async").addHandler(_logging.NullHandler())
+_env.configure_logging()  # PAYROLL_LOG=debug|info: the SDK's log on stderr, no code needed
 
 __all__ = [
     "APIConnectionError",
@@ -120,4 +125,5 @@ __all__ = [
     "__version__",
     "from_dict",
     "to_dict",
+    "to_json",
 ]

@@ -1,7 +1,7 @@
 """Every choice the SDK makes where the service's interface document says "not shown".
 
 The document is the service's "Payroll Onboarding and Webhook Service Interface"; each
-constant names the section it fills a gap of. Each choice is marked ASSUMED in the README
+constant names the section it fills a gap of. Each choice is listed in docs/assumptions.md
 and in ``emulator/openapi.yaml`` (``x-assumed``); keeping them here makes each a one-line
 change once the service's behaviour is known.
 """

@@ -24,12 +24,16 @@ class TokenProvider(Protocol):
     ``get_token()`` is called before each request (cache inside the provider);
     ``get_token(refresh=True)`` after the service answered 401, to obtain a new one.
 
+    ```pycon
     >>> class FromVault:
     ...     async def get_token(self, *, refresh: bool = False) -> str:
     ...         return await vault.read("payroll-token", force=refresh)
+    ```
     """
 
-    async def get_token(self, *, refresh: bool = False) -> str: ...
+    async def get_token(self, *, refresh: bool = False) -> str:
+        """The token to send; with ``refresh=True``, a new one (the last was refused)."""
+        ...
 
 
 class _StaticToken:

@@ -31,9 +31,11 @@ _SINGLE_ATTEMPT = RetryPolicy(max_attempts=1)
 class ClientState(enum.Enum):
     """Where a client is in its life: made, used (session open), or closed.
 
+    ```pycon
     >>> client = PayrollClient(base_url, token)
     >>> client.state
     <ClientState.UNOPENED: 'unopened'>
+    ```
     """
 
     UNOPENED = "unopened"
@@ -47,24 +49,35 @@ class ClientState(enum.Enum):
 class PayrollClient:
     """The async client of the Payroll Onboarding and Webhook Service.
 
-    >>> async with PayrollClient(base_url="https://api.example.com", token="...") as client:
+    ```pycon
+    >>> async with PayrollClient("https://api.example.com", token) as client:
     ...     async for conn in client.payroll_connections.list():
     ...         print(conn.id, conn.status)
+    ```
 
-    ``base_url`` falls back to ``PAYROLL_BASE_URL`` and ``token`` to ``PAYROLL_TOKEN``;
-    ``token`` may be a :class:`TokenProvider`, asked again with ``refresh=True`` on a 401.
-    ``timeout`` is per attempt, in seconds or an ``aiohttp.ClientTimeout`` (None: no
-    limit). ``retry`` is a :class:`RetryPolicy` (left out: the default policy; None: a
-    single attempt). ``page_size`` is what listings ask for (None: the service's own page
-    size). ``concurrency`` caps the requests this client has in flight at once.
-    ``max_response_size`` bounds one response body in bytes after decompression (64 MiB
-    by default, None for no limit); a larger body raises ResponseDecodeError. A
-    ``session`` passed in is borrowed and never closed. ``clock`` is the time source of
-    retry waits and pauses (for tests on virtual time). ``gate`` is what every request
-    passes before it is sent and what a 429 is reported to: a :class:`LocalGate` of the
-    client's own when None; share one :class:`LocalGate` between clients, or a
-    ``payroll_async.fleet.RedisGate`` between processes. Use the client from one event
-    loop, and close it (``async with`` or ``await client.close()``).
+    Use the client from one event loop, and close it (``async with`` or
+    ``await client.close()``).
+
+    Args:
+        base_url: The service's root URL; ``PAYROLL_BASE_URL`` when left out. Plain
+            ``http://`` is refused except for loopback hosts.
+        token: The bearer token, or a [`TokenProvider`][payroll_async.TokenProvider]
+            (asked again with ``refresh=True`` on a 401); ``PAYROLL_TOKEN`` when left out.
+        timeout: Per attempt, in seconds or an ``aiohttp.ClientTimeout``; None: no limit.
+        retry: A [`RetryPolicy`][payroll_async.RetryPolicy]; left out: the default
+            policy; None: a single attempt.
+        page_size: What listings ask for; None: the service's own page size.
+        concurrency: The most requests this client has in flight at once.
+        session: An ``aiohttp.ClientSession`` of yours: borrowed, never closed.
+        headers: Extra headers sent with every request.
+        max_response_size: The largest response body read, in bytes after
+            decompression (None: no limit); a larger one raises
+            [`ResponseDecodeError`][payroll_async.ResponseDecodeError].
+        clock: The time source of retry waits and pauses (tests pass a virtual one).
+        gate: What every request passes before it is sent and what a 429 is reported
+            to: a [`LocalGate`][payroll_async.LocalGate] of the client's own when None;
+            share one between clients, or a ``payroll_async.fleet.RedisGate`` between
+            processes.
     """
 
     webhooks: Webhooks
@@ -156,7 +169,10 @@ class PayrollClient:
 
         Closing the copy closes only the copy; closing this client closes both.
 
-        >>> await client.with_options(retry=RetryPolicy(max_attempts=1)).webhooks.delete(sid)
+        ```pycon
+        >>> once = client.with_options(retry=RetryPolicy(max_attempts=1))
+        >>> await once.webhooks.delete(sid)
+        ```
         """
         options = RequestOptions(
             timeout=NOT_GIVEN if isinstance(timeout, NotGiven) else check.check_timeout(timeout),
@@ -168,6 +184,7 @@ class PayrollClient:
 
     @property
     def base_url(self) -> str:
+        """The service's root URL, as given or read from ``PAYROLL_BASE_URL``."""
         return str(self._transport.base_url)
 
     @property
@@ -177,7 +194,8 @@ class PayrollClient:
 
     @property
     def state(self) -> ClientState:
-        """:class:`ClientState`: unopened, open or closed (a copy is closed with its parent)."""
+        """[`ClientState`][payroll_async.ClientState]: unopened, open or closed (a copy is closed
+        with its parent)."""
         if self._closed():
             return ClientState.CLOSED
         if self._state is ClientState.UNOPENED and self._transport.session_started:
@@ -186,6 +204,7 @@ class PayrollClient:
 
     @property
     def is_closed(self) -> bool:
+        """Whether ``close()`` was called (on this client or, for a copy, its parent)."""
         return self._closed()
 
     def _closed(self) -> bool:
@@ -194,7 +213,8 @@ class PayrollClient:
     async def close(self) -> None:
         """Close the client; the session it created too (a borrowed one is left open).
 
-        A copy made by :meth:`with_options` closes only itself.
+        A copy made by [`with_options()`][payroll_async.PayrollClient.with_options] closes only
+        itself.
         """
         self._state = ClientState.CLOSED
         if self._parent is None:

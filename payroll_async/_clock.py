@@ -14,11 +14,13 @@ class Clock:
     The SDK asks its clock for every wait it makes (retry backoff, Retry-After, the 429
     pause), so a test can pass one whose time moves only when the code sleeps.
 
+    ```pycon
     >>> class Instant(Clock):
     ...     def __init__(self): self.t = 0.0
     ...     def now(self): return self.t
     ...     async def sleep(self, seconds): self.t += seconds
-    >>> client = PayrollClient(base_url, token, clock=Instant())   # retries wait no time
+    >>> client = PayrollClient(url, token, clock=Instant())  # no real waits
+    ```
     """
 
     def now(self) -> float:

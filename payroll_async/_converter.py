@@ -21,7 +21,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from . import _assumed
+from . import _assumed, _json
 from ._exceptions import InvalidArgumentError
 from .models import EventType, WebhookEvent, event_type
 
@@ -33,6 +33,7 @@ __all__ = [
     "parse_uuid",
     "to_camel",
     "to_dict",
+    "to_json",
 ]
 
 T = TypeVar("T")
@@ -255,8 +256,10 @@ converter = _build_converter()
 def to_dict(model: Any) -> dict[str, Any]:
     """A model as the service sends it: camelCase names, ISO 8601 timestamps, UUID strings.
 
+    ```pycon
     >>> to_dict(conn)
-    {'id': 'f2e87725-...', 'employerIdentifierId': '870cada6-...', 'status': 'pending', ...}
+    {'id': 'f2e87725-...', 'employerIdentifierId': '870cada6-...', ...}
+    ```
 
     ``json.dumps(to_dict(model))`` is the model's JSON; the SDK's models structure it back.
     """
@@ -266,11 +269,27 @@ def to_dict(model: Any) -> dict[str, Any]:
     return result
 
 
-def from_dict(model: type[T], data: Any) -> T:
-    """A model from its dict as the service sends it (the inverse of :func:`to_dict`).
+def to_json(model: Any) -> str:
+    """A model as compact JSON, as the service sends it (a line of a JSONL export).
 
-    >>> from_dict(PayrollConnection, json.loads(line))   # a line of a JSONL export
+    ```pycon
+    >>> to_json(conn)
+    '{"id":"f2e87725-...","employerIdentifierId":"870cada6-...",...}'
+    >>> from_dict(PayrollConnection, json.loads(to_json(conn))) == conn
+    True
+    ```
+    """
+    return _json.dumps(to_dict(model)).decode()
+
+
+def from_dict(model: type[T], data: Any) -> T:
+    """A model from its dict as the service sends it (the inverse of
+    [`to_dict()`][payroll_async.to_dict]).
+
+    ```pycon
+    >>> from_dict(PayrollConnection, json.loads(line))  # a JSONL line
     PayrollConnection(id=UUID('f2e87725-...'), ...)
+    ```
 
     InvalidArgumentError (a ValueError) if ``data`` is not of the model's shape.
     """

@@ -1,6 +1,6 @@
 """The one place where response bytes become models: a single object, or a page of a listing.
 
-Both paths raise :class:`ResponseDecodeError` (with the status, URL, method and an excerpt
+Both paths raise ``ResponseDecodeError`` (with the status, URL, method and an excerpt
 of the body) for a body that is not JSON or not of the model's shape.
 """
 
@@ -59,7 +59,7 @@ def structure_body(model: type[T], response: Response) -> T:
 
 
 def structure_body_slow(model: type[T], response: Response) -> T:
-    """The converter's path of :func:`structure_body`, the definition of both."""
+    """The converter's path of ``structure_body()``, the definition of both."""
     data = _json(response)
     try:
         return converter.structure(data, model)

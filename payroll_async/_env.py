@@ -1,24 +1,62 @@
-"""The one place the SDK reads the environment: the service's URL and token."""
+"""The one place the SDK reads the environment: the service's URL and token, and logging."""
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from typing import Final
 
-__all__ = ["BASE_URL", "DEMO_BASE_URL", "MIRROR_URL", "REDIS_URL", "TOKEN", "read"]
+__all__ = [
+    "BASE_URL",
+    "DEMO_BASE_URL",
+    "LOG",
+    "MIRROR_URL",
+    "REDIS_URL",
+    "TOKEN",
+    "configure_logging",
+    "read",
+]
 
 BASE_URL: Final = "PAYROLL_BASE_URL"
 """The service root, when ``base_url`` is not given."""
 TOKEN: Final = "PAYROLL_TOKEN"
 """The bearer token, when ``token`` is not given."""
 DEMO_BASE_URL: Final = "PAYROLL_DEMO_BASE_URL"
-"""The demo environment's root, for :meth:`PayrollClient.demo`."""
+"""The demo environment's root, for [`PayrollClient.demo()`][payroll_async.PayrollClient.demo]."""
 REDIS_URL: Final = "PAYROLL_REDIS_URL"
 """The Redis of a fleet's shared gate (the command's ``--redis-url``)."""
 MIRROR_URL: Final = "PAYROLL_MIRROR_URL"
 """The mirror's database, when ``into`` is not given (the command's ``--into``)."""
+LOG: Final = "PAYROLL_LOG"
+"""``debug`` or ``info``: log the SDK's records of that level and above to stderr."""
+
+_LEVELS: Final = {"debug": logging.DEBUG, "info": logging.INFO}
 
 
 def read(name: str) -> str | None:
     """The variable's value, or None when it is unset or empty."""
     return os.environ.get(name) or None
+
+
+class _EnvHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The stderr handler that ``PAYROLL_LOG`` installs (one, however often imported)."""
+
+
+def configure_logging() -> None:
+    """Log the ``payroll_async`` logger's records to stderr when ``PAYROLL_LOG`` asks for it.
+
+    As ``OPENAI_LOG`` and ``STRIPE_LOG`` do: ``debug`` (each attempt, its status and
+    duration) or ``info`` (rate-limit pauses, retries); any other value leaves logging to
+    the application. The SDK's records never hold the token.
+    """
+    value = read(LOG)
+    level = _LEVELS.get(value.strip().lower()) if value else None
+    if level is None:
+        return
+    logger = logging.getLogger("payroll_async")
+    if not any(isinstance(h, _EnvHandler) for h in logger.handlers):
+        handler = _EnvHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("[%(asctime)s %(name)s %(levelname)s] %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level)

@@ -1,24 +1,25 @@
 """The exceptions raised by payroll_async.
 
-Every failure the SDK reports derives from :class:`PayrollError`::
+Every failure the SDK reports derives from [`PayrollError`][payroll_async.PayrollError]:
 
-    PayrollError
-    ├── InvalidArgumentError        (also a ValueError) bad input, caught before any request
-    ├── ClientClosedError           (also a RuntimeError) the client was used after close()
-    ├── APIConnectionError          no response: connect failure, dropped connection
-    │   └── APITimeoutError         no response in time
-    ├── APIStatusError              any non-2xx answer
-    │   ├── BadRequestError         400
-    │   ├── AuthenticationError     401
-    │   ├── PermissionDeniedError   403
-    │   ├── NotFoundError           404
-    │   ├── RateLimitError          429 (.retry_after)
-    │   └── ServerError             5xx
-    ├── ResponseDecodeError         a 2xx whose body is not the JSON shape expected
-    ├── PaginationError             a next link to another origin, or a loop
-    ├── CoordinationError           a shared gate (RedisGate, on_error="raise") failed
-    └── ReplaceIncompleteError      webhooks.replace created the new subscription but
-                                    could not delete the old one
+```text
+PayrollError
+├── InvalidArgumentError        bad input, before any request (a ValueError)
+├── ClientClosedError           used after close() (a RuntimeError)
+├── APIConnectionError          no response: no connection, or dropped
+│   └── APITimeoutError         no response in time
+├── APIStatusError              any non-2xx answer
+│   ├── BadRequestError         400
+│   ├── AuthenticationError     401
+│   ├── PermissionDeniedError   403
+│   ├── NotFoundError           404
+│   ├── RateLimitError          429 (.retry_after)
+│   └── ServerError             5xx
+├── ResponseDecodeError         a 2xx body not of the shape expected
+├── PaginationError             a next link to another origin, or a loop
+├── CoordinationError           a shared gate failed (on_error="raise")
+└── ReplaceIncompleteError      replace() created the new, kept the old
+```
 
 No exception text ever contains the bearer token: URLs carry no credentials and request
 headers are never included.
@@ -83,11 +84,16 @@ class APIConnectionError(PayrollError):
         retryable: bool = True,
     ) -> None:
         super().__init__(message)
-        self.message = message
-        self.method = method
-        self.url = url
-        self.request_sent = request_sent
-        self.retryable = retryable
+        self.message: str = message
+        """What went wrong, in a sentence."""
+        self.method: str = method
+        """The request's HTTP method."""
+        self.url: str = url
+        """The request's URL, without credentials."""
+        self.request_sent: bool = request_sent
+        """False only if no byte of the request can have reached the service."""
+        self.retryable: bool = retryable
+        """False for a failure another attempt cannot mend (an untrusted certificate)."""
 
 
 class APITimeoutError(APIConnectionError, TimeoutError):
@@ -119,14 +125,21 @@ class APIStatusError(PayrollError):
         detail = f"{message} ({'; '.join(errors)})" if errors else message
         suffix = f" [request id {request_id}]" if request_id else ""
         super().__init__(f"{method} {url} -> {status}: {detail}{suffix}")
-        self.status = status
-        self.message = message
-        self.errors = errors
+        self.status: int = status
+        """The HTTP status code."""
+        self.message: str = message
+        """The error body's ``message``, or the status line's reason."""
+        self.errors: tuple[str, ...] = errors
+        """The error body's ``errors`` (empty when it has none)."""
         self.headers: Mapping[str, str] = headers if headers is not None else {}
-        self.method = method
-        self.url = url
-        self.retry_after = retry_after
-        self.request_id = request_id
+        """The response's headers."""
+        self.method: str = method
+        """The request's HTTP method."""
+        self.url: str = url
+        """The request's URL, without credentials."""
+        self.retry_after: float | None = retry_after
+        """The Retry-After in seconds of a 429 or a 503 (None if absent or unreadable)."""
+        self.request_id: str | None = request_id
         """The service's request id or correlation header, when it sends one."""
 
 
@@ -177,12 +190,18 @@ class ResponseDecodeError(PayrollError):
             f", request id {request_id}" if request_id else ""
         )
         super().__init__(f"{message} ({where}): {body_excerpt!r}")
-        self.request_id = request_id
-        self.message = message
-        self.status = status
-        self.method = method
-        self.url = url
-        self.body_excerpt = body_excerpt
+        self.request_id: str | None = request_id
+        """The service's request id or correlation header, when it sends one."""
+        self.message: str = message
+        """What was wrong with the body."""
+        self.status: int = status
+        """The response's (2xx) status code."""
+        self.method: str = method
+        """The request's HTTP method."""
+        self.url: str = url
+        """The request's URL, without credentials."""
+        self.body_excerpt: str = body_excerpt
+        """The start of the body, bounded, for the log."""
 
 
 class PaginationError(PayrollError):
@@ -209,5 +228,7 @@ class ReplaceIncompleteError(PayrollError):
         self, message: str, *, new_subscription: WebhookSubscription, old_subscription_id: str
     ) -> None:
         super().__init__(message)
-        self.new_subscription = new_subscription
-        self.old_subscription_id = old_subscription_id
+        self.new_subscription: WebhookSubscription = new_subscription
+        """The new subscription: created and live."""
+        self.old_subscription_id: str = old_subscription_id
+        """The subscription that could not be deleted (it may still receive notifications)."""

@@ -1,6 +1,7 @@
 """What every request passes before it is sent: the 429 pause and an optional request budget.
 
-A :class:`Gate` is anything with ``acquire()`` and ``pause(seconds)``. :class:`LocalGate`
+A [`Gate`][payroll_async.Gate] is anything with ``acquire()`` and ``pause(seconds)``.
+[`LocalGate`][payroll_async.LocalGate]
 is one process's gate; ``payroll_async.fleet.RedisGate`` shares one pause and one budget
 across every process that uses the same Redis key.
 """
@@ -23,9 +24,11 @@ logger = logging.getLogger("payroll_async")
 class Gate(Protocol):
     """What a client's requests pass before they are sent, and what a 429 is reported to.
 
+    ```pycon
     >>> class Quiet:
-    ...     async def acquire(self) -> None: ...          # wait until a request may go
-    ...     async def pause(self, seconds: float) -> None: ...  # none before then
+    ...     async def acquire(self) -> None: ...  # until a request may go
+    ...     async def pause(self, seconds: float) -> None: ...  # none till then
+    ```
     """
 
     async def acquire(self) -> None:
@@ -54,13 +57,16 @@ class LocalGate:
     ``1/rate`` seconds (no burst). Every client of the process that is given the same
     LocalGate shares both.
 
+    ```pycon
     >>> gate = LocalGate(rate=20)
-    >>> async with PayrollClient(..., gate=gate) as a, PayrollClient(..., gate=gate) as b:
-    ...     ...   # a and b together send at most 20 requests a second
+    >>> a = PayrollClient(..., gate=gate)
+    >>> b = PayrollClient(..., gate=gate)   # a and b: at most 20 requests/s in all
+    ```
     """
 
     def __init__(self, rate: float | None = None, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.rate = check_rate(rate)
+        """At most this many requests per second (None: no limit of its own)."""
         self._interval = 0.0 if self.rate is None else 1.0 / self.rate
         self._clock = clock
         self._resume_at = 0.0

@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import deque
-from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Generator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -90,11 +90,17 @@ class Page(Generic[T]):
 class AsyncPaginator(Generic[T]):
     """The items of a listing, fetched page by page as they are consumed.
 
-    >>> async for conn in client.payroll_connections.list():        # every item
+    ``async for`` walks every item (a fresh walk each time); ``pages()`` walks the pages;
+    ``await paginator`` is the first [`Page`][payroll_async.Page] alone, in one request.
+
+    ```pycon
+    >>> async for conn in client.payroll_connections.list():  # every item
     ...     print(conn.id)
     >>> async for page in client.payroll_connections.list().pages():
     ...     print(page.meta.offset, len(page.items))
     >>> firsts = await client.employer_identifiers.list(max_items=10).collect()
+    >>> page = await client.payroll_connections.list(page_size=50)  # the first Page
+    ```
     """
 
     def __init__(
@@ -137,8 +143,10 @@ class AsyncPaginator(Generic[T]):
     def describe(self) -> dict[str, Any]:
         """What this listing asks for: path, query, start and item limit (no secrets).
 
+        ```pycon
         >>> client.payroll_connections.list(sort="-createdAt").describe()["query"]
         {'sort': '-createdAt'}
+        ```
         """
         return {
             "path": self._path,
@@ -150,7 +158,9 @@ class AsyncPaginator(Generic[T]):
     def skip(self, count: int) -> AsyncPaginator[T]:
         """The same listing without its first ``count`` items (as a resume needs it).
 
-        >>> rest = client.payroll_connections.list().skip(10_000)   # from the 10,001st item
+        ```pycon
+        >>> rest = client.payroll_connections.list().skip(10_000)  # 10,001st on
+        ```
         """
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise InvalidArgumentError(f"skip takes an integer >= 0, got {count!r}")
@@ -173,8 +183,30 @@ class AsyncPaginator(Generic[T]):
                     yield item
 
     def pages(self) -> AsyncGenerator[Page[T], None]:
-        """The listing page by page, each a :class:`Page` with its meta, links and headers."""
+        """The listing page by page, each a [`Page`][payroll_async.Page] with its meta, links and
+        headers."""
         return self._pages()
+
+    def __await__(self) -> Generator[Any, None, Page[T]]:
+        """``await paginator``: the first [`Page`][payroll_async.Page] only, in one request.
+
+        As openai-python's list calls answer: ``page = await client.webhooks.list()``.
+        ``page.meta.total_count`` says how many there are in all; iterate the paginator
+        for every item.
+        """
+        return self._first_page().__await__()
+
+    async def _first_page(self) -> Page[T]:
+        # One request, as the walk's first: no fetch-ahead of the pages after it.
+        want = self._max_items
+        limit = self._page_size
+        if want is not None and limit is not None:
+            limit = max(1, min(limit, want))
+        url = self._sender.url(self._path)
+        page = self._parse(await self._download(url, self._query(self._start_offset, limit)))
+        if want is not None and len(page.items) > want:
+            page = attrs.evolve(page, items=page.items[:want])
+        return page
 
     async def collect(self) -> list[T]:
         """Every item in a list (mind the memory for large collections)."""

@@ -55,10 +55,15 @@ class RawResponse(Generic[T]):
 
 
 class WithRawResponse:
-    """The async operations of a resource, each returning a :class:`RawResponse`.
+    """The async operations of a resource, each returning a
+    [`RawResponse`][payroll_async.RawResponse].
 
-    >>> raw = await client.webhooks.with_raw_response.create(event_types=[...], path=...)
+    ```pycon
+    >>> raw = await client.webhooks.with_raw_response.create(
+    ...     event_types=[...], path=...
+    ... )
     >>> raw.status, raw.request_id, raw.parsed.webhook_subscription_id
+    ```
     """
 
     def __init__(self, resource: object) -> None:

@@ -12,7 +12,7 @@ __all__ = ["Response"]
 
 @attrs.frozen(repr=False)
 class Response:
-    """What :meth:`Transport.send` returns: nothing in it needs the connection any more."""
+    """What ``Transport.send()`` returns: nothing in it needs the connection any more."""
 
     method: str
     """The method sent."""

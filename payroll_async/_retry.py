@@ -35,16 +35,6 @@ IDEMPOTENT_METHODS = frozenset({"GET", "DELETE"})
 RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
 
 
-def _non_negative(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
-    if not (isinstance(value, (int, float)) and not isinstance(value, bool)) or not value >= 0:
-        raise InvalidArgumentError(f"{attribute.name} must be a number >= 0, got {value!r}")
-
-
-def _at_least_one(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgumentError(f"{attribute.name} must be an integer >= 1, got {value!r}")
-
-
 @attrs.frozen
 class RetryPolicy:
     """When and how long to wait before sending a failed request again.
@@ -52,18 +42,34 @@ class RetryPolicy:
     Retried: 429 for every method; 500, 502, 503, 504, connection errors and timeouts for
     GET and DELETE; a POST only on 429 and on connect failures where nothing was sent.
 
-    >>> RetryPolicy(max_attempts=6, backoff_max=30.0)   # more patient than the default
+    ```pycon
+    >>> RetryPolicy(max_attempts=6, backoff_max=30.0)   # more patient
     >>> RetryPolicy(max_attempts=1)                     # never retry
+    ```
+
+    Raises [`InvalidArgumentError`][payroll_async.InvalidArgumentError] for a value out of
+    range.
     """
 
-    max_attempts: int = attrs.field(default=4, validator=_at_least_one)
-    """Attempts in all, the first included."""
-    backoff_initial: float = attrs.field(default=0.5, validator=_non_negative)
+    max_attempts: int = 4
+    """Attempts in all, the first included (at least 1)."""
+    backoff_initial: float = 0.5
     """Upper bound of the first backoff wait, in seconds; it doubles on each attempt."""
-    backoff_max: float = attrs.field(default=8.0, validator=_non_negative)
+    backoff_max: float = 8.0
     """Cap of any backoff wait, in seconds."""
-    max_retry_after: float = attrs.field(default=60.0, validator=_non_negative)
+    max_retry_after: float = 60.0
     """A Retry-After longer than this raises RateLimitError at once instead of sleeping."""
+
+    def __attrs_post_init__(self) -> None:
+        # Checked here rather than with attrs validators so that the fields read as plain
+        # defaults in the reference and in help().
+        value: object = self.max_attempts
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidArgumentError(f"max_attempts must be an integer >= 1, got {value!r}")
+        for name in ("backoff_initial", "backoff_max", "max_retry_after"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
+                raise InvalidArgumentError(f"{name} must be a number >= 0, got {value!r}")
 
 
 def check_retry(value: object) -> Any:

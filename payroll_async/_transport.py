@@ -1,8 +1,8 @@
 """One request, done properly: headers, send, map failures, retry, pause on 429, refresh.
 
-Everything above this module (pagination, resources) calls :meth:`Transport.send` and
-gets back a :class:`Response` (status, URL, headers, links, body) for a 2xx, or a typed
-:class:`PayrollError`. No aiohttp object leaves this module.
+Everything above this module (pagination, resources) calls ``Transport.send()`` and
+gets back a ``Response`` (status, URL, headers, links, body) for a 2xx, or a typed
+``PayrollError``. No aiohttp object leaves this module.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ class Transport:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
     ) -> Response:
-        """Send with retries; the :class:`Response` of a 2xx, else a PayrollError.
+        """Send with retries; the ``Response`` of a 2xx, else a PayrollError.
 
         ``options`` override the transport's timeout and retry policy and add query
         parameters and headers. A DELETE answered 404 on a retry after an attempt that got

@@ -27,13 +27,15 @@ TimeoutLike: TypeAlias = "float | aiohttp.ClientTimeout | None"
 
 
 class NotGiven(enum.Enum):
-    """The type of :data:`NOT_GIVEN`: an option left out, as distinct from ``None``.
+    """The type of [`NOT_GIVEN`][payroll_async.NOT_GIVEN]: an option left out, as distinct from
+    ``None``.
 
     Everywhere in this SDK, an option left out means "the default" (the client's, or the
     service's), and ``None`` means "none": no timeout, no retries, no limit of its own.
     """
 
     NOT_GIVEN = enum.auto()
+    """The one value of this type."""
 
     def __repr__(self) -> str:
         return "NOT_GIVEN"
@@ -43,6 +45,7 @@ class NotGiven(enum.Enum):
 
 
 NOT_GIVEN: Final = NotGiven.NOT_GIVEN
+"""An option left out: the default applies (``None`` would mean "none")."""
 
 T = TypeVar("T")
 
@@ -57,7 +60,8 @@ class RequestOptions:
     """What one call may override: timeout, retry policy, extra query and headers.
 
     Built (and validated) by the client from the keywords of an operation or of
-    :meth:`PayrollClient.with_options`. ``NOT_GIVEN`` fields fall back to the options
+    [`PayrollClient.with_options()`][payroll_async.PayrollClient.with_options]. ``NOT_GIVEN``
+    fields fall back to the options
     beneath them (the copy's, then the client's); ``timeout=None`` means no time limit and
     ``retry=None`` a single attempt.
     """

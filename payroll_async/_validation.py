@@ -1,6 +1,6 @@
 """Checks of user input, run before any request is sent.
 
-Each check raises :class:`InvalidArgumentError` naming the argument and what was wrong, and
+Each check raises ``InvalidArgumentError`` naming the argument and what was wrong, and
 returns the value in the form the wire needs. Identifiers are validated against the UUID
 grammar the service accepts rather than escaped, so nothing but 36 hex-and-hyphen
 characters can ever reach a URL path.

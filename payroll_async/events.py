@@ -1,5 +1,6 @@
 """Receiving webhook notifications: parse, verify, deduplicate and route them.
 
+```pycon
 >>> from payroll_async import EventType
 >>> from payroll_async.events import EventRouter, WebhookEvent
 >>> router = EventRouter()
@@ -7,6 +8,7 @@
 ... async def on_payroll(event: WebhookEvent) -> None:
 ...     print(event.event_id, event.data)
 >>> app = router.app(path="/hooks")          # an aiohttp.web.Application
+```
 
 Delivery semantics a receiver needs:
 
@@ -79,7 +81,10 @@ def compare_secret(provided: str | bytes | None, expected: str | bytes) -> bool:
 def header_secret(header: str, secret: str) -> Verify:
     """A ``verify`` hook for a shared secret sent in a header, compared in constant time.
 
-    >>> router = EventRouter(verify=header_secret("X-Webhook-Secret", os.environ["HOOK_SECRET"]))
+    ```pycon
+    >>> secret = os.environ["HOOK_SECRET"]
+    >>> router = EventRouter(verify=header_secret("X-Webhook-Secret", secret))
+    ```
     """
 
     def verify(request: web.Request, body: bytes) -> bool:
@@ -158,6 +163,7 @@ class EventRouter:
         return register
 
     def handlers_for(self, event_type: EventType | str) -> list[EventHandler]:
+        """The handlers an event of this type runs: its own, then the catch-alls."""
         return [*self._handlers.get(str(event_type), []), *self._handlers.get(None, [])]
 
     async def dispatch(self, event: WebhookEvent) -> None:
@@ -166,7 +172,8 @@ class EventRouter:
             await handler(event)
 
     def app(self, path: str = "/") -> web.Application:
-        """An aiohttp application that answers POST ``path`` with :meth:`handle`."""
+        """An aiohttp application that answers POST ``path`` with
+        [`handle()`][payroll_async.events.EventRouter.handle]."""
         application = web.Application()
         application.router.add_post(path, self.handle)
         return application

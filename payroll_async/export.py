@@ -1,9 +1,12 @@
 """Bulk export to a file that is always whole, and that an interrupted run can resume.
 
+```pycon
 >>> from payroll_async.export import export_to_file
->>> result = await export_to_file(client.payroll_connections.list(), "connections.jsonl")
+>>> listing = client.payroll_connections.list()
+>>> result = await export_to_file(listing, "connections.jsonl")
 >>> result.items
 25000
+```
 
 Run it again after a crash (a killed worker, a lost connection) and it continues where the
 last checkpoint left off: the file ends with every item exactly once. The command's
@@ -368,10 +371,12 @@ async def export_to_file(
     checkpoint of another job is never resumed. ``on_page(page, progress)`` is called after
     each page is written.
 
-    >>> result = await export_to_file(client.employer_identifiers.list(), "employers.csv",
-    ...                               format="csv")
+    ```pycon
+    >>> listing = client.employer_identifiers.list()
+    >>> result = await export_to_file(listing, "employers.csv", format="csv")
     >>> result.items, result.resumed_from
     (200, 0)
+    ```
     """
     fmt = FORMATS.get(format)
     if fmt is None:

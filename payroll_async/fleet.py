@@ -1,10 +1,13 @@
 """A fleet of processes as one client: a shared 429 pause and request budget on Redis.
 
+```pycon
 >>> from redis.asyncio import Redis
 >>> from payroll_async.fleet import RedisGate
->>> gate = RedisGate(Redis.from_url("redis://localhost"), key="payroll:acme", rate=50)
->>> async with PayrollClient(..., gate=gate) as client:   # in every worker process
+>>> redis = Redis.from_url("redis://localhost")
+>>> gate = RedisGate(redis, key="payroll:acme", rate=50)
+>>> async with PayrollClient(..., gate=gate) as client:  # in every worker
 ...     ...
+```
 
 Every client of every process made with the same Redis and ``key`` shares one pause
 (after any of them gets a 429 with Retry-After, none sends before that time) and, with
@@ -15,7 +18,8 @@ the workers' clocks. Every key starts with ``key``, expires, and holds only time
 When Redis is unreachable or failing, requests go on through the process's own gate (the
 in-process pause, and ``rate`` per process): one WARNING is logged on the
 ``payroll_async`` logger per outage, and one INFO when Redis answers again. With
-``on_error="raise"`` a :class:`CoordinationError` is raised instead. A Redis call never
+``on_error="raise"`` a [`CoordinationError`][payroll_async.CoordinationError] is raised instead. A
+Redis call never
 holds a request longer than ``timeout`` seconds, and while Redis is down it is asked again
 at most once a second.
 
@@ -75,8 +79,10 @@ _KEY = re.compile(r"[\x21-\x7e]{1,200}\Z")  # printable ASCII, no spaces
 def default_key(base_url: str) -> str:
     """The gate key of every client of one service: derived from its origin, never a token.
 
+    ```pycon
     >>> default_key("https://api.example.com/")
     'payroll-async:https://api.example.com'
+    ```
     """
     from yarl import URL
 
@@ -90,10 +96,16 @@ def default_key(base_url: str) -> str:
 class RedisGate:
     """One 429 pause and one request budget for every process that uses ``key``.
 
-    ``redis`` is a ``redis.asyncio.Redis`` (never closed here). ``rate``: requests per
-    second for the whole fleet (None: no budget, only the shared pause). ``on_error``:
-    ``"local"`` (go on with the process's own gate, the default) or ``"raise"``.
-    ``timeout``: the longest one Redis call may take.
+    Args:
+        redis: A ``redis.asyncio.Redis`` of yours: the gate never closes it.
+        key: The prefix of the gate's Redis keys: the same for every client of one
+            service and token ([`default_key`][payroll_async.fleet.default_key] derives one).
+        rate: Requests per second for the whole fleet; None: no budget, only the shared
+            pause.
+        on_error: When Redis cannot be asked: ``"local"`` goes on with the process's own
+            gate; ``"raise"`` raises [`CoordinationError`][payroll_async.CoordinationError].
+        timeout: The longest one Redis call may take, in seconds.
+        clock: The time source of the waits (tests pass a virtual one).
     """
 
     def __init__(
@@ -119,10 +131,14 @@ class RedisGate:
             or timeout <= 0
         ):
             raise InvalidArgumentError(f"timeout must be finite seconds > 0, got {timeout!r}")
-        self.key = key
-        self.rate = check_rate(rate)
-        self.on_error = on_error
-        self.timeout = float(timeout)
+        self.key: str = key
+        """The prefix of the gate's Redis keys."""
+        self.rate: float | None = check_rate(rate)
+        """The fleet's requests per second (None: no budget)."""
+        self.on_error: Literal["local", "raise"] = on_error
+        """What happens when Redis cannot be asked: ``"local"`` or ``"raise"``."""
+        self.timeout: float = float(timeout)
+        """The longest one Redis call may take, in seconds."""
         self._redis = redis
         self._clock = clock
         self._keys = [f"{key}:pause", f"{key}:tat"]

@@ -64,10 +64,15 @@ class WebhookSubscription:
     """A webhook subscription: where notifications of which events are sent."""
 
     webhook_subscription_id: uuid.UUID
+    """The subscription's identifier: what ``webhooks.delete`` and ``webhooks.replace`` take."""
     webhook_event_types: tuple[EventType | str, ...]
+    """The events notified, in the service's order (a type this SDK does not know is a str)."""
     path: str
+    """The URL the service POSTs each notification to."""
     created_at: datetime.datetime
+    """When the subscription was created (timezone-aware, UTC)."""
     active: bool
+    """Whether the subscription is active and receiving notifications."""
 
 
 @attrs.frozen
@@ -75,11 +80,20 @@ class PayrollConnection:
     """A payroll connection visible to the calling user."""
 
     id: uuid.UUID
+    """The connection's identifier."""
     employer_identifier_id: uuid.UUID
+    """The employer it belongs to: an [`EmployerIdentifier`][payroll_async.EmployerIdentifier]'s
+    ``id``."""
     payroll_platform_id: uuid.UUID
+    """The payroll platform it connects to."""
     created_at: datetime.datetime
+    """When the connection was created (timezone-aware, UTC)."""
     status: str
+    """Its state, as the service names it (the emulator uses ``active``, ``pending``,
+    ``disconnected`` and ``error``; the service's own list is not published)."""
     product: str
+    """The product it serves, as the service names it (the emulator uses ``deductions``,
+    ``loans`` and ``earned_wage_access``)."""
 
 
 @attrs.frozen
@@ -87,9 +101,13 @@ class EmployerIdentifier:
     """An employer identifier."""
 
     id: uuid.UUID
+    """The employer identifier's ID: what ``update_groups.list`` and ``invites`` take."""
     display_name: str
+    """The employer's human-readable name."""
     identifier: str
+    """The employer's identifier value (for example a tax ID such as ``12-3456789``)."""
     created_at: datetime.datetime
+    """When it was created (timezone-aware, UTC)."""
 
 
 @attrs.frozen
@@ -97,8 +115,11 @@ class UpdateGroup:
     """An update group (bulk deduction/loan update) of an employer, in summary form."""
 
     update_group_id: uuid.UUID
+    """The update group's identifier."""
     upload_date: datetime.datetime
+    """When the group was uploaded (timezone-aware, UTC)."""
     error_count: int
+    """How many of its updates failed (0 when all went through)."""
 
 
 @attrs.frozen
@@ -106,6 +127,8 @@ class InviteSession:
     """A fresh onboarding link: valid for 30 minutes, single use, opened in a browser."""
 
     onboarding_link: str
+    """The URL that starts the employer's onboarding. It carries a token: treat it as a
+    secret, and open it in the employer's browser."""
 
 
 @attrs.frozen
@@ -113,11 +136,17 @@ class ListMeta:
     """The ``meta`` object of a list response."""
 
     current_count: int
+    """How many items this page holds."""
     filters: Mapping[str, Any]
+    """The filters applied, by field name (e.g. ``{"active": {"eq": "true"}}``)."""
     limit: int
+    """The page size the service used (it may be smaller than the one asked for)."""
     offset: int
+    """The position of this page's first item in the whole listing."""
     sort: str
+    """The sort order applied, in the service's camelCase (``-createdAt``: newest first)."""
     total_count: int
+    """How many items the whole listing holds."""
 
 
 @attrs.frozen

@@ -1,21 +1,24 @@
 """Testing your code against the emulator: a pytest plugin, and an emulator on its own thread.
 
-Installed with the package and active in every pytest run (entry point ``pytest11``)::
+Installed with the package and active in every pytest run (entry point ``pytest11``):
 
-    async def test_my_export(payroll_client):
-        conns = await payroll_client.payroll_connections.list(max_items=5).collect()
-        assert len(conns) == 5
+```python
+@pytest.mark.asyncio
+async def test_my_export(payroll_client):
+    conns = await payroll_client.payroll_connections.list(max_items=5).collect()
+    assert len(conns) == 5
 
-    @pytest.mark.payroll_emulator(seed=7, payroll_connections=40, rate_limit=5)
-    def test_with_a_smaller_service(payroll_emulator):
-        assert payroll_emulator.data.payroll_connections.size == 40
+@pytest.mark.payroll_emulator(seed=7, payroll_connections=40, rate_limit=5)
+def test_with_a_smaller_service(payroll_emulator):
+    assert payroll_emulator.data.payroll_connections.size == 40
+```
 
 Fixtures:
 
-- ``payroll_emulator``: a started :class:`~payroll_async.emulator.Emulator`, serving on
+- ``payroll_emulator``: a started [`Emulator`][payroll_async.emulator.Emulator], serving on
   its own thread (so that sync and async tests can both use it); options from the
   ``payroll_emulator`` marker (any keyword of ``Emulator``); closed after the test.
-- ``payroll_client``: a :class:`~payroll_async.PayrollClient` of that emulator, made in
+- ``payroll_client``: a [`PayrollClient`][payroll_async.PayrollClient] of that emulator, made in
   the test's event loop and closed after the test (needs pytest-asyncio, as async tests
   do anyway).
 - ``payroll_emulator_factory``: ``start(**options) -> Emulator``, for several emulators
@@ -40,13 +43,17 @@ __all__ = ["EmulatorThread"]
 class EmulatorThread:
     """An emulator serving from an event loop of its own thread.
 
+    ```pycon
     >>> with EmulatorThread(seed=1, payroll_connections=100) as emu:
-    ...     requests.get(emu.base_url + "/v1/payroll-connections", headers=...)
+    ...     requests.get(emu.base_url + "/v1/payroll-connections", ...)
+    ```
     """
 
     def __init__(self, **options: Any) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.emulator = Emulator(**options)
+        self.loop: asyncio.AbstractEventLoop = asyncio.new_event_loop()
+        """The event loop the emulator serves from, on its own thread."""
+        self.emulator: Emulator = Emulator(**options)
+        """The emulator, started on entering the ``with`` block."""
         self._ready = threading.Event()
         self._failure: BaseException | None = None
         self._thread = threading.Thread(

@@ -1,4 +1,5 @@
 import datetime
+import json
 import uuid
 
 import pytest
@@ -16,6 +17,7 @@ from payroll_async import (
     WebhookSubscription,
     from_dict,
     to_dict,
+    to_json,
 )
 from payroll_async._converter import converter, parse_datetime, parse_uuid
 from payroll_async.events import WebhookEvent
@@ -169,6 +171,18 @@ def test_to_dict_is_the_wire_shape_and_round_trips() -> None:
     assert from_dict(WebhookSubscription, to_dict(sub)) == sub
     with pytest.raises(TypeError, match="model"):
         to_dict({"id": 1})
+
+
+def test_to_json_is_the_wire_json_and_round_trips() -> None:
+    raw = factories.subscription(2, event_types=["PAYROLL_PROCESSED", "NEW_KIND"])
+    sub = from_dict(WebhookSubscription, raw)
+    text = to_json(sub)
+    assert isinstance(text, str)
+    assert json.loads(text) == raw
+    assert " " not in text  # compact, as a JSONL export line
+    assert from_dict(WebhookSubscription, json.loads(text)) == sub
+    with pytest.raises(TypeError, match="model"):
+        to_json({"id": 1})
 
 
 @pytest.mark.parametrize(

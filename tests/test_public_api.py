@@ -53,3 +53,9 @@ def test_lazy_names_resolve_and_unknown_ones_raise() -> None:
     assert payroll_async.PayrollClient.__name__ == "PayrollClient"
     with pytest.raises(AttributeError, match="NoSuchThing"):
         payroll_async.NoSuchThing  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_models_as_data_are_public() -> None:
+    for name in ("from_dict", "to_dict", "to_json"):
+        assert name in payroll_async.__all__
+        assert callable(getattr(payroll_async, name))

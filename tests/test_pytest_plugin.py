@@ -8,29 +8,38 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-README = Path(__file__).parents[1] / "README.md"
+PAGE = Path(__file__).parents[1] / "docs" / "testing.md"
 
 
-def readme_example() -> str:
-    """The README's "Testing your code" example: the suite runs what users read."""
-    text = README.read_text()
+def guide_example() -> str:
+    """The "Testing your code" example of the guide: the suite runs what users read."""
+    text = PAGE.read_text()
     start = text.index("<!-- plugin example -->")
     block = text[text.index("```python\n", start) + len("```python\n") :]
     return block[: block.index("```")]
 
 
-def test_the_fixtures_work_in_a_users_test_run(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_users_code=readme_example())
+@pytest.mark.parametrize("mode", ["strict", "auto"])
+def test_the_fixtures_work_in_a_users_test_run(pytester: pytest.Pytester, mode: str) -> None:
+    # A project of the user's own, with warnings as errors. The loop scope is the setting
+    # pytest-asyncio itself asks every project for (it warns while it is unset).
+    pytester.makepyfile(test_users_code=guide_example())
     result = pytester.runpytest_subprocess(
         "-p",
         "no:cacheprovider",
         "-o",
-        "asyncio_mode=auto",
+        f"asyncio_mode={mode}",
         "-o",
         "asyncio_default_fixture_loop_scope=function",
         "-W",
         "error",
     )
+    result.assert_outcomes(passed=4)
+
+
+def test_the_fixtures_work_with_no_setting_at_all(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_users_code=guide_example())
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=4)
 
 

@@ -23,3 +23,11 @@ MAIN_JOB = (
 
 def test_readme_gives_the_main_job_command() -> None:
     assert MAIN_JOB in README
+
+
+def test_ci_checks_the_documentation_site() -> None:
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "mkdocs build --strict" in ci
+    assert "scripts/check_docs_html.py" in ci
+    config = (ROOT / "mkdocs.yml").read_text()
+    assert "anchors: warn" in config  # strict then fails on a link to a missing anchor

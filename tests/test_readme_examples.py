@@ -1,83 +1,106 @@
-"""The README's tour runs in the suite: each example marked as checked is executed against
-the demo emulator, and what it prints must be the output the README shows under it.
+"""The README's and the guide's examples run in the suite, as a reader would run them.
 
-A checked example is a ```python block right after the line ``<!-- checked example -->``,
-followed by a plain ``` block with its output. The code may ``await`` at the top level and
-uses ``client`` (a PayrollClient on the emulator of ``payroll-async --emulator``).
+Every ```python block of README.md and docs/ is one of:
+
+- a checked example: right after the line ``<!-- checked example -->``, a complete program
+  (it starts its own emulator and runs with ``asyncio.run``) followed by a plain
+  ``` block with its output. The suite runs it and compares what it prints;
+- a complete program (it calls ``asyncio.run``), or a pytest module right after
+  ``<!-- plugin example -->`` (run by tests/test_pytest_plugin.py);
+- a fragment, labelled so by its first line (``# Fragment: ...``), which says where it runs.
+
+Every block must at least compile (fragments may ``await`` at the top level).
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import re
 import textwrap
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import pytest_asyncio
 
 import payroll_async
-from payroll_async import PayrollClient
-from payroll_async.emulator import Emulator
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-MARKER = "<!-- checked example -->"
-_BLOCK = re.compile(
-    re.escape(MARKER) + r"\n```python\n(?P<code>.*?)```\n+```\n(?P<output>.*?)```", re.DOTALL
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+CHECKED = "<!-- checked example -->"
+PLUGIN = "<!-- plugin example -->"
+_CHECKED_BLOCK = re.compile(
+    re.escape(CHECKED) + r"\n```python\n(?P<code>.*?)```\n+```\n(?P<output>.*?)```", re.DOTALL
 )
+_PYTHON_BLOCK = re.compile(r"(?P<before>[^\n]*)\n```python\n(?P<code>.*?)```", re.DOTALL)
 
 
-def examples() -> list[tuple[str, str]]:
-    found = [(m["code"], m["output"]) for m in _BLOCK.finditer(README.read_text())]
-    assert len(found) == README.read_text().count(MARKER), "a marker without code and output"
+def _name(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+def checked_examples() -> list[tuple[str, str, str]]:
+    found = []
+    for page in PAGES:
+        text = page.read_text()
+        blocks = [(_name(page), m["code"], m["output"]) for m in _CHECKED_BLOCK.finditer(text)]
+        assert len(blocks) == text.count(CHECKED), f"{_name(page)}: a marker without an output"
+        found += blocks
     return found
 
 
-def test_the_readme_has_checked_examples() -> None:
-    assert len(examples()) >= 5
+def python_blocks() -> list[tuple[str, str, str]]:
+    return [
+        (_name(page), m["before"], m["code"])
+        for page in PAGES
+        for m in _PYTHON_BLOCK.finditer(page.read_text())
+    ]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def demo() -> AsyncIterator[PayrollClient]:
-    # The same service as `payroll-async --emulator` (without its latency).
-    async with (
-        Emulator(seed=1, payroll_connections=25_000, employer_identifiers=200) as emu,
-        PayrollClient(emu.base_url, emu.token) as client,
-    ):
-        yield client
-
-
-async def run_example(code: str, client: PayrollClient) -> str:
-    namespace: dict[str, Any] = {"client": client}
-    exec("from payroll_async import *", namespace)
-    exec("import contextlib", namespace)
-    body = textwrap.indent(code, "    ")
-    exec(f"async def __example():\n{body}\n    pass\n", namespace)
+def run_program(code: str) -> str:
+    """What a complete program prints, run as ``python3 program.py`` would run it."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        await namespace["__example"]()
+        exec(compile(code, "<example>", "exec"), {"__name__": "__main__"})
     return out.getvalue()
 
 
-@pytest.mark.asyncio(loop_scope="module")
-@pytest.mark.parametrize(("code", "output"), examples(), ids=lambda v: v.splitlines()[0][:40])
-async def test_a_readme_example_prints_what_the_readme_shows(
-    demo: PayrollClient, code: str, output: str
+def test_the_readme_and_the_guide_have_checked_examples() -> None:
+    pages = {page for page, _, _ in checked_examples()}
+    assert "README.md" in pages
+    assert len(checked_examples()) >= 7
+
+
+@pytest.mark.parametrize(
+    ("page", "code", "output"),
+    checked_examples(),
+    ids=lambda v: v.splitlines()[0][:40] if "\n" in v else v,
+)
+def test_an_example_prints_what_the_page_shows(page: str, code: str, output: str) -> None:
+    assert "asyncio.run(" in code, f"{page}: a checked example is a complete program"
+    assert run_program(code) == output
+
+
+@pytest.mark.parametrize(("page", "before", "code"), python_blocks())
+def test_every_snippet_is_a_program_or_a_labelled_fragment(
+    page: str, before: str, code: str
 ) -> None:
-    assert await run_example(code, demo) == output
+    label = code.lstrip().splitlines()[0] if code.strip() else ""
+    fragment = label.startswith("# Fragment")
+    complete = "asyncio.run(" in code or before in (CHECKED, PLUGIN)
+    assert fragment or complete, f"{page}: label this snippet '# Fragment: ...'\n{code}"
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if fragment else 0
+    compile(code, page, "exec", flags=flags, dont_inherit=True)
 
 
-def test_the_immediate_cancellation_pattern_type_checks(tmp_path: Path) -> None:
+def test_the_documented_patterns_type_check(tmp_path: Path) -> None:
     api = pytest.importorskip("mypy.api")
     snippet = tmp_path / "snippet.py"
     snippet.write_text(
         textwrap.dedent(
             """
             import contextlib
-            from payroll_async import PayrollClient
+            from payroll_async import PayrollClient, PayrollConnection
 
             async def first_active(client: PayrollClient) -> str | None:
                 paginator = client.payroll_connections.list()
@@ -86,6 +109,11 @@ def test_the_immediate_cancellation_pattern_type_checks(tmp_path: Path) -> None:
                         if conn.status == "active":
                             return str(conn.id)
                 return None
+
+            async def total(client: PayrollClient) -> int:
+                page = await client.payroll_connections.list()  # the first Page
+                first: list[PayrollConnection] = list(page.items)
+                return page.meta.total_count + len(first)
             """
         )
     )

@@ -21,7 +21,7 @@ __all__ = ["Delivery", "Deliverer", "notification"]
 
 @attrs.define
 class Delivery:
-    """One notification sent (or not) to one subscription by :meth:`Emulator.emit`."""
+    """One notification sent (or not) to one subscription by ``Emulator.emit()``."""
 
     subscription_id: str
     url: str

@@ -58,10 +58,12 @@ def _check(
 class Emulator:
     """A local, faithful emulator of the Payroll Onboarding and Webhook Service.
 
+    ```pycon
     >>> async with Emulator(seed=1, payroll_connections=1000) as emu:
-    ...     async with PayrollClient(base_url=emu.base_url, token=emu.token) as client:
+    ...     async with PayrollClient(emu.base_url, emu.token) as client:
     ...         print(len(await client.payroll_connections.list().collect()))
     1000
+    ```
 
     Collections are derived from ``seed`` on demand, so any size starts at once and a page
     costs the same whatever the size. Faults (``latency`` seconds per request,
@@ -96,11 +98,16 @@ class Emulator:
             "webhook_subscriptions": webhook_subscriptions,
         }
         _check(counts, error_rate, drop_rate, latency, rate_limit, max_page_size)
-        self.seed = seed
-        self.host = host
-        self.port = port
-        self.token = token or f"emu_{secrets.token_urlsafe(18)}"
-        self.token_without_webhook_role = f"emu_nowebhooks_{secrets.token_urlsafe(12)}"
+        self.seed: int = seed
+        """The seed of the data: the same seed, the same data."""
+        self.host: str = host
+        """The address it listens on."""
+        self.port: int = port
+        """The port it listens on (the one picked, once started with port 0)."""
+        self.token: str = token or f"emu_{secrets.token_urlsafe(18)}"
+        """A bearer token with every role."""
+        self.token_without_webhook_role: str = f"emu_nowebhooks_{secrets.token_urlsafe(12)}"
+        """A bearer token without the webhook role: webhook operations answer 403."""
         rng = random.Random(seed)
         self._state = State(
             data=Dataset(
@@ -124,10 +131,12 @@ class Emulator:
         )
         self._deliverer = Deliverer(delivery_headers or {})
         self._runner: web.AppRunner | None = None
-        self.base_url = ""
-        self.app = web.Application(
+        self.base_url: str = ""
+        """The root URL to give a client, once started (empty before)."""
+        self.app: web.Application = web.Application(
             middlewares=[_middleware.errors, _middleware.faults, _middleware.auth]
         )
+        """The ``aiohttp.web.Application``, to mount in a server of your own."""
         self.app[STATE] = self._state
         for module in (_routes_webhooks, _routes_employers, _routes_connections):
             self.app.router.add_routes(module.routes)
@@ -146,6 +155,7 @@ class Emulator:
 
     @property
     def latency(self) -> float:
+        """Seconds added to every request (settable while it runs)."""
         return self._state.latency
 
     @latency.setter
@@ -154,6 +164,7 @@ class Emulator:
 
     @property
     def error_rate(self) -> float:
+        """The share of requests answered 500 or 503 (settable while it runs)."""
         return self._state.error_rate
 
     @error_rate.setter
@@ -162,6 +173,7 @@ class Emulator:
 
     @property
     def drop_rate(self) -> float:
+        """The share of connections closed without an answer (settable while it runs)."""
         return self._state.drop_rate
 
     @drop_rate.setter
@@ -179,6 +191,7 @@ class Emulator:
 
     @property
     def max_page_size(self) -> int | None:
+        """The most items a page holds; a larger ``limit`` is capped (None: no cap)."""
         return self._state.max_page_size
 
     @property
@@ -192,7 +205,8 @@ class Emulator:
 
     @property
     def deliveries(self) -> list[Delivery]:
-        """Every notification delivery attempted by :meth:`emit`, in order."""
+        """Every notification delivery attempted by
+        [`emit()`][payroll_async.emulator.Emulator.emit], in order."""
         return self._deliverer.deliveries
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -216,6 +230,7 @@ class Emulator:
         return self.base_url
 
     async def close(self) -> None:
+        """Stop serving and close the delivery session; ``async with`` calls it."""
         await self._deliverer.close()
         if self._runner is not None:
             await self._runner.cleanup()

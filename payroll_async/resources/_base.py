@@ -27,7 +27,7 @@ T = TypeVar("T")
 class Binding:
     """One client as its resources and paginators see it.
 
-    Every request goes through :meth:`send`, which refuses to send once this client (or
+    Every request goes through ``send()``, which refuses to send once this client (or
     the client it was copied from) is closed, and lays the call's options over the
     client's.
     """
@@ -115,9 +115,11 @@ class Resource:
     def with_raw_response(self) -> WithRawResponse:
         """These operations, each returning a RawResponse (status, headers, request id).
 
+        ```pycon
         >>> raw = await client.webhooks.with_raw_response.delete(sid)
         >>> raw.status, raw.request_id
         (204, 'req-42')
+        ```
         """
         return WithRawResponse(self)
 

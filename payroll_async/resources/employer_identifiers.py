@@ -38,8 +38,11 @@ class UpdateGroups(Resource):
     ) -> AsyncPaginator[UpdateGroup]:
         """The update groups of one employer.
 
-        >>> async for group in client.employer_identifiers.update_groups.list(employer_id):
+        ```pycon
+        >>> groups = client.employer_identifiers.update_groups.list(employer_id)
+        >>> async for group in groups:
         ...     print(group.update_group_id, group.upload_date, group.error_count)
+        ```
         """
         eid = check.check_id(employer_identifier_id, "employer_identifier_id")
         return self._paginate(
@@ -72,9 +75,12 @@ class Invites(Resource):
     ) -> InviteSession:
         """A fresh onboarding link for an existing invite: valid 30 minutes, single use.
 
-        >>> session = await client.employer_identifiers.invites.create_session(eid, invite_id)
+        ```pycon
+        >>> invites = client.employer_identifiers.invites
+        >>> session = await invites.create_session(eid, invite_id)
         >>> session.onboarding_link
         'https://...'
+        ```
         """
         eid = check.check_id(employer_identifier_id, "employer_identifier_id")
         iid = check.check_id(invite_id, "invite_id")
@@ -93,8 +99,10 @@ class EmployerIdentifiers(Resource):
 
     def __init__(self, binding: Binding) -> None:
         super().__init__(binding)
-        self.update_groups = UpdateGroups(binding)
-        self.invites = Invites(binding)
+        self.update_groups: UpdateGroups = UpdateGroups(binding)
+        """The update groups of an employer."""
+        self.invites: Invites = Invites(binding)
+        """Onboarding invites: a fresh onboarding link for an invite."""
 
     def list(
         self,
@@ -111,8 +119,10 @@ class EmployerIdentifiers(Resource):
     ) -> AsyncPaginator[EmployerIdentifier]:
         """Every employer identifier.
 
+        ```pycon
         >>> async for employer in client.employer_identifiers.list():
         ...     print(employer.id, employer.display_name, employer.identifier)
+        ```
         """
         return self._paginate(
             _PATH,

@@ -34,8 +34,10 @@ class PayrollConnections(Resource):
     ) -> AsyncPaginator[PayrollConnection]:
         """Every payroll connection available to the current user.
 
+        ```pycon
         >>> async for conn in client.payroll_connections.list(sort="-created_at"):
         ...     print(conn.id, conn.status, conn.product)
+        ```
         """
         return self._paginate(
             "/v1/payroll-connections",

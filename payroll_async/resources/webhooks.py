@@ -73,8 +73,10 @@ class Webhooks(Resource):
         ``sort`` takes ``active`` and ``createdAt`` (or ``created_at``), ``-`` for descending;
         ``page_size`` at most 100, the service's maximum for this listing.
 
+        ```pycon
         >>> async for sub in client.webhooks.list(active=True, sort="-createdAt"):
-        ...     print(sub.webhook_subscription_id, sub.webhook_event_types, sub.path)
+        ...     print(sub.webhook_subscription_id, sub.path)
+        ```
         """
         filters: dict[str, str] = {}
         if active is not None:
@@ -108,9 +110,12 @@ class Webhooks(Resource):
     ) -> WebhookSubscription:
         """Subscribe ``path`` (an https URL) to ``event_types``; returns the new subscription.
 
+        ```pycon
         >>> sub = await client.webhooks.create(
-        ...     event_types=[EventType.PAYROLL_PROCESSED], path="https://example.com/hooks"
+        ...     event_types=[EventType.PAYROLL_PROCESSED],
+        ...     path="https://example.com/hooks",
         ... )
+        ```
         """
         types = check.check_event_types(event_types)
         path = check.check_webhook_path(path)
@@ -146,7 +151,8 @@ class Webhooks(Resource):
         extra_query: Mapping[str, Any] | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> None:
-        """Delete a subscription. To change one, :meth:`replace` it instead: no gap."""
+        """Delete a subscription. To change one,
+        [`replace()`][payroll_async.resources.Webhooks.replace] it instead: no gap."""
         sid = check.check_id(subscription_id, "subscription_id")
         options = request_options(timeout, retry, extra_query, extra_headers)
         await self._send("DELETE", f"{_PATH}/{sid}", options=options)

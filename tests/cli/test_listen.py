@@ -74,6 +74,6 @@ async def test_it_prints_what_arrives_and_stops_on_ctrl_c() -> None:
     assert line.split() == ["05:00:00", "PAYROLL_PROCESSED", "e-1", '{"payrollId":', '"p-7"}']
     proc.send_signal(signal.SIGINT)
     _, err = await asyncio.wait_for(proc.communicate(), 30)
-    assert proc.returncode == 130  # Ctrl-C, as the README's exit-code table says
+    assert proc.returncode == 130  # Ctrl-C, as the exit-code table of docs/command.md says
     assert err.decode().rstrip().endswith("Stopped after 1 event.")
     assert b"Traceback" not in err
