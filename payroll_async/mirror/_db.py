@@ -6,7 +6,8 @@ every transaction is ``BEGIN IMMEDIATE``, so that two writers wait for each othe
 the database, which the kernel releases when the process dies, SIGKILL included.
 
 PostgreSQL: through asyncpg; the run lock is a session-level advisory lock, released by
-the server when the run's connection ends, however it ends.
+the server when the run's connection ends, however it ends. The run's session commits
+with ``synchronous_commit`` off (see ``Database.connect``).
 """
 
 from __future__ import annotations
@@ -137,6 +138,17 @@ class Database:
     async def connect(self) -> AsyncIterator[AsyncConnection]:
         with self.errors(f"cannot connect to {self.shown}"):
             connection = await self.engine.connect()
+            if self.dialect == "postgresql":
+                # The mirror's tables are derived from the service: a commit need not wait
+                # for the server's disk. A crash of the server (never of the mirror) can
+                # lose its last moment of writes, which the next run writes again; the
+                # database stays consistent either way.
+                await connection.exec_driver_sql("SET synchronous_commit TO off")
+                # A table that grows from empty during the run has statistics that say
+                # it is empty: without this, the look-up of a page's rows by id can be
+                # planned as a scan of the whole table, at every page.
+                await connection.exec_driver_sql("SET enable_seqscan TO off")
+                await connection.commit()
         try:
             yield connection
         finally:
