@@ -150,3 +150,40 @@ def test_without_the_mirror_extra_it_says_which_extra(
     result = invoke(emu, "webhooks")
     assert result.exit_code == ExitCode.BAD_INPUT
     assert "pip install 'payroll-async[mirror]'" in result.output
+
+
+async def test_with_wait_a_second_run_says_so_and_runs_once_the_first_is_done(
+    emu: Emulator, tmp_path: Path
+) -> None:
+    import asyncio
+
+    db = tmp_path / "wait.db"
+    lock = tmp_path / "wait.db.mirror-webhook_subscriptions.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # as a running mirror holds it
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "payroll_async.cli",
+        "--base-url",
+        emu.base_url,
+        "--token",
+        emu.token,
+        "mirror",
+        "webhooks",
+        "--into",
+        f"sqlite:///{db}",
+        "--wait",
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    try:
+        waiting = await asyncio.wait_for(process.stderr.readline(), 60)
+    finally:
+        os.close(fd)  # the first run ends
+    assert b"another mirror of webhook_subscriptions" in waiting
+    assert b"waiting for it to finish" in waiting
+    rest = await asyncio.wait_for(process.stderr.read(), 60)
+    assert await process.wait() == 0
+    assert b"Mirrored 3 webhooks" in rest
