@@ -7,8 +7,10 @@ wholly written or not at all; the next run, finding those rows equal, records no
 twice.
 
 Which ids a pass saw is kept in memory as the first 64 bits of each id, 8 bytes an item
-(8 MB for a million): enough to tell which live rows a pass did not see. Two ids sharing
-their first 64 bits can only hide a deletion, never invent one.
+(8 MB for a million) in 256 arrays by their first byte, so that each is sorted on its own
+at the end of the pass without holding a million Python ints at once: enough to tell which
+live rows a pass did not see. Two ids sharing their first 64 bits can only hide a
+deletion, never invent one.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ __all__ = ["MAX_PAGES", "Change", "Counts", "Store"]
 MAX_PAGES = 10
 """Most pages written in one transaction."""
 _BATCH = 500  # ids per statement where a set of ids is marked deleted
+
+
+def _buckets() -> list[array[int]]:
+    return [array("Q") for _ in range(256)]
 
 
 @attrs.frozen
@@ -92,7 +98,7 @@ class Store:
         if scope is not None and mirrored.scope is not None:
             self._live = self._live & (table.c[mirrored.scope] == scope)
         self._sql = Statements(table, mirrored.key, mirrored.fields, connection.dialect)
-        self._seen: array[int] = array("Q")
+        self._seen = _buckets()
         self._suspects: set[uuid.UUID] | None = None  # None: the first pass is running
         self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
 
@@ -172,7 +178,10 @@ class Store:
 
     def _saw(self, ids: Any) -> None:
         if self._suspects is None:
-            self._seen.extend(i.int >> 64 for i in ids)
+            seen = self._seen
+            for i in ids:
+                prefix = i.int >> 64
+                seen[prefix >> 56].append(prefix)
         else:
             self._suspects.difference_update(ids)
 
@@ -198,20 +207,21 @@ class Store:
         """After a pass: the live rows the first pass did not see, less those seen since."""
         if self._suspects is not None:
             return len(self._suspects)
-        seen = array("Q", sorted(set(self._seen)))
-        self._seen = array("Q")
-        self.items = len(seen)
+        seen = [array("Q", sorted(set(bucket))) for bucket in self._seen]
+        self._seen = _buckets()
+        self.items = sum(len(bucket) for bucket in seen)
         suspects: set[uuid.UUID] = set()
         conn = self._conn
         async with conn.begin():
             live = (await conn.execute(select(func.count()).where(self._live))).scalar() or 0
             # Every item seen was written live, so equal counts mean every live row was seen.
-            if live != len(seen):
+            if live != self.items:
                 result = await conn.stream(select(self._key).where(self._live))
                 async for (key,) in result:
                     prefix = key.int >> 64
-                    at = bisect.bisect_left(seen, prefix)
-                    if at == len(seen) or seen[at] != prefix:
+                    bucket = seen[prefix >> 56]
+                    at = bisect.bisect_left(bucket, prefix)
+                    if at == len(bucket) or bucket[at] != prefix:
                         suspects.add(key)
         self._suspects = suspects
         return len(suspects)

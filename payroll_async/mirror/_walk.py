@@ -57,12 +57,16 @@ class Walk:
         self._ahead = max(2, 2 * concurrency)
         self._missing_ok = missing_ok
         self.proven = False
+        self._split = False
         self.total: int | None = None
         """``totalCount`` of the first page."""
 
     async def _fetch(self, offset: int) -> list[Any]:
         listing = self._listing(page_size=self._size, max_items=self._size, start_offset=offset)
-        return await listing.collect()
+        pages = [page async for page in listing.pages()]
+        if len(pages) > 1:  # the service answered with less than asked: not one snapshot
+            self._split = True
+        return [item for page in pages for item in page.items]
 
     async def pages(self) -> AsyncGenerator[Sequence[Any], None]:
         """The pages in order (overlapping items included: the caller dedupes)."""
@@ -89,6 +93,11 @@ class Walk:
             return  # the listing itself is gone (an employer deleted): unproven
         items = list(first.items) if first is not None else []
         self.total = first.meta.total_count if first is not None else 0
+        limit = first.meta.limit if first is not None else 0
+        if isinstance(limit, int) and 2 <= limit < self._size and len(items) == limit:
+            # The service pages smaller than asked: walk at its page size, so that each
+            # page is one answer (one moment of the listing).
+            self._size, self._step = limit, limit - 1
         if len(items) < self._size:
             self.proven = True
             yield [items]
@@ -125,4 +134,4 @@ class Walk:
             for task in queue:
                 with contextlib.suppress(BaseException):
                     await task
-        self.proven = ok
+        self.proven = ok and not self._split

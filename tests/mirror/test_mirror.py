@@ -297,3 +297,16 @@ async def test_a_newer_schema_is_refused(start_emulator: StartEmulator, into: st
         await query(into, f"INSERT INTO mirror_schema VALUES (2, '{now}')")
         with pytest.raises(MirrorError, match="schema version 2"):
             await mirror(client, "webhooks", into=into)
+
+
+async def test_a_service_that_pages_smaller_than_asked_is_walked_at_its_page_size(
+    start_emulator: StartEmulator, tmp_path: Any
+) -> None:
+    into = f"sqlite:///{tmp_path / 'small-pages.db'}"
+    emu = await start_emulator(seed=10, payroll_connections=230, max_page_size=25)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, "payroll-connections", into=into, page_size=100)
+        churn = emu.churn("payroll-connections", deleted=3)
+        result = await mirror(client, "payroll-connections", into=into, page_size=100)
+    assert result.complete
+    assert (await changes_of(into, result.run_id))["deleted"] == set(churn.deleted)
