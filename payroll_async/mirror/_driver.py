@@ -21,6 +21,7 @@ from sqlalchemy import Boolean, Column, Dialect, Table, Uuid, bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from .._json import loads
 from ._schema import CHANGES, UTCDateTime
 
 __all__ = ["Statements"]
@@ -113,12 +114,14 @@ class Statements:
         quoted = dialect.identifier_preparer.quote
         listed = ", ".join(quoted(name) for name in (*fields, "mirror_deleted_at"))
         self._select = f"SELECT {listed} FROM {quoted(table.name)} WHERE {quoted(key)}"
-        if pg:
-            self.seen = (
-                "INSERT INTO mirror_seen (item_id) SELECT unnest($1::uuid[]) ON CONFLICT DO NOTHING"
+        if not pg:
+            # One row back, whatever the page's size: SQLite steps once, so its thread
+            # gives up the GIL once, not once a row; the ids go in as one JSON array.
+            listed = ", ".join(quoted(name) for name in (*fields, "mirror_deleted_at"))
+            self._select = (
+                f"SELECT json_group_array(json_array({listed})) FROM {quoted(table.name)} "
+                f"WHERE {quoted(key)} IN (SELECT value FROM json_each(?))"
             )
-        else:
-            self.seen = "INSERT OR IGNORE INTO mirror_seen (item_id) VALUES (?)"
 
     async def insert(
         self, conn: AsyncConnection, statement: str, rows: list[tuple[Any, ...]]
@@ -168,13 +171,11 @@ class Statements:
             found = self._multi[key] = f"{head} VALUES {groups}{tail}"
         return found
 
-    def select(self, keys: Sequence[Any]) -> tuple[str, Any]:
-        """The statement and parameters that read the stored rows of ``keys``."""
+    async def stored(self, conn: AsyncConnection, keys: Sequence[Any]) -> list[Sequence[Any]]:
+        """The stored rows of ``keys`` (the model's columns, then ``mirror_deleted_at``)."""
         if self.dialect == "postgresql":
-            return f"{self._select} = ANY($1::uuid[])", (list(keys),)
-        return f"{self._select} IN ({', '.join('?' * len(keys))})", tuple(keys)
-
-    def seen_params(self, keys: Sequence[Any]) -> Any:
-        if self.dialect == "postgresql":
-            return (list(keys),)
-        return [(key,) for key in keys]
+            result = await conn.exec_driver_sql(f"{self._select} = ANY($1::uuid[])", (list(keys),))
+            return list(result)
+        result = await conn.exec_driver_sql(self._select, (json.dumps(list(keys)),))
+        found: list[Sequence[Any]] = loads(result.scalar_one())
+        return found

@@ -144,9 +144,8 @@ class Store:
         async with conn.begin():
             stored: dict[str, Any] = {}
             keys = list(rows)
-            for start in range(0, len(keys), 500):
-                statement, params = sql.select(keys[start : start + 500])
-                for found in await conn.exec_driver_sql(statement, params):
+            for start in range(0, len(keys), 1000):
+                for found in await sql.stored(conn, keys[start : start + 1000]):
                     stored[str(found[0])] = found
             writes: list[tuple[Any, ...]] = []
             for key, row in rows.items():
