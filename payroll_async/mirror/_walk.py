@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
+from .._assumed import MIRROR_ORDER
 from .._exceptions import NotFoundError
 from .._pagination import AsyncPaginator
 
@@ -62,7 +63,9 @@ class Walk:
         """``totalCount`` of the first page."""
 
     async def _fetch(self, offset: int) -> list[Any]:
-        listing = self._listing(page_size=self._size, max_items=self._size, start_offset=offset)
+        listing = self._listing(
+            page_size=self._size, max_items=self._size, start_offset=offset, sort=MIRROR_ORDER
+        )
         pages = [page async for page in listing.pages()]
         if len(pages) > 1:  # the service answered with less than asked: not one snapshot
             self._split = True
@@ -82,7 +85,10 @@ class Walk:
             first = await anext(
                 aiter(
                     self._listing(
-                        page_size=self._size, max_items=self._size, start_offset=0
+                        page_size=self._size,
+                        max_items=self._size,
+                        start_offset=0,
+                        sort=MIRROR_ORDER,
                     ).pages()
                 ),
                 None,
