@@ -26,11 +26,14 @@ __all__ = ["Churn", "Delivery", "Emulator"]
 
 @attrs.frozen
 class Churn:
-    """What :meth:`Emulator.churn` changed: the ids, as the service writes them."""
+    """What `Emulator.churn()` changed: the ids, as the service writes them."""
 
     inserted: list[str]
+    """New items (the newest in the listing)."""
     updated: list[str]
+    """Items whose fields changed."""
     deleted: list[str]
+    """Items gone from the listing."""
 
 
 def _check(
@@ -283,7 +286,9 @@ class Emulator:
         afterwards see the change, as a database's would (later items move up when one is
         deleted).
 
+        ```pycon
         >>> changed = emu.churn("payroll-connections", inserted=5, updated=5, deleted=5)
+        ```
         """
         for name, value in (("inserted", inserted), ("updated", updated), ("deleted", deleted)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:

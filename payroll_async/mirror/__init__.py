@@ -1,7 +1,9 @@
 """The mirror: the service's collections in your own database, kept current.
 
+```pycon
 >>> from payroll_async.mirror import mirror
 >>> result = await mirror(client, "payroll-connections", into="sqlite:///payroll.db")
+```
 
 Needs the ``mirror`` extra (SQLAlchemy with aiosqlite and asyncpg). One table per
 collection (``payroll_connections``, ``employer_identifiers``, ``webhook_subscriptions``,

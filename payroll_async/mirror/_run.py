@@ -33,16 +33,22 @@ OnChange = Callable[[Change], Awaitable[None]]
 
 @attrs.frozen
 class MirrorResult:
-    """What one run of :func:`mirror` did."""
+    """What one run of `mirror()` did."""
 
     collection: str
+    """The collection, as the command names it (`payroll-connections`)."""
     run_id: uuid.UUID
+    """The run's row in `mirror_runs` (and its changes' `run_id`)."""
     items: int
     """Items in the service, as the last walk of the run saw them."""
     inserted: int
+    """Rows inserted (new items, and items back after a deletion)."""
     updated: int
+    """Rows whose fields changed."""
     deleted: int
+    """Rows marked deleted, each proven gone."""
     unchanged: int
+    """Items seen and not written (equal to their row)."""
     complete: bool
     """Whether the live rows equal the service: every walk checked, every deletion proven.
     False when the service changed too much during the run to prove it; the next run
@@ -96,17 +102,20 @@ async def mirror(
 ) -> MirrorResult:
     """Copy ``collection`` into the database ``into`` and record what changed.
 
+    ```pycon
     >>> result = await mirror(client, "payroll-connections", into="sqlite:///payroll.db")
     >>> result.inserted, result.updated, result.deleted
     (25000, 0, 0)
+    ```
 
     ``into`` is ``sqlite:///PATH`` or ``postgresql://USER:PASSWORD@HOST/DB`` (default: the
     ``PAYROLL_MIRROR_URL`` environment variable). Tables are created on first use. Each
-    change (:class:`Change`) is recorded in ``mirror_changes`` and, once committed,
-    awaited with ``on_change``. ``update-groups`` covers every employer, or only
-    ``employer``. Another run of the same collection into the same database raises
-    :class:`MirrorBusyError`, or is waited for with ``wait=True`` (``on_wait`` is told).
-    Database failures raise :class:`MirrorError`, whose text never holds the password.
+    change (a `Change`) is recorded in ``mirror_changes`` and, once committed, awaited
+    with ``on_change``. ``update-groups`` covers every employer, or only ``employer``.
+    Another run of the same collection into the same database raises `MirrorBusyError`,
+    or is waited for with ``wait=True`` (``on_wait`` is told). Database failures raise
+    `MirrorError`, whose text never holds the password. ``page_size`` items a request,
+    ``concurrency`` pages fetched ahead, at most ``max_passes`` walks of the listing.
     """
     if collection not in TABLES:
         raise InvalidArgumentError(

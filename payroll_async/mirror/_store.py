@@ -45,13 +45,18 @@ class Change:
     """One change the mirror recorded (a row of ``mirror_changes``)."""
 
     run_id: uuid.UUID
+    """The run that recorded it."""
     collection: str
+    """The collection, as the command names it."""
     item_id: uuid.UUID
+    """The item's id (its row's primary key)."""
     change: str
     """``inserted``, ``updated`` or ``deleted``."""
     at: datetime.datetime
+    """When the change was committed (UTC)."""
 
     def values(self) -> tuple[Any, ...]:
+        """As a row of ``mirror_changes``: run_id, collection, item_id, change, at."""
         return (self.run_id, self.collection, self.item_id, self.change, self.at)
 
     def to_json(self) -> dict[str, str]:
