@@ -168,6 +168,7 @@ async def _mirror(
                 store = Store(
                     conn, mirrored, collection, run_id, _row_maker(collection, scope), scope
                 )
+                store.keep_changes = on_change is not None
                 with db.errors(f"writing to {db.shown}"):
                     await store.start(started)
                 complete = False

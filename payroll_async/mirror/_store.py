@@ -95,6 +95,8 @@ class Store:
         self.run_id = run_id
         self.to_row = to_row
         self.counts = Counts()
+        self.keep_changes = True
+        """Whether ``write_pages`` returns the changes (someone is told of them)."""
         self.items = 0
         """Distinct items seen by this pass of the run."""
         table = mirrored.table
@@ -145,7 +147,7 @@ class Store:
         now = datetime.datetime.now(datetime.timezone.utc)
         stamp = sql.time(now)
         conn = self._conn
-        changes: list[Change] = []
+        made: list[tuple[Any, str]] = []  # (key, change)
         async with conn.begin():
             stored: dict[str, Any] = {}
             keys = list(rows)
@@ -160,25 +162,22 @@ class Store:
                     continue  # unchanged: nothing written
                 writes.append((*row, stamp, stamp, None))
                 # an item that comes back after it was marked deleted is inserted again
-                kind = "updated" if live else "inserted"
-                changes.append(Change(self.run_id, self._collection, ids[key], kind, now))
+                made.append((key, "updated" if live else "inserted"))
             if writes:
                 await sql.insert(conn, sql.upsert, writes)
-                run, name, at = sql.uuid(self.run_id), self._collection, stamp
+                run, name = sql.uuid(self.run_id), self._collection
                 await sql.insert(
-                    conn,
-                    sql.change,
-                    [(run, name, sql.uuid(c.item_id), c.change, at) for c in changes],
+                    conn, sql.change, [(run, name, key, kind, stamp) for key, kind in made]
                 )
-            for change in changes:
-                if change.change == "inserted":
-                    self.counts.inserted += 1
-                else:
-                    self.counts.updated += 1
+            updated = sum(kind == "updated" for _, kind in made)
+            self.counts.updated += updated
+            self.counts.inserted += len(made) - updated
             self.items += items
             await self._progress(now=None)
         self._saw(ids.values())
-        return changes
+        if not self.keep_changes:
+            return []
+        return [Change(self.run_id, self._collection, ids[k], kind, now) for k, kind in made]
 
     def _saw(self, ids: Any) -> None:
         if self._suspects is None:
