@@ -36,6 +36,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--links", action="store_true", help="Link headers with rel=next")
     parser.add_argument("--unique", action="store_true", help="no identifier repeats")
+    parser.add_argument(
+        "--overlap", action="store_true", help="also pre-render pages overlapping by one item"
+    )
     args = parser.parse_args()
     data = Emulator(seed=1, payroll_connections=args.items).data
     total = args.items
@@ -63,6 +66,9 @@ def main() -> None:
 
     for offset in range(0, total, args.page_size):  # pre-render the pages clients will ask for
         render(offset, args.page_size)
+    if args.overlap:  # the mirror's walk: each page starts at the previous page's last item
+        for offset in range(0, total, args.page_size - 1):
+            render(offset, args.page_size)
 
     async def handle(request: web.Request) -> web.Response:
         if request.headers.get("Authorization") != f"Bearer {TOKEN}":

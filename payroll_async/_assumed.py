@@ -63,3 +63,10 @@ EMULATOR_MAX_SORT_ITEMS: Final = 1_000_000
 EMULATOR_MAX_SUBSCRIPTIONS: Final = 1_000
 EMULATOR_MAX_PATH_LENGTH: Final = 2_048
 EMULATOR_DELIVERIES_KEPT: Final = 1_000
+
+# ASSUMED (List envelope; operations 1, 5-7): the default order of every listing
+# (createdAt, uploadDate for update groups) is a stable total order: it never changes for
+# an existing item and never ties. The mirror's deletion proof rests on it (mirror/_walk.py):
+# it walks each listing in that order with overlapping pages.
+MIRROR_ORDER: Final = None
+"""The sort the mirror asks for: None sends none, so the service's default applies."""

@@ -13,6 +13,7 @@ __all__ = [
     "BASE_URL",
     "DEMO_BASE_URL",
     "LOG",
+    "MIRROR_URL",
     "REDIS_URL",
     "TOKEN",
     "WEBHOOK_SECRET",
@@ -30,6 +31,8 @@ REDIS_URL: Final = "PAYROLL_REDIS_URL"
 """The Redis of a fleet's shared gate (the command's ``--redis-url``)."""
 WEBHOOK_SECRET: Final = "PAYROLL_WEBHOOK_SECRET"
 """The ``whsec_`` secret notifications are signed with (``webhooks listen --secret``)."""
+MIRROR_URL: Final = "PAYROLL_MIRROR_URL"
+"""The mirror's database, when ``into`` is not given (the command's ``--into``)."""
 LOG: Final = "PAYROLL_LOG"
 """``debug`` or ``info``: log the SDK's records of that level and above to stderr."""
 

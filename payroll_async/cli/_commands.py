@@ -7,10 +7,11 @@ from ._emulator_cmd import emulator
 from ._export_cmd import export
 from ._invite import invite_link
 from ._listen import listen
+from ._mirror import mirror
 from ._webhooks import webhooks
 
 __all__ = ["cli", "demo_emulator"]
 
 webhooks.add_command(listen)
-for command in (export, webhooks, invite_link, emulator):
+for command in (export, mirror, webhooks, invite_link, emulator):
     cli.add_command(command)

@@ -66,13 +66,16 @@ def _options(command: F) -> F:
 @_options
 def emulator(**options: Any) -> None:
     """Serve a local emulator of the service until Ctrl-C (or SIGTERM)."""
+    churn_every = options.get("churn_every")
     try:
         emu = emulator_from_options(options)
+        if churn_every is not None and not churn_every > 0:
+            raise ValueError(f"--churn-every must be > 0 seconds, got {churn_every!r}")
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     host, port = emu.host, emu.port
     try:
-        asyncio.run(serve(emu))
+        asyncio.run(serve(emu, churn_every=churn_every))
     except BrokenPipeError:
         # The banner's reader went away (`| head`): stop quietly, as Unix tools do.
         devnull = os.open(os.devnull, os.O_WRONLY)

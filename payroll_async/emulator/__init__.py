@@ -11,6 +11,6 @@ The emulator imports the SDK's models, never its transport or resources, so that
 cannot agree by accident.
 """
 
-from ._emulator import Delivery, Emulator
+from ._emulator import Churn, Delivery, Emulator
 
-__all__ = ["Delivery", "Emulator"]
+__all__ = ["Churn", "Delivery", "Emulator"]

@@ -97,6 +97,14 @@ OPTIONS: tuple[Option, ...] = (
         "SECRET",
     ),
     Option(
+        "--churn-every",
+        float,
+        None,
+        "change about 1% of the payroll connections every SECONDS (new, updated and "
+        "deleted ones; for demos of the mirror)",
+        "SECONDS",
+    ),
+    Option(
         "--delivery-header",
         header,
         (),
@@ -137,6 +145,7 @@ def parser() -> argparse.ArgumentParser:
 def emulator_from_options(options: Mapping[str, Any]) -> Emulator:
     """The Emulator the options (by ``Option.dest``, plus ``link_headers``) describe."""
     settings = dict(options)
+    settings.pop("churn_every", None)  # serve()'s, not the Emulator's
     settings["delivery_headers"] = dict(settings.pop("delivery_header", ()))
     return Emulator(**settings)
 
@@ -145,13 +154,42 @@ def emulator_from(args: argparse.Namespace) -> Emulator:
     return emulator_from_options(vars(args))
 
 
-async def serve(emulator: Emulator, announce: bool = True) -> None:
-    """Run until SIGINT or SIGTERM, then close cleanly."""
+async def churn_forever(emulator: Emulator, every: float, announce: bool) -> None:
+    """Every ``every`` seconds, insert, update and delete ~1/300 of the connections each."""
+    while True:
+        await asyncio.sleep(every)
+        size = emulator.data.payroll_connections.size
+        step = max(1, size // 300)
+        churn = emulator.churn(
+            "payroll-connections",
+            inserted=step,
+            updated=min(step, size),
+            deleted=min(step, max(0, size - step)),
+        )
+        if announce:
+            print(
+                f"churn: {len(churn.inserted)} payroll connections new, "
+                f"{len(churn.updated)} updated, {len(churn.deleted)} deleted",
+                flush=True,
+            )
+
+
+async def serve(
+    emulator: Emulator, announce: bool = True, churn_every: float | None = None
+) -> None:
+    """Run until SIGINT or SIGTERM, then close cleanly; churn every ``churn_every`` s."""
+    if churn_every is not None and not churn_every > 0:
+        raise ValueError(f"--churn-every must be > 0 seconds, got {churn_every!r}")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with emulator:
+        churning = (
+            asyncio.create_task(churn_forever(emulator, churn_every, announce))
+            if churn_every is not None
+            else None
+        )
         exposed = emulator._exposed()
         if announce and exposed:
             # Say where it really listens, not the loopback URL it is called by from here.
@@ -186,7 +224,11 @@ async def serve(emulator: Emulator, announce: bool = True) -> None:
                     flush=True,
                 )
             print("Press Ctrl-C to stop.", flush=True)
-        await stop.wait()
+        try:
+            await stop.wait()
+        finally:
+            if churning is not None:
+                churning.cancel()
     print("Emulator stopped.", flush=True)
 
 
@@ -202,11 +244,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         emulator = emulator_from(args)
+        if args.churn_every is not None and not args.churn_every > 0:
+            raise ValueError(f"--churn-every must be > 0 seconds, got {args.churn_every!r}")
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(serve(emulator))
+        asyncio.run(serve(emulator, churn_every=args.churn_every))
     except BrokenPipeError:
         # The banner's reader went away (`| head`): stop quietly, as Unix tools do.
         devnull = os.open(os.devnull, os.O_WRONLY)

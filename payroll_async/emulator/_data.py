@@ -6,19 +6,30 @@ same whatever the collection's size. Items are numbered in creation order, so th
 sort (``createdAt``) and its reverse are plain index arithmetic; any other sort order is
 computed once, on first use, and cached.
 
+:meth:`Collection.churn` lays a mutable overlay on the seeded items, as a real database
+changes under its users: new items get the next indices (so they are the newest), deleted
+ones leave the listing (every later item moves up one offset, as in a database), and
+updated ones carry their changed fields. Each page is computed from the overlay as it is
+at that moment, so pagination stays as consistent as a real database's.
+
 The JSON shapes here are written from the interface document, not from the SDK's models,
 so that the emulator and the client cannot agree by accident.
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import hashlib
+import random
 from array import array
 from collections.abc import Callable
 from typing import Any
 
 __all__ = ["Collection", "Dataset", "SortSpec", "derived_uuid", "uuid4_text"]
+
+Updater = Callable[[dict[str, Any]], dict[str, Any]]
+"""The fields an update changes, given the item as it is."""
 
 SortSpec = tuple[tuple[str, bool], ...]
 """(field, descending) pairs, most significant first."""
@@ -67,7 +78,11 @@ def timestamp(seconds: int) -> str:
 
 
 class Collection:
-    """``size`` items, rendered on demand; sortable by the fields in ``keys``."""
+    """``size`` items, rendered on demand; sortable by the fields in ``keys``.
+
+    ``churn`` changes it: ``count`` grows with inserts, ``_deleted`` (sorted indices) and
+    ``_changed`` (index -> changed fields) are the overlay on the seeded items.
+    """
 
     def __init__(
         self,
@@ -75,34 +90,100 @@ class Collection:
         render: Callable[[int], dict[str, Any]],
         keys: dict[str, Callable[[int], Any]],
         default_sort: str,
+        id_field: str = "id",
     ) -> None:
-        self.size = size
-        self.render = render
+        self.count = size
+        self._render = render
         self.keys = keys
         self.default_sort = default_sort
+        self.id_field = id_field
         self._orders: dict[SortSpec, array[int]] = {}
+        self._deleted: list[int] = []
+        self._shift: list[int] = []  # _deleted[j] - j: live offset -> index in O(log n)
+        self._changed: dict[int, dict[str, Any]] = {}
+
+    @property
+    def size(self) -> int:
+        """How many items exist now."""
+        return self.count - len(self._deleted)
+
+    def deleted_indices(self) -> set[int]:
+        return set(self._deleted)
+
+    def render(self, i: int) -> dict[str, Any]:
+        item = self._render(i)
+        changed = self._changed.get(i)
+        if changed is not None:
+            item.update(changed)
+        return item
+
+    def index_at(self, offset: int) -> int:
+        """The index of the item at ``offset`` in creation order."""
+        return offset + bisect.bisect_right(self._shift, offset)
 
     def page(self, offset: int, limit: int, sort: SortSpec) -> list[dict[str, Any]]:
-        stop = min(self.size, offset + limit)
+        size = self.size
+        stop = min(size, offset + limit)
         if offset >= stop:
             return []
         render = self.render
         if sort == ((self.default_sort, False),):
-            return [render(i) for i in range(offset, stop)]
+            if not self._deleted:
+                return [render(i) for i in range(offset, stop)]
+            return [render(self.index_at(k)) for k in range(offset, stop)]
         if sort == ((self.default_sort, True),):
-            last = self.size - 1
-            return [render(last - i) for i in range(offset, stop)]
+            last = size - 1
+            return [render(self.index_at(last - k)) for k in range(offset, stop)]
         order = self._order(sort)
         return [render(order[i]) for i in range(offset, stop)]
 
     def _order(self, sort: SortSpec) -> array[int]:
         order = self._orders.get(sort)
         if order is None:
-            indices: list[int] = list(range(self.size))
+            gone = set(self._deleted)
+            indices: list[int] = [i for i in range(self.count) if i not in gone]
             for field, descending in reversed(sort):  # stable sorts, least significant first
-                indices.sort(key=self.keys[field], reverse=descending)
-            order = self._orders[sort] = array("I" if self.size < 2**32 else "Q", indices)
+                key = self.keys[field]
+                if self._changed:  # an updated field sorts by its new value
+                    key = self._current_key(field, key)
+                indices.sort(key=key, reverse=descending)
+            order = self._orders[sort] = array("I" if self.count < 2**32 else "Q", indices)
         return order
+
+    def _current_key(self, field: str, key: Callable[[int], Any]) -> Callable[[int], Any]:
+        changed = self._changed
+
+        def current(i: int) -> Any:
+            fields = changed.get(i)
+            return fields[field] if fields is not None and field in fields else key(i)
+
+        return current
+
+    def churn(
+        self, rng: random.Random, inserted: int, updated: int, deleted: int, update: Updater
+    ) -> tuple[list[str], list[str], list[str]]:
+        """Insert, update and delete that many items (picked by ``rng``); their ids."""
+        live = self.size
+        if updated + deleted > live:
+            raise ValueError(
+                f"cannot update {updated} and delete {deleted} of {live} items: too few"
+            )
+        picked = [self.index_at(k) for k in rng.sample(range(live), updated + deleted)]
+        to_update, to_delete = picked[:updated], picked[updated:]
+        updated_ids = []
+        for i in to_update:
+            fields = update(self.render(i))
+            self._changed.setdefault(i, {}).update(fields)
+            updated_ids.append(str(self.render(i)[self.id_field]))
+        deleted_ids = [str(self.render(i)[self.id_field]) for i in to_delete]
+        for i in to_delete:
+            bisect.insort(self._deleted, i)
+        self._shift = [d - j for j, d in enumerate(self._deleted)]
+        first_new = self.count
+        self.count += inserted
+        inserted_ids = [str(self.render(i)[self.id_field]) for i in range(first_new, self.count)]
+        self._orders.clear()
+        return inserted_ids, updated_ids, deleted_ids
 
 
 class Dataset:
@@ -120,6 +201,8 @@ class Dataset:
         self.employers = employer_identifiers
         self.groups_per_employer = update_groups
         self._employer_index: dict[str, int] | None = None
+        self._groups: dict[int, Collection] = {}
+        self._churns = 0
         self.payroll_connections: Collection = Collection(
             payroll_connections,
             self.payroll_connection,
@@ -144,6 +227,47 @@ class Dataset:
             },
             "createdAt",
         )
+
+    # -- churn ------------------------------------------------------------------------------
+
+    def churn(
+        self, collection: str, inserted: int, updated: int, deleted: int
+    ) -> tuple[list[str], list[str], list[str]]:
+        """Change one of the seeded collections; the ids inserted, updated and deleted.
+
+        Which items change is drawn from the seed and the number of churns so far, so a
+        test that churns the same way twice sees the same ids.
+        """
+        self._churns += 1
+        rng = random.Random(f"{self.seed}:churn:{collection}:{self._churns}")
+        if collection == "payroll-connections":
+
+            def status(item: dict[str, Any]) -> dict[str, Any]:
+                step = 1 + rng.randrange(len(STATUSES) - 1)  # always another status
+                return {"status": STATUSES[(STATUSES.index(item["status"]) + step) % len(STATUSES)]}
+
+            return self.payroll_connections.churn(rng, inserted, updated, deleted, status)
+        if collection == "employer-identifiers":
+            self._employer_index = None
+
+            def rename(item: dict[str, Any]) -> dict[str, Any]:
+                return {"displayName": f"{item['displayName']} (renamed {self._churns})"}
+
+            # ``employers`` stays: connections keep the employers they were seeded with.
+            return self.employer_identifiers.churn(rng, inserted, updated, deleted, rename)
+        if collection == "update-groups":
+            employers = self.employer_identifiers
+            if employers.size == 0:
+                raise ValueError("no employer identifiers to churn the update groups of")
+            employer = employers.index_at(rng.randrange(employers.size))
+
+            def errors(item: dict[str, Any]) -> dict[str, Any]:
+                return {"errorCount": item["errorCount"] + 1}
+
+            groups = self._groups.get(employer) or self._seeded_groups(employer)
+            self._groups[employer] = groups
+            return groups.churn(rng, inserted, updated, deleted, errors)
+        raise ValueError(f"no collection {collection!r} to churn")
 
     # -- payroll connections ------------------------------------------------------------
 
@@ -176,12 +300,21 @@ class Dataset:
 
     def employer_index(self, employer_id: str) -> int | None:
         if self._employer_index is None:
-            self._employer_index = {self.employer_id(j): j for j in range(self.employers)}
+            employers = self.employer_identifiers
+            gone = employers.deleted_indices()
+            self._employer_index = {
+                self.employer_id(j): j for j in range(employers.count) if j not in gone
+            }
         return self._employer_index.get(employer_id)
 
     # -- update groups ----------------------------------------------------------------------
 
     def update_groups(self, j: int) -> Collection:
+        """Employer ``j``'s update groups (kept once churned, so that the overlay stays)."""
+        groups = self._groups.get(j)
+        return groups if groups is not None else self._seeded_groups(j)
+
+    def _seeded_groups(self, j: int) -> Collection:
         seed = self.seed
 
         def render(k: int) -> dict[str, Any]:
@@ -201,6 +334,7 @@ class Dataset:
                 "errorCount": lambda k: render(k)["errorCount"],
             },
             "uploadDate",
+            id_field="updateGroupId",
         )
 
     # -- invites ------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
+import attrs
 from aiohttp import web
 
 from .._assumed import EMULATOR_MAX_PAGE_SIZE, EMULATOR_MAX_SUBSCRIPTIONS
@@ -22,10 +23,22 @@ from ._http import ApiError, is_loopback, json_response
 from ._state import STATE, WEBHOOK_ROLE, State, TokenBucket
 from ._store import SubscriptionStore
 
-__all__ = ["EMIT_PATH", "Delivery", "Emulator"]
+__all__ = ["EMIT_PATH", "Churn", "Delivery", "Emulator"]
 
 EMIT_PATH = "/_emulator/events"
-"""POST here (from loopback, with the emulator's token) to :meth:`Emulator.emit` an event."""
+"""POST here (from loopback, with the emulator's token) to `Emulator.emit()` an event."""
+
+
+@attrs.frozen
+class Churn:
+    """What `Emulator.churn()` changed: the ids, as the service writes them."""
+
+    inserted: list[str]
+    """New items (the newest in the listing)."""
+    updated: list[str]
+    """Items whose fields changed."""
+    deleted: list[str]
+    """Items gone from the listing."""
 
 
 def _check(
@@ -296,6 +309,30 @@ class Emulator:
     def set_active(self, subscription_id: str, active: bool) -> None:
         """Switch a subscription on or off (the service's transitions of `active` are not shown)."""
         self._state.subscriptions.set_active(subscription_id, active)
+
+    def churn(
+        self, collection: str, *, inserted: int = 0, updated: int = 0, deleted: int = 0
+    ) -> Churn:
+        """Change a collection as users of the service would; the ids changed.
+
+        ``collection`` is ``payroll-connections``, ``employer-identifiers``, ``webhooks``
+        or ``update-groups`` (one employer's, drawn from the seed). Which items change is
+        deterministic from the seed. New items are the newest; items keep their ids; an
+        updated payroll connection changes ``status``, an employer its ``displayName``, an
+        update group its ``errorCount``, a webhook subscription ``active``. Pages listed
+        afterwards see the change, as a database's would (later items move up when one is
+        deleted).
+
+        ```pycon
+        >>> changed = emu.churn("payroll-connections", inserted=5, updated=5, deleted=5)
+        ```
+        """
+        for name, value in (("inserted", inserted), ("updated", updated), ("deleted", deleted)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+        if collection == "webhooks":
+            return Churn(*self._state.subscriptions.churn(inserted, updated, deleted))
+        return Churn(*self._state.data.churn(collection, inserted, updated, deleted))
 
     async def emit(
         self,

@@ -79,6 +79,27 @@ class SubscriptionStore:
         self._items[sid] = subscription
         return subscription
 
+    def churn(
+        self, inserted: int, updated: int, deleted: int
+    ) -> tuple[list[str], list[str], list[str]]:
+        """Create, switch (``active``) and delete that many subscriptions; their ids."""
+        if updated + deleted > len(self._items):
+            raise ValueError(
+                f"cannot update {updated} and delete {deleted} of {len(self._items)} "
+                "subscriptions: too few"
+            )
+        picked = self._rng.sample(list(self._items), updated + deleted)
+        for sid in picked[:updated]:
+            self._items[sid].active = not self._items[sid].active
+        for sid in picked[updated:]:
+            del self._items[sid]
+        kinds = sorted(EVENT_TYPES)
+        new = [
+            self.create([kinds[k % len(kinds)]], f"https://hooks.example.com/churn/{k}")
+            for k in range(inserted)
+        ]
+        return [s.subscription_id for s in new], picked[:updated], picked[updated:]
+
     def delete(self, subscription_id: str) -> bool:
         """Whether there was one to delete."""
         return self._items.pop(subscription_id, None) is not None

@@ -1,0 +1,27 @@
+"""The mirror: the service's collections in your own database, kept current.
+
+```pycon
+>>> from payroll_async.mirror import mirror
+>>> result = await mirror(client, "payroll-connections", into="sqlite:///payroll.db")
+```
+
+Needs the ``mirror`` extra (SQLAlchemy with aiosqlite and asyncpg). One table per
+collection (``payroll_connections``, ``employer_identifiers``, ``webhook_subscriptions``,
+``update_groups``), ``mirror_runs`` (one row per run) and ``mirror_changes`` (every insert,
+update and delete). A row is marked deleted only once walks of the listing prove the item
+gone; see ``docs/mirror.md``.
+"""
+
+from ._errors import MirrorBusyError, MirrorError, MirrorURLError
+from ._run import COLLECTIONS, MirrorResult, mirror
+from ._store import Change
+
+__all__ = [
+    "COLLECTIONS",
+    "Change",
+    "MirrorBusyError",
+    "MirrorError",
+    "MirrorResult",
+    "MirrorURLError",
+    "mirror",
+]

@@ -1,0 +1,275 @@
+"""The database: its URL, the engine, the run lock, the schema, and errors without secrets.
+
+SQLite: the file is created 0600 and never opened through a symbolic link; WAL journal;
+every transaction is ``BEGIN IMMEDIATE``, so that two writers wait for each other
+(``busy_timeout``) instead of failing half-way. The run lock is ``flock`` on a file beside
+the database, which the kernel releases when the process dies, SIGKILL included.
+
+PostgreSQL: through asyncpg; the run lock is a session-level advisory lock, released by
+the server when the run's connection ends, however it ends. The run's session commits
+with ``synchronous_commit`` off (see ``Database.connect``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import errno
+import fcntl
+import hashlib
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import quote
+
+import attrs
+from sqlalchemy import event, insert, select, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from ._errors import MirrorBusyError, MirrorError, MirrorURLError
+from ._schema import METADATA, SCHEMA, SCHEMA_VERSION
+
+__all__ = ["Database", "database_errors", "open_database", "redact"]
+
+_LOCK_POLL = 0.2  # seconds between tries while another run holds the lock
+_SCHEMA_LOCK = 0x7061_7972_6F6C_6C00  # "payroll\0": the PostgreSQL lock of schema creation
+
+
+def redact(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (as output and logs may show it)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return "<a database URL that cannot be parsed>"
+
+
+def _scrub(text_: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        if secret:
+            text_ = text_.replace(secret, "***")
+    return text_
+
+
+@contextlib.contextmanager
+def database_errors(secrets: tuple[str, ...], doing: str) -> Iterator[None]:
+    """Database failures as MirrorError, their text without ``secrets``, not chained."""
+    try:
+        yield
+    except MirrorError:
+        raise
+    except (SQLAlchemyError, OSError, ConnectionError) as exc:
+        # asyncpg's own errors are OSErrors or come wrapped in SQLAlchemy's.
+        detail = getattr(exc, "orig", None) or exc
+        message = _scrub(f"{doing}: {type(detail).__name__}: {detail}", secrets)
+        first = message.splitlines()[0][:500] if message else doing
+        # The server's text is outside input: no control codes reach a terminal.
+        raise MirrorError("".join(ch if ch.isprintable() else "?" for ch in first)) from None
+
+
+def _parse(url: str) -> URL:
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        raise MirrorURLError(
+            "into: not a database URL (sqlite:///PATH or postgresql://USER@HOST/DB)"
+        ) from None
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        if not parsed.database or parsed.database == ":memory:":
+            raise MirrorURLError("into: sqlite:///PATH needs the path of a database file")
+        return parsed.set(drivername="sqlite+aiosqlite")
+    if backend in ("postgresql", "postgres"):
+        return parsed.set(drivername="postgresql+asyncpg")
+    raise MirrorURLError(
+        f"into: {parsed.drivername!r} databases are not supported; "
+        "use sqlite:///PATH or postgresql://USER@HOST/DB"
+    )
+
+
+def _create_private(path: Path) -> None:
+    """Create the database file 0600 unless it exists; never through a symbolic link."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise MirrorURLError(f"into: {path} is a symbolic link; give the file itself") from None
+        raise MirrorError(f"cannot open {path}: {exc.strerror}") from None
+    os.close(fd)
+
+
+def _sqlite_setup(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def connect(dbapi_connection: Any, record: Any) -> None:
+        dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN, below
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=60000")
+        # Checkpoint (copy the WAL into the database, and sync) every 40 MB rather than
+        # every 4: a first mirror writes hundreds of MB, and each checkpoint waits on disk.
+        cursor.execute("PRAGMA wal_autocheckpoint=10000")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+@attrs.define(eq=False)
+class Database:
+    """One open database: the engine, the URL for messages, what to keep out of them."""
+
+    engine: AsyncEngine
+    shown: str
+    """The URL with the password hidden."""
+    secrets: tuple[str, ...]
+    path: Path | None
+    """The SQLite file (None for PostgreSQL)."""
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def errors(self, doing: str) -> contextlib.AbstractContextManager[None]:
+        return database_errors(self.secrets, doing)
+
+    @contextlib.asynccontextmanager
+    async def connect(self) -> AsyncIterator[AsyncConnection]:
+        with self.errors(f"cannot connect to {self.shown}"):
+            connection = await self.engine.connect()
+            if self.dialect == "postgresql":
+                # The mirror's tables are derived from the service: a commit need not wait
+                # for the server's disk. A crash of the server (never of the mirror) can
+                # lose its last moment of writes, which the next run writes again; the
+                # database stays consistent either way.
+                await connection.exec_driver_sql("SET synchronous_commit TO off")
+                # A table that grows from empty during the run has statistics that say
+                # it is empty: without this, the look-up of a page's rows by id can be
+                # planned as a scan of the whole table, at every page.
+                await connection.exec_driver_sql("SET enable_seqscan TO off")
+                await connection.commit()
+        try:
+            yield connection
+        finally:
+            with contextlib.suppress(Exception), self.errors("closing"):
+                await connection.close()
+
+    @contextlib.asynccontextmanager
+    async def run_lock(
+        self, connection: AsyncConnection, name: str, wait: bool, on_wait: Callable[[str], None]
+    ) -> AsyncIterator[None]:
+        """Hold the lock of collection ``name`` in this database for the ``with`` block."""
+        busy = f"another mirror of {name} into {self.shown} is running"
+        if self.path is not None:
+            async with self._file_lock(name, busy, wait, on_wait):
+                yield
+            return
+        key = int.from_bytes(
+            hashlib.blake2b(f"payroll_async.mirror:{name}".encode(), digest_size=8).digest(),
+            "big",
+            signed=True,
+        )
+        waited = False
+        while True:
+            with self.errors("taking the run lock"):
+                got = (await connection.execute(select(_try_lock(key)))).scalar()
+                await connection.commit()
+            if got:
+                break
+            if not wait:
+                _busy(busy)
+            if not waited:
+                on_wait(f"{busy}; waiting for it to finish")
+                waited = True
+            await asyncio.sleep(_LOCK_POLL)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception), self.errors("releasing the run lock"):
+                await connection.execute(select(text("pg_advisory_unlock(:k)").bindparams(k=key)))
+                await connection.commit()
+
+    @contextlib.asynccontextmanager
+    async def _file_lock(
+        self, name: str, busy: str, wait: bool, on_wait: Callable[[str], None]
+    ) -> AsyncIterator[None]:
+        assert self.path is not None
+        lock_path = self.path.with_name(f"{self.path.name}.mirror-{name}.lock")
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise MirrorError(f"cannot open the lock file {lock_path}: {exc.strerror}") from None
+        try:
+            waited = False
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if not wait:
+                        _busy(busy)
+                if not waited:
+                    on_wait(f"{busy}; waiting for it to finish")
+                    waited = True
+                await asyncio.sleep(_LOCK_POLL)
+            yield
+        finally:
+            os.close(fd)  # releases the flock
+
+    async def ensure_schema(self, connection: AsyncConnection) -> None:
+        """Create the tables on first use; refuse a schema newer than this release's."""
+        with self.errors("creating the mirror's tables"):
+            async with connection.begin():
+                if self.dialect == "postgresql":
+                    await connection.execute(
+                        text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_SCHEMA_LOCK)
+                    )
+                await connection.run_sync(METADATA.create_all, checkfirst=True)
+                version = (await connection.execute(select(SCHEMA.c.version))).scalars().all()
+                stored = max(version, default=None)
+                if stored is None:
+                    await connection.execute(
+                        insert(SCHEMA).values(
+                            version=SCHEMA_VERSION,
+                            installed_at=datetime.datetime.now(datetime.timezone.utc),
+                        )
+                    )
+        if stored is not None and stored > SCHEMA_VERSION:
+            raise MirrorError(
+                f"the mirror tables in {self.shown} are schema version {stored}; this "
+                f"release of payroll-async knows versions up to {SCHEMA_VERSION}: upgrade it"
+            )
+
+
+def _try_lock(key: int) -> Any:
+    return text("pg_try_advisory_lock(:k)").bindparams(k=key)
+
+
+def _busy(message: str) -> NoReturn:
+    raise MirrorBusyError(f"{message}; try again later, or wait for it (--wait)")
+
+
+def open_database(url: str) -> Database:
+    """The Database of ``into`` (the engine connects lazily)."""
+    parsed = _parse(url)
+    password = str(parsed.password) if parsed.password else ""
+    secrets = (password, quote(password, safe="")) if password else ()
+    shown = (
+        parsed.render_as_string(hide_password=True)
+        .replace("+aiosqlite", "")
+        .replace("+asyncpg", "")
+    )
+    path: Path | None = None
+    if parsed.get_backend_name() == "sqlite":
+        path = Path(str(parsed.database)).expanduser().absolute()
+        _create_private(path)
+        parsed = parsed.set(database=str(path))
+    with database_errors(secrets, f"cannot use {shown}"):
+        engine = create_async_engine(parsed, pool_pre_ping=False)
+    if path is not None:
+        _sqlite_setup(engine)
+    return Database(engine=engine, shown=shown, secrets=secrets, path=path)

@@ -1,0 +1,23 @@
+"""The mirror's errors: database failures, typed, with the URL's password never in them."""
+
+from __future__ import annotations
+
+from .._exceptions import PayrollError
+
+__all__ = ["MirrorBusyError", "MirrorError", "MirrorURLError"]
+
+
+class MirrorError(PayrollError):
+    """The mirror's database failed: cannot connect, a statement failed, a newer schema.
+
+    The message never carries the database URL's password; the driver's exception is not
+    chained (its text, with the password removed, is in the message).
+    """
+
+
+class MirrorURLError(MirrorError, ValueError):
+    """``into`` is not a database URL the mirror can write to (bad input)."""
+
+
+class MirrorBusyError(MirrorError):
+    """Another run mirrors this collection into this database now (``wait=False``)."""

@@ -1,0 +1,284 @@
+"""``mirror()``: one run, from the lock to the last deletion it can prove."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import operator
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import attrs
+
+from .._client import PayrollClient
+from .._env import MIRROR_URL, read
+from .._exceptions import InvalidArgumentError, NotFoundError
+from .._validation import check_id
+from ._db import open_database
+from ._errors import MirrorError, MirrorURLError
+from ._schema import TABLES
+from ._store import MAX_PAGES, Change, Store
+from ._walk import Walk
+
+__all__ = ["COLLECTIONS", "MirrorResult", "mirror"]
+
+logger = logging.getLogger("payroll_async")
+
+COLLECTIONS = tuple(TABLES)
+"""The collections the mirror copies, as the command names them."""
+
+OnChange = Callable[[Change], Awaitable[None]]
+
+
+@attrs.frozen
+class MirrorResult:
+    """What one run of `mirror()` did."""
+
+    collection: str
+    """The collection, as the command names it (`payroll-connections`)."""
+    run_id: uuid.UUID
+    """The run's row in `mirror_runs` (and its changes' `run_id`)."""
+    items: int
+    """Items in the service, as the last walk of the run saw them."""
+    inserted: int
+    """Rows inserted (new items, and items back after a deletion)."""
+    updated: int
+    """Rows whose fields changed."""
+    deleted: int
+    """Rows marked deleted, each proven gone."""
+    unchanged: int
+    """Items seen and not written (equal to their row)."""
+    complete: bool
+    """Whether the live rows equal the service: every walk checked, every deletion proven.
+    False when the service changed too much during the run to prove it; the next run
+    finishes the work (nothing is ever marked deleted unproven)."""
+
+
+def _event_types(values: Sequence[Any]) -> list[str]:
+    return [getattr(value, "value", value) for value in values]
+
+
+def _row_maker(collection: str, scope: uuid.UUID | None) -> Callable[[Any], tuple[Any, ...]]:
+    fields = TABLES[collection].fields
+    if collection == "webhooks":
+        return lambda s: (
+            s.webhook_subscription_id,
+            _event_types(s.webhook_event_types),
+            s.path,
+            s.created_at,
+            s.active,
+        )
+    if collection == "update-groups":
+        return lambda g: (g.update_group_id, scope, g.upload_date, g.error_count)
+    getter = operator.attrgetter(*fields)
+    return lambda item: getter(item)
+
+
+def _listing(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> Any:
+    if collection == "payroll-connections":
+        return client.payroll_connections.list
+    if collection == "employer-identifiers":
+        return client.employer_identifiers.list
+    if collection == "webhooks":
+        return client.webhooks.list
+    groups = client.employer_identifiers.update_groups.list
+    assert employer is not None  # update groups are walked one employer at a time
+    return lambda **options: groups(employer, **options)
+
+
+async def mirror(
+    client: PayrollClient,
+    collection: str,
+    *,
+    into: str | None = None,
+    employer: uuid.UUID | str | None = None,
+    on_change: OnChange | None = None,
+    wait: bool = False,
+    on_wait: Callable[[str], None] | None = None,
+    page_size: int = 100,
+    concurrency: int = 8,
+    max_passes: int = 4,
+) -> MirrorResult:
+    """Copy ``collection`` into the database ``into`` and record what changed.
+
+    ```pycon
+    >>> result = await mirror(client, "payroll-connections", into="sqlite:///payroll.db")
+    >>> result.inserted, result.updated, result.deleted
+    (25000, 0, 0)
+    ```
+
+    ``into`` is ``sqlite:///PATH`` or ``postgresql://USER:PASSWORD@HOST/DB`` (default: the
+    ``PAYROLL_MIRROR_URL`` environment variable). Tables are created on first use. Each
+    change (a `Change`) is recorded in ``mirror_changes`` and, once committed, awaited
+    with ``on_change``. ``update-groups`` covers every employer, or only ``employer``.
+    Another run of the same collection into the same database raises `MirrorBusyError`,
+    or is waited for with ``wait=True`` (``on_wait`` is told). Database failures raise
+    `MirrorError`, whose text never holds the password. ``page_size`` items a request,
+    ``concurrency`` pages fetched ahead, at most ``max_passes`` walks of the listing.
+    """
+    if collection not in TABLES:
+        raise InvalidArgumentError(
+            f"collection: one of {', '.join(COLLECTIONS)}, got {collection!r}"
+        )
+    if employer is not None and collection != "update-groups":
+        raise InvalidArgumentError("employer= applies to update-groups only")
+    scope = uuid.UUID(check_id(employer, "employer")) if employer is not None else None
+    if not page_size >= 2:
+        raise InvalidArgumentError(f"page_size: at least 2, got {page_size!r}")
+    url = into or read(MIRROR_URL)
+    if not url:
+        raise MirrorURLError(f"into: give a database URL, or set {MIRROR_URL}")
+    try:
+        return await _mirror(
+            client,
+            collection,
+            url,
+            scope,
+            on_change,
+            wait,
+            on_wait,
+            (page_size, concurrency, max_passes),
+        )
+    except MirrorError as exc:
+        exc.__context__ = None  # the driver's exception may hold what the message hides
+        raise
+
+
+async def _mirror(
+    client: PayrollClient,
+    collection: str,
+    url: str,
+    scope: uuid.UUID | None,
+    on_change: OnChange | None,
+    wait: bool,
+    on_wait: Callable[[str], None] | None,
+    sizes: tuple[int, int, int],
+) -> MirrorResult:
+    page_size, concurrency, max_passes = sizes
+    db = open_database(url)
+    mirrored = TABLES[collection]
+    try:
+        async with db.connect() as conn:
+            await db.ensure_schema(conn)
+            notify = on_wait or (lambda message: logger.warning("%s", message))
+            async with db.run_lock(conn, mirrored.table.name, wait, notify):
+                run_id = uuid.uuid4()
+                started = datetime.datetime.now(datetime.timezone.utc)
+                store = Store(
+                    conn, mirrored, collection, run_id, _row_maker(collection, scope), scope
+                )
+                store.keep_changes = on_change is not None
+                with db.errors(f"writing to {db.shown}"):
+                    await store.start(started)
+                complete = False
+                proven_passes = 0
+                items = 0
+                for attempt in range(max_passes):
+                    store.begin_pass()
+                    proven = await _pass(
+                        client, collection, scope, store, db, on_change, page_size, concurrency
+                    )
+                    with db.errors(f"reading {db.shown}"):
+                        suspects = await store.narrow_suspects()
+                    items = store.items
+                    proven_passes += proven
+                    logger.debug(
+                        "mirror %s pass %d: proven=%s suspects=%d",
+                        collection,
+                        attempt + 1,
+                        proven,
+                        suspects,
+                    )
+                    if proven and suspects == 0:
+                        complete = True
+                        break
+                    if proven_passes >= 2:
+                        with db.errors(f"writing to {db.shown}"):
+                            deleted = await store.delete_suspects()
+                        await _tell(on_change, deleted)
+                        complete = True
+                        break
+                with db.errors(f"writing to {db.shown}"):
+                    await store.finish(complete)
+    finally:
+        with db.errors("closing"):
+            await db.engine.dispose()
+    counts = store.counts
+    return MirrorResult(
+        collection=collection,
+        run_id=run_id,
+        items=items,
+        inserted=counts.inserted,
+        updated=counts.updated,
+        deleted=counts.deleted,
+        unchanged=max(0, items - counts.inserted - counts.updated),
+        complete=complete,
+    )
+
+
+async def _tell(on_change: OnChange | None, changes: list[Change]) -> None:
+    if on_change is not None:
+        for change in changes:
+            await on_change(change)
+
+
+async def _pass(
+    client: PayrollClient,
+    collection: str,
+    scope: uuid.UUID | None,
+    store: Store,
+    db: Any,
+    on_change: OnChange | None,
+    page_size: int,
+    concurrency: int,
+) -> bool:
+    """One walk of the whole collection, every page written; whether it is proven."""
+    if collection == "update-groups" and scope is None:
+        employers = Walk(
+            client.employer_identifiers.list,
+            operator.attrgetter("id"),
+            page_size=page_size,
+            concurrency=concurrency,
+        )
+        ids: list[uuid.UUID] = []
+        async for page in employers.pages():
+            ids.extend(e.id for e in page)
+        proven = employers.proven
+        for employer_id in dict.fromkeys(ids):
+            store.to_row = _row_maker(collection, employer_id)
+            proven &= await _walk(
+                client, collection, employer_id, store, db, on_change, page_size, concurrency
+            )
+        return proven
+    return await _walk(client, collection, scope, store, db, on_change, page_size, concurrency)
+
+
+async def _walk(
+    client: PayrollClient,
+    collection: str,
+    scope: uuid.UUID | None,
+    store: Store,
+    db: Any,
+    on_change: OnChange | None,
+    page_size: int,
+    concurrency: int,
+) -> bool:
+    key = operator.attrgetter(TABLES[collection].key)
+    walk = Walk(
+        _listing(client, collection, scope),
+        key,
+        page_size=page_size,
+        concurrency=concurrency,
+        missing_ok=collection == "update-groups",
+    )
+    try:
+        async for batch in walk.batches(MAX_PAGES):
+            with db.errors(f"writing to {db.shown}"):
+                changes = await store.write_pages(batch)
+            await _tell(on_change, changes)
+    except NotFoundError:
+        if collection != "update-groups":
+            raise
+        return False  # the employer went away during the walk
+    return walk.proven

@@ -1,0 +1,112 @@
+"""Real databases for the mirror's tests: SQLite files, and one PostgreSQL per session.
+
+PostgreSQL is the ``pgserver`` wheel's server (in the test extra), started once per test
+session with its data directory in a session tmp dir, listening on a free loopback port;
+each test gets a fresh database. Without pgserver the PostgreSQL tests skip with the
+reason, except under ``PAYROLL_REQUIRE_POSTGRES=1`` (set by ``.ci/run``), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("sqlalchemy", reason="the mirror extra is not installed")
+
+
+class PostgresServer:
+    """A running PostgreSQL: ``url(database)``; ``create()`` makes a fresh database."""
+
+    def __init__(self, folder: Path) -> None:
+        with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR as root
+            warnings.simplefilter("ignore")
+            import pgserver
+            from pgserver._commands import pg_ctl
+        self._server: Any = pgserver.get_server(folder / "data", cleanup_mode="stop")
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port: int = sock.getsockname()[1]
+        # pgserver listens on a Unix socket only; the tests connect as a remote server's
+        # client would, over TCP on loopback.
+        pg_ctl(
+            [
+                *("-w", "-m", "fast", "-o", "-h 127.0.0.1", "-o", f"-p {self.port}"),
+                *("-l", str(self._server.log), "restart"),
+            ],
+            pgdata=self._server.pgdata,
+            user=self._server.system_user,
+            timeout=60,
+        )
+
+    def url(self, database: str = "postgres", password: str | None = None) -> str:
+        secret = f":{password}" if password else ""
+        return f"postgresql://postgres{secret}@127.0.0.1:{self.port}/{database}"
+
+    async def create(self) -> str:
+        import asyncpg
+
+        name = f"t_{uuid.uuid4().hex[:16]}"
+        conn = await asyncpg.connect(self.url())
+        try:
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+        return name
+
+    def stop(self) -> None:
+        self._server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import pgserver  # noqa: F401
+    except ImportError:
+        reason = "no PostgreSQL: install the test extra (pgserver)"
+        if os.environ.get("PAYROLL_REQUIRE_POSTGRES") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    server = PostgresServer(tmp_path_factory.mktemp("postgres"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def postgres_url(postgres_server: PostgresServer) -> str:
+    """A fresh, empty database on the session's server."""
+    return postgres_server.url(await postgres_server.create())
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def into(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each test that takes it runs on both databases."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'mirror.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+async def query(into: str, sql: str, **params: Any) -> list[tuple[Any, ...]]:
+    """The rows of one SQL statement on the database ``into`` (committed)."""
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    url = into.replace("sqlite://", "sqlite+aiosqlite://", 1).replace(
+        "postgresql://", "postgresql+asyncpg://", 1
+    )
+    engine = create_async_engine(url)
+    try:
+        async with engine.begin() as conn:
+            result = await conn.execute(text(sql), params)
+            return [tuple(row) for row in result] if result.returns_rows else []
+    finally:
+        await engine.dispose()

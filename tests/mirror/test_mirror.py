@@ -1,0 +1,312 @@
+"""mirror() end to end: the emulator on a loopback port, real SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from payroll_async import PayrollClient
+from payroll_async.emulator import Emulator
+from payroll_async.mirror import Change, MirrorBusyError, MirrorError, MirrorResult, mirror
+from tests.conftest import StartEmulator
+
+from .conftest import query
+
+TABLE = {
+    "payroll-connections": ("payroll_connections", "id"),
+    "employer-identifiers": ("employer_identifiers", "id"),
+    "webhooks": ("webhook_subscriptions", "webhook_subscription_id"),
+    "update-groups": ("update_groups", "update_group_id"),
+}
+
+
+async def service_ids(client: PayrollClient, collection: str = "payroll-connections") -> set[str]:
+    if collection == "payroll-connections":
+        return {str(c.id) for c in await client.payroll_connections.list().collect()}
+    if collection == "webhooks":
+        return {str(s.webhook_subscription_id) for s in await client.webhooks.list().collect()}
+    return {str(e.id) for e in await client.employer_identifiers.list().collect()}
+
+
+async def live_ids(into: str, collection: str = "payroll-connections") -> set[str]:
+    table, key = TABLE[collection]
+    rows = await query(into, f"SELECT {key} FROM {table} WHERE mirror_deleted_at IS NULL")
+    return {str(uuid.UUID(str(r[0]))) for r in rows}
+
+
+async def changes_of(into: str, run_id: uuid.UUID) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {"inserted": set(), "updated": set(), "deleted": set()}
+    for change, item in await query(
+        into,
+        "SELECT change, item_id FROM mirror_changes WHERE run_id = :r",
+        r=run_id if into.startswith("postgresql") else run_id.hex,
+    ):
+        found[change].add(str(uuid.UUID(str(item))))
+    return found
+
+
+async def test_a_first_run_copies_every_item_with_typed_columns(
+    start_emulator: StartEmulator, into: str
+) -> None:
+    emu = await start_emulator(seed=3, payroll_connections=537)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        result = await mirror(client, "payroll-connections", into=into, page_size=50)
+        expected = await client.payroll_connections.list().collect()
+    assert result.inserted == result.items == 537
+    assert (result.updated, result.deleted, result.unchanged, result.complete) == (0, 0, 0, True)
+    rows = await query(
+        into,
+        "SELECT id, employer_identifier_id, payroll_platform_id, created_at, status, product "
+        "FROM payroll_connections ORDER BY created_at",
+    )
+    first = expected[0]
+    row = rows[0]
+    assert str(uuid.UUID(str(row[0]))) == str(first.id)
+    assert (row[4], row[5]) == (first.status, first.product)
+    assert len(rows) == 537
+    if into.startswith("postgresql"):
+        types = dict(
+            await query(
+                into,
+                "SELECT column_name, data_type FROM information_schema.columns "
+                "WHERE table_name = 'payroll_connections'",
+            )
+        )
+        assert types["id"] == "uuid"
+        assert types["created_at"] == "timestamp with time zone"
+        assert row[3] == first.created_at
+    runs = await query(into, "SELECT collection, complete, items, inserted FROM mirror_runs")
+    assert [(r[0], bool(r[1]), r[2], r[3]) for r in runs] == [
+        ("payroll-connections", True, 537, 537)
+    ]
+    assert await query(into, "SELECT version FROM mirror_schema") == [(1,)]
+
+
+async def test_an_unchanged_rerun_writes_no_item_row_and_records_nothing(
+    start_emulator: StartEmulator, into: str
+) -> None:
+    emu = await start_emulator(seed=4, payroll_connections=300)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, "payroll-connections", into=into)
+        before = await query(into, "SELECT * FROM payroll_connections ORDER BY id")
+        again = await mirror(client, "payroll-connections", into=into)
+    # Any write would have moved mirror_last_seen_at: the rows are byte for byte the same.
+    assert await query(into, "SELECT * FROM payroll_connections ORDER BY id") == before
+    assert (again.inserted, again.updated, again.deleted, again.unchanged) == (0, 0, 0, 300)
+    assert await changes_of(into, again.run_id) == {
+        "inserted": set(),
+        "updated": set(),
+        "deleted": set(),
+    }
+
+
+@pytest.mark.parametrize("collection", ["payroll-connections", "webhooks", "employer-identifiers"])
+async def test_after_churn_exactly_the_churned_ids_are_recorded(
+    start_emulator: StartEmulator, into: str, collection: str
+) -> None:
+    emu = await start_emulator(
+        seed=5, payroll_connections=400, employer_identifiers=40, webhook_subscriptions=30
+    )
+    seen: list[Change] = []
+
+    async def on_change(change: Change) -> None:
+        seen.append(change)
+
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, collection, into=into, page_size=25)
+        churn = emu.churn(collection, inserted=4, updated=6, deleted=5)
+        result = await mirror(client, collection, into=into, page_size=25, on_change=on_change)
+        assert await live_ids(into, collection) == await service_ids(client, collection)
+    recorded = await changes_of(into, result.run_id)
+    assert recorded == {
+        "inserted": set(churn.inserted),
+        "updated": set(churn.updated),
+        "deleted": set(churn.deleted),
+    }
+    assert {(c.change, str(c.item_id)) for c in seen} == {
+        (kind, item) for kind, items in recorded.items() for item in items
+    }
+    assert (result.inserted, result.updated, result.deleted) == (4, 6, 5)
+    assert result.complete
+
+
+async def test_update_groups_of_every_employer_or_one(
+    start_emulator: StartEmulator, into: str
+) -> None:
+    emu = await start_emulator(seed=6, employer_identifiers=7, update_groups=4)
+    employer = emu.data.employer_id(2)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        one = await mirror(client, "update-groups", into=into, employer=employer)
+        every = await mirror(client, "update-groups", into=into)
+        churn = emu.churn("update-groups", updated=1, deleted=1, inserted=1)
+        after = await mirror(client, "update-groups", into=into)
+    assert (one.inserted, every.inserted, every.unchanged) == (4, 24, 4)
+    rows = await query(into, "SELECT count(*) FROM update_groups WHERE mirror_deleted_at IS NULL")
+    assert rows == [(28,)]
+    assert await changes_of(into, after.run_id) == {
+        "inserted": set(churn.inserted),
+        "updated": set(churn.updated),
+        "deleted": set(churn.deleted),
+    }
+
+
+async def test_an_item_that_comes_back_after_its_deletion_counts_as_inserted(
+    start_emulator: StartEmulator, into: str
+) -> None:
+    emu = await start_emulator(seed=7, payroll_connections=60)
+    back = emu.data.payroll_connection(10)["id"]
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, "payroll-connections", into=into)
+        key = back if into.startswith("postgresql") else uuid.UUID(back).hex
+        # As an earlier deletion in the service would have left it:
+        await query(
+            into,
+            "UPDATE payroll_connections SET mirror_deleted_at = mirror_first_seen_at WHERE id = :k",
+            k=key,
+        )
+        result = await mirror(client, "payroll-connections", into=into)
+    assert await changes_of(into, result.run_id) == {
+        "inserted": {back},
+        "updated": set(),
+        "deleted": set(),
+    }
+    assert await live_ids(into) == {emu.data.payroll_connection(i)["id"] for i in range(60)}
+
+
+class ChurnMidWalk:
+    """A middleware that churns the listing every ``every`` list requests, mid-walk."""
+
+    __middleware_version__ = 1
+
+    def __init__(self, emu: Emulator, every: int, once: bool = False, **changes: int) -> None:
+        self.emu = emu
+        self.every = every
+        self.once = once
+        self.changes = changes
+        self.on = True
+        self.requests = 0
+        self.deleted: set[str] = set()
+
+    async def __call__(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if self.on and request.path == "/v1/payroll-connections":
+            self.requests += 1
+            if self.requests % self.every == 0:
+                churn = self.emu.churn("payroll-connections", **self.changes)
+                self.deleted |= set(churn.deleted)
+                self.on = not self.once
+        return await handler(request)
+
+
+def existing(emu: Emulator) -> set[str]:
+    data = emu.data
+    gone = data.payroll_connections.deleted_indices()
+    count = data.payroll_connections.count
+    return {data.payroll_connection(i)["id"] for i in range(count) if i not in gone}
+
+
+@pytest.mark.parametrize(("seed", "every"), [(1, 3), (2, 7), (3, 20)])
+async def test_no_row_is_marked_deleted_while_its_item_exists_as_the_data_changes_mid_walk(
+    into: str, seed: int, every: int
+) -> None:
+    emu = Emulator(seed=seed, payroll_connections=1500)
+    churn = ChurnMidWalk(emu, every, inserted=2, deleted=3, updated=2)
+    emu.app.middlewares.append(churn)
+    async with emu, PayrollClient(emu.base_url, emu.token) as client:
+        for _ in range(3):
+            result = await mirror(client, "payroll-connections", into=into, page_size=40)
+            deleted = (await changes_of(into, result.run_id))["deleted"]
+            assert deleted <= churn.deleted
+            assert not deleted & existing(emu)  # never deleted while it exists
+        assert churn.requests > 100
+        churn.on = False  # a quiet period: one more run makes the live rows the service's
+        final = await mirror(client, "payroll-connections", into=into, page_size=40)
+        assert final.complete
+        assert await live_ids(into) == existing(emu) == await service_ids(client)
+    recorded: dict[str, set[str]] = {"inserted": set(), "deleted": set(), "updated": set()}
+    for change, item in await query(into, "SELECT change, item_id FROM mirror_changes"):
+        recorded[change].add(str(uuid.UUID(str(item))))
+    # Every item ever mirrored that is gone now was recorded deleted, and no other.
+    assert recorded["deleted"] == recorded["inserted"] - existing(emu)
+
+
+async def test_a_run_whose_walk_was_disturbed_proves_its_deletions_with_more_walks(
+    into: str,
+) -> None:
+    emu = Emulator(seed=4, payroll_connections=1000)
+    churn = ChurnMidWalk(emu, 5, once=True, deleted=4)
+    churn.on = False
+    emu.app.middlewares.append(churn)
+    async with emu, PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, "payroll-connections", into=into, page_size=30)
+        churn.on = True  # four items go at the 5th request of the next run
+        result = await mirror(client, "payroll-connections", into=into, page_size=30)
+    assert len(churn.deleted) == 4
+    assert result.complete
+    assert (await changes_of(into, result.run_id))["deleted"] == churn.deleted
+    assert await live_ids(into) == existing(emu)
+
+
+async def test_two_runs_never_interleave(start_emulator: StartEmulator, into: str) -> None:
+    import asyncio
+
+    emu = await start_emulator(seed=8, payroll_connections=200)
+    holding = asyncio.Event()
+    release = asyncio.Event()
+
+    async def hold(change: Change) -> None:
+        holding.set()
+        await release.wait()
+
+    waiting = asyncio.Event()
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        first = asyncio.create_task(
+            mirror(client, "payroll-connections", into=into, on_change=hold)
+        )
+        await holding.wait()
+        with pytest.raises(MirrorBusyError, match="another mirror of payroll_connections"):
+            await mirror(client, "payroll-connections", into=into)
+        # Another collection is not held up.
+        await mirror(client, "webhooks", into=into)
+        second = asyncio.create_task(
+            mirror(
+                client,
+                "payroll-connections",
+                into=into,
+                wait=True,
+                on_wait=lambda message: waiting.set(),
+            )
+        )
+        await waiting.wait()
+        assert not second.done()
+        release.set()
+        done: MirrorResult = await first
+        after: MirrorResult = await second
+    assert done.inserted == 200
+    assert (after.inserted, after.unchanged) == (0, 200)
+
+
+async def test_a_newer_schema_is_refused(start_emulator: StartEmulator, into: str) -> None:
+    emu = await start_emulator(seed=9, payroll_connections=5)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, "webhooks", into=into)
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat()
+        await query(into, f"INSERT INTO mirror_schema VALUES (2, '{now}')")
+        with pytest.raises(MirrorError, match="schema version 2"):
+            await mirror(client, "webhooks", into=into)
+
+
+async def test_a_service_that_pages_smaller_than_asked_is_walked_at_its_page_size(
+    start_emulator: StartEmulator, tmp_path: Any
+) -> None:
+    into = f"sqlite:///{tmp_path / 'small-pages.db'}"
+    emu = await start_emulator(seed=10, payroll_connections=230, max_page_size=25)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, "payroll-connections", into=into, page_size=100)
+        churn = emu.churn("payroll-connections", deleted=3)
+        result = await mirror(client, "payroll-connections", into=into, page_size=100)
+    assert result.complete
+    assert (await changes_of(into, result.run_id))["deleted"] == set(churn.deleted)
