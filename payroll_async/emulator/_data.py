@@ -92,7 +92,7 @@ class Collection:
         default_sort: str,
         id_field: str = "id",
     ) -> None:
-        self.count = size
+        self.count: int = size
         self._render = render
         self.keys = keys
         self.default_sort = default_sort

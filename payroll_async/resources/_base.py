@@ -206,9 +206,11 @@ ResourceT = TypeVar("ResourceT", bound=Resource)
 class RawView(Generic[ResourceT]):
     """A resource's operations, each returning a ``RawResponse`` (status, headers).
 
+    ```pycon
     >>> raw = await client.webhooks.with_raw_response.delete(sid)
     >>> raw.status, raw.request_id
     (204, 'req-42')
+    ```
     """
 
     def __init__(self, resource: ResourceT) -> None:

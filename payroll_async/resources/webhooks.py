@@ -48,9 +48,11 @@ class Webhooks(Resource):
     def with_raw_response(self) -> WebhooksWithRawResponse:
         """These operations, each returning a RawResponse (status, headers, request id).
 
+        ```pycon
         >>> raw = await client.webhooks.with_raw_response.delete(sid)
         >>> raw.status, raw.request_id
         (204, 'req-42')
+        ```
         """
         return WebhooksWithRawResponse(self)
 
