@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
@@ -57,6 +58,59 @@ class FakeClock(Clock):
     async def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.time += seconds
+
+
+class HeldClock(Clock):
+    """A monotonic clock whose time moves only when the test advances it.
+
+    A sleep waits until the test moves the time past its end. Unlike FakeClock, the time
+    does not jump the moment anything sleeps, so whatever runs during a wait runs at the
+    time the wait began, and a test can tell "sent during the pause" from "sent after it".
+    """
+
+    def __init__(self) -> None:
+        self.time = 1000.0
+        self.sleeps: list[float] = []
+        self._sleepers: list[tuple[float, asyncio.Future[None]]] = []
+        self._changed = asyncio.Event()
+
+    def now(self) -> float:
+        return self.time
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        waiter = asyncio.get_running_loop().create_future()
+        entry = (self.time + seconds, waiter)
+        self._sleepers.append(entry)
+        self.poke()
+        try:
+            await waiter
+        finally:
+            if entry in self._sleepers:  # cancelled before its end
+                self._sleepers.remove(entry)
+
+    @property
+    def sleeping(self) -> int:
+        """How many sleeps are waiting for the time to move."""
+        return len(self._sleepers)
+
+    def poke(self) -> None:
+        """Wake ``until()``: something it looks at may have changed."""
+        self._changed.set()
+
+    async def until(self, condition: Callable[[], bool]) -> None:
+        """Return once ``condition()`` holds, looking again at each sleep or ``poke()``."""
+        while not condition():
+            self._changed.clear()
+            await self._changed.wait()
+
+    def advance(self) -> None:
+        """Move the time to the end of the earliest sleep and wake every sleep ended."""
+        self.time = max(self.time, min(end for end, _ in self._sleepers))
+        ended = [entry for entry in self._sleepers if entry[0] <= self.time]
+        for entry in ended:
+            self._sleepers.remove(entry)
+            entry[1].set_result(None)
 
 
 @pytest.fixture

@@ -43,6 +43,30 @@ def body(
 Post = Callable[..., Awaitable[tuple[int, Any]]]
 
 
+class Arrivals:
+    """A verify hook that approves every notification and lets a test wait for the nth.
+
+    The router runs a plain (not awaitable) hook and then looks the event up without
+    suspending, so once ``reached(n)`` returns, the nth delivery already waits on whatever
+    it found (the handling or the claim of an earlier copy): a synchronisation point, not a
+    sleep.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._arrived = asyncio.Event()
+
+    def __call__(self, request: web.Request, raw: bytes) -> bool:
+        self.count += 1
+        self._arrived.set()
+        return True
+
+    async def reached(self, n: int) -> None:
+        while self.count < n:
+            self._arrived.clear()
+            await self._arrived.wait()
+
+
 @pytest.fixture
 async def post(serve: Serve) -> AsyncIterator[Callable[[EventRouter], Awaitable[Post]]]:
     sessions: list[aiohttp.ClientSession] = []
@@ -165,7 +189,8 @@ async def test_a_failing_handler_answers_500_and_a_redelivery_runs_again(post: A
 
 
 async def test_duplicates_are_acknowledged_without_running_handlers(post: Any) -> None:
-    router = EventRouter(insecure=True)
+    arrivals = Arrivals()
+    router = EventRouter(verify=arrivals)
     started = asyncio.Event()
     release = asyncio.Event()
     calls = 0
@@ -181,7 +206,7 @@ async def test_duplicates_are_acknowledged_without_running_handlers(post: Any) -
     first = asyncio.create_task(send(body(event_id="dup")))
     await started.wait()
     second = asyncio.create_task(send(body(event_id="dup")))  # arrives while the first runs
-    await asyncio.sleep(0.05)
+    await arrivals.reached(2)  # the second waits on the first's handling
     release.set()
     assert await first == (200, {"status": "ok"})
     assert await second == (200, {"status": "duplicate"})
@@ -287,7 +312,8 @@ async def test_router_handle_mounts_in_an_app_of_your_own(serve: Serve) -> None:
 async def test_a_copy_waiting_on_a_cancelled_handling_does_not_hang() -> None:
     # A sender that hangs up cancels its handling (aiohttp's handler_cancellation); a copy
     # of the same event waiting on that handling gets 503, and a redelivery runs again.
-    router = EventRouter(insecure=True)
+    arrivals = Arrivals()
+    router = EventRouter(verify=arrivals)
     started = asyncio.Event()
     runs = 0
 
@@ -315,7 +341,7 @@ async def test_a_copy_waiting_on_a_cancelled_handling_does_not_hang() -> None:
             hung_up = asyncio.create_task(deliver(first))
             await started.wait()
             copy = asyncio.create_task(deliver(others))
-            await asyncio.sleep(0.05)  # the copy is waiting on the first handling
+            await arrivals.reached(2)  # the copy is waiting on the first handling
             hung_up.cancel()  # the first sender hangs up mid-handling
             await first.close()
             assert await asyncio.wait_for(copy, 10) == 503
@@ -447,12 +473,13 @@ async def test_copies_in_one_process_share_the_first_ones_busy_answer(post: Any)
         return "busy"
 
     store.claim = slow_claim  # type: ignore[method-assign]
-    router = EventRouter(insecure=True, dedupe=store)
+    arrivals = Arrivals()
+    router = EventRouter(verify=arrivals, dedupe=store)
     send = await post(router)
     first = asyncio.create_task(send(body()))
     await claimed.wait()
     copy = asyncio.create_task(send(body()))
-    await asyncio.sleep(0.05)  # the copy is waiting on the first one's claim
+    await arrivals.reached(2)  # the copy is waiting on the first one's claim
     gate.set()
     assert (await first)[0] == 409
     assert (await copy)[0] == 409

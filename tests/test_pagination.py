@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import gc
 import logging
 import random
 import re
@@ -365,3 +366,47 @@ async def test_page_size_none_walks_at_the_services_own_page_size(
     sent = [url.query.get("limit") for _, url, _ in calls(mock_api)]
     assert sent[0] is None
     assert sorted(sent[1:]) == ["3", "3"]
+
+
+def test_a_walk_kept_after_its_client_closes_reports_nothing_at_collection() -> None:
+    # Pages fetched ahead that failed, of a walk nobody went on with and that outlives its
+    # client and its loop, are nobody's error: collecting the walk must not log "Task
+    # exception was never retrieved" (nor raise in __del__ on the closed loop).
+    ahead: list[int] = []
+    reported: list[str] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        offset = int(request.query["offset"])
+        if offset == 0:
+            items = [factories.connection(i) for i in range(100)]
+            return web.json_response(factories.envelope(items, offset=0, limit=100, total=1000))
+        ahead.append(offset)
+        return web.json_response(factories.error_body("no"), status=400)
+
+    async def keep_a_walk() -> Any:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _, context: reported.append(context["message"]))
+        app = web.Application()
+        app.router.add_get("/v1/payroll-connections", handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        try:
+            async with PayrollClient(base, TOKEN, concurrency=3) as client:
+                walk = client.payroll_connections.list().__aiter__()
+                await walk.__anext__()  # the first page is in; the next are fetched ahead
+                pages = [
+                    t for t in asyncio.all_tasks() if t.get_name().startswith("payroll_async page")
+                ]
+                assert pages
+                await asyncio.wait(pages)  # each failed with the 400; nobody has looked
+        finally:
+            await runner.cleanup()
+        return walk
+
+    walk = asyncio.run(keep_a_walk())
+    del walk
+    gc.collect()
+    assert ahead
+    assert reported == []

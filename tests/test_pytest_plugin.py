@@ -9,6 +9,9 @@ import pytest
 pytest_plugins = ["pytester"]
 
 PAGE = Path(__file__).parents[1] / "docs" / "testing.md"
+# This suite's own conformance tool, not a user's: its plugin imports hypothesis and
+# schemathesis (about 2 s) in every pytest started here.
+NOT_A_USERS = ("-p", "no:schemathesis")
 
 
 def guide_example() -> str:
@@ -25,6 +28,7 @@ def test_the_fixtures_work_in_a_users_test_run(pytester: pytest.Pytester, mode: 
     # pytest-asyncio itself asks every project for (it warns while it is unset).
     pytester.makepyfile(test_users_code=guide_example())
     result = pytester.runpytest_subprocess(
+        *NOT_A_USERS,
         "-p",
         "no:cacheprovider",
         "-o",
@@ -39,10 +43,10 @@ def test_the_fixtures_work_in_a_users_test_run(pytester: pytest.Pytester, mode: 
 
 def test_the_fixtures_work_with_no_setting_at_all(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_users_code=guide_example())
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(*NOT_A_USERS, "-p", "no:cacheprovider")
     result.assert_outcomes(passed=4)
 
 
 def test_the_marker_is_registered(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess("--markers")
+    result = pytester.runpytest_subprocess(*NOT_A_USERS, "--markers")
     result.stdout.fnmatch_lines(["*payroll_emulator(**options)*"])

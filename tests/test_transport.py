@@ -4,7 +4,6 @@ import asyncio
 import datetime
 import json
 import logging
-import time
 
 import aiohttp
 import pytest
@@ -18,7 +17,7 @@ from payroll_async import (
     RetryPolicy,
 )
 from tests import factories
-from tests.conftest import BASE, TOKEN, FakeClock, Serve
+from tests.conftest import BASE, TOKEN, FakeClock, HeldClock, Serve
 
 LIST = f"{BASE}/v1/payroll-connections?limit=100&offset=0"
 SUBS = f"{BASE}/v1/webhooks/subscriptions"
@@ -29,34 +28,56 @@ NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
 
 
 async def test_a_429_holds_back_a_concurrent_pagination(serve: Serve) -> None:
+    # The time is the held clock's: it moves only when the test advances it, so a request
+    # the pause should hold back but does not arrives stamped with the time of the 429.
+    clock = HeldClock()
     sent: list[tuple[float, int]] = []
     limited_at: list[float] = []
 
     async def handle(request: web.Request) -> web.Response:
         offset, limit = int(request.query["offset"]), int(request.query["limit"])
-        now = time.monotonic()
-        sent.append((now, offset))
+        sent.append((clock.now(), offset))
+        clock.poke()
         if offset == 300 and not limited_at:
-            limited_at.append(now)
+            limited_at.append(clock.now())
             return web.json_response(
                 factories.error_body("slow down"), status=429, headers={"Retry-After": "0.5"}
             )
-        await asyncio.sleep(0.005)
+        if offset == 100:
+            # Held until the 429 is in force (its retry wait is the clock's first sleep):
+            # the pages the window asks for as pages 100 and 200 are consumed (500 and
+            # 600) are asked for during the pause.
+            await clock.until(lambda: bool(clock.sleeps))
         items = [factories.connection(i) for i in range(offset, min(offset + limit, 3000))]
         return web.json_response(factories.envelope(items, offset=offset, limit=limit, total=3000))
 
     app = web.Application()
     app.router.add_get("/v1/payroll-connections", handle)
     base = await serve(app)
-    async with PayrollClient(base, TOKEN, concurrency=4) as client:
-        items = await client.payroll_connections.list().collect()
+    async with PayrollClient(base, TOKEN, concurrency=4, clock=clock) as client:
+        walk = asyncio.create_task(client.payroll_connections.list().collect())
+        walk.add_done_callback(lambda _: clock.poke())
+
+        def asked_during_pause() -> list[int]:
+            return [o for t, o in sent if o in (500, 600) and t < limited_at[0] + 0.5]
+
+        async with asyncio.timeout(30):  # a bound against a hang, not a threshold
+            # Until 500 and 600 are each either sent or waiting, besides the 429's retry.
+            await clock.until(
+                lambda: walk.done() or clock.sleeping + len(asked_during_pause()) >= 3
+            )
+            assert not walk.done()
+            assert asked_during_pause() == [], "sent during the pause"
+            while not walk.done():
+                clock.advance()
+                await clock.until(lambda: walk.done() or clock.sleeping > 0)
+        items = await walk
     assert [str(c.id) for c in items] == [factories.uid(i, 1) for i in range(3000)]
     t0 = limited_at[0]
-    # Requests already on the wire when the 429 arrived may land just after it; nothing
-    # sent after that may start before Retry-After has passed.
-    later = [t for t, _ in sent if t > t0 + 0.05]
+    later = [t for t, o in sent if o >= 500]
     assert later, "the walk went on after the pause"
     assert min(later) >= t0 + 0.5
+    assert clock.time == t0 + 0.5  # the one pause was the only wait
     assert len([o for _, o in sent if o == 300]) == 2
 
 

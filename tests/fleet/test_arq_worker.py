@@ -11,6 +11,7 @@ from pathlib import Path
 
 from arq import create_pool
 from arq.connections import ArqRedis, RedisSettings
+from arq.constants import in_progress_key_prefix
 from arq.jobs import Job
 
 from payroll_async.emulator import Emulator
@@ -27,7 +28,7 @@ async def start_worker(emu: Emulator, redis_url: str) -> asyncio.subprocess.Proc
         "PAYROLL_BASE_URL": emu.base_url,
         "PAYROLL_TOKEN": emu.token,
         "PAYROLL_REDIS_URL": redis_url,
-        "PAYROLL_JOB_TIMEOUT": "2",  # arq runs an abandoned job again 12 s later
+        "PAYROLL_JOB_TIMEOUT": "2",  # arq runs an abandoned job again 12 s later (see below)
     }
     return await asyncio.create_subprocess_exec(
         sys.executable,
@@ -75,6 +76,10 @@ async def test_an_export_killed_with_its_worker_is_finished_by_arq_exactly_once(
         first.send_signal(signal.SIGKILL)  # the worker dies mid-export
         await first.wait()
         assert not target.exists()
+        # arq runs an abandoned job again once its in-progress key expires, job_timeout
+        # plus 10 s later (hard-coded in arq): the test moves Redis's time on for that key
+        # instead of waiting for it.
+        assert await redis.pexpire(in_progress_key_prefix + "export-1", 1)
         second = await start_worker(emu, redis_server.url)
         result = await Job("export-1", redis).result(timeout=120, poll_delay=0.2)
     finally:

@@ -110,7 +110,9 @@ async def test_one_429_holds_back_every_process_for_the_retry_after(
     server = PausingServer(retry_after=2)
     base = await serve(server.app())
     key = f"test:{uuid.uuid4().hex}"
-    await run_workers(4, base, TOKEN, kind, redis_server.url, key, "none", seconds=4)
+    # 3 s: the 429 comes within the first worker's first 0.1 s, so every worker still
+    # runs when its 2 s pause ends
+    await run_workers(4, base, TOKEN, kind, redis_server.url, key, "none", seconds=3)
     assert server.limited_at is not None
     if shared:
         # None but those already past the gate when the 429 was answered.
@@ -129,8 +131,8 @@ async def test_a_fleet_budget_under_the_limit_avoids_429s(
     other = await start_emulator(payroll_connections=10, rate_limit=20)
     key = f"test:{uuid.uuid4().hex}"
     await asyncio.gather(
-        run_workers(4, emu.base_url, emu.token, "redis", redis_server.url, key, "16", 3),
-        run_workers(4, other.base_url, other.token, "local", redis_server.url, key, "none", 3),
+        run_workers(4, emu.base_url, emu.token, "redis", redis_server.url, key, "16", 2),
+        run_workers(4, other.base_url, other.token, "local", redis_server.url, key, "none", 2),
     )
     budgeted = dict(emu.stats)
     unbudgeted = dict(other.stats)

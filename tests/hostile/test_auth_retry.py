@@ -4,7 +4,6 @@ a DELETE whose first answer was lost."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 from aiohttp import web
@@ -20,7 +19,7 @@ from payroll_async import (
 )
 from payroll_async._status import parse_retry_after
 from tests import factories
-from tests.conftest import TOKEN, FakeClock, Serve
+from tests.conftest import TOKEN, FakeClock, HeldClock, Serve
 from tests.hostile.conftest import RawServe, read_request
 
 ONCE = RetryPolicy(max_attempts=1)
@@ -173,12 +172,16 @@ def test_retry_after_refuses_non_ascii_digits(value: str) -> None:
 async def test_requests_waiting_for_a_connection_respect_a_new_pause(
     serve: Serve, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The time is the held clock's: it moves only when the test advances it, so a request
+    # written during the pause arrives stamped with the time of the 429.
+    clock = HeldClock()
     arrivals: list[tuple[float, str]] = []
     limited_at: list[float] = []
 
     async def handle(request: web.Request) -> web.Response:
-        now = time.monotonic()
+        now = clock.now()
         arrivals.append((now, request.query.get("tag", "")))
+        clock.poke()
         if request.query.get("tag") == "first" and not limited_at:
             limited_at.append(now)
             return web.json_response(
@@ -189,16 +192,17 @@ async def test_requests_waiting_for_a_connection_respect_a_new_pause(
     app = web.Application()
     app.router.add_get("/v1/employer-identifiers", handle)
     base = await serve(app)
-    async with PayrollClient(base, TOKEN, concurrency=16) as client:
+    async with PayrollClient(base, TOKEN, concurrency=16, clock=clock) as client:
         await client.employer_identifiers.list(extra_query={"tag": "warm"}).collect()
-        # New connections now take 0.3 s: the requests below pass the gate at once, then
+        # New connections are now made only once the 429's pause is in force (its retry
+        # wait is the clock's first sleep): the requests below pass the gate at once, then
         # wait for a connection while the pooled one carries the request that gets the 429.
         from aiohttp import TCPConnector
 
         original = TCPConnector._create_connection
 
         async def slow_connect(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-            await asyncio.sleep(0.3)
+            await clock.until(lambda: bool(clock.sleeps))
             return await original(self, *args, **kwargs)
 
         monkeypatch.setattr(TCPConnector, "_create_connection", slow_connect)
@@ -207,15 +211,30 @@ async def test_requests_waiting_for_a_connection_respect_a_new_pause(
         )
         await asyncio.sleep(0)  # the first request takes the pooled connection
         others = [
-            client.employer_identifiers.list(extra_query={"tag": f"other{i}"}).collect()
+            asyncio.create_task(
+                client.employer_identifiers.list(extra_query={"tag": f"other{i}"}).collect()
+            )
             for i in range(8)
         ]
-        await asyncio.gather(first, *others)
-    assert limited_at, "the server never answered 429"
-    start = limited_at[0]
-    inside = [tag for when, tag in arrivals if start < when < start + 0.9]
-    assert inside == [], f"written during the pause: {inside}"
-    assert len([tag for _, tag in arrivals if tag.startswith("other")]) == 8
+        everything = asyncio.gather(first, *others)
+        everything.add_done_callback(lambda _: clock.poke())
+
+        def written_during_pause() -> list[str]:
+            return [tag for when, tag in arrivals if tag.startswith("other") and when < 1001]
+
+        async with asyncio.timeout(30):  # a bound against a hang, not a threshold
+            # Until each of the 8 is either written or waiting, besides the 429's retry.
+            await clock.until(
+                lambda: everything.done() or clock.sleeping + len(written_during_pause()) >= 9
+            )
+            assert limited_at == [1000.0], "the server never answered 429"
+            assert written_during_pause() == [], "written during the pause"
+            while not everything.done():
+                clock.advance()
+                await clock.until(lambda: everything.done() or clock.sleeping > 0)
+        await everything
+    assert [when for when, tag in arrivals if tag.startswith("other")] == [1001.0] * 8
+    assert clock.time == 1001.0
 
 
 # --- 9. a DELETE whose first attempt was answered by nobody --------------------------------
