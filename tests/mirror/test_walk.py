@@ -28,9 +28,14 @@ class FakePage:
 
 
 class ChangingListing:
-    """A sorted listing of ints that changes (seeded) before every page it answers."""
+    """A sorted listing of ints that changes (seeded) before each of its first ``busy``
+    pages, then stays quiet (a listing that grows as fast as a walk advances could
+    otherwise keep a walk going for ever)."""
 
-    def __init__(self, size: int, seed: int, inserts: int, deletes: int, at_end: bool) -> None:
+    def __init__(
+        self, size: int, seed: int, inserts: int, deletes: int, at_end: bool, busy: int = 40
+    ) -> None:
+        self.busy = busy
         self.items = list(range(0, size * 10, 10))
         self.rng = random.Random(seed)
         self.inserts = inserts
@@ -42,6 +47,9 @@ class ChangingListing:
         self.born: set[int] = set()
 
     def change(self) -> None:
+        if self.busy == 0:
+            return
+        self.busy -= 1
         for _ in range(self.rng.randint(0, self.deletes)):
             if self.items:
                 self.removed.add(self.items.pop(self.rng.randrange(len(self.items))))
