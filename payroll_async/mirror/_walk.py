@@ -111,6 +111,9 @@ class Walk:
         ok = True
         last = self._key(items[-1])
         planned = max(0, -(-(self.total - self._size) // self._step))  # pages after the first
+        # A listing that grows as fast as the walk advances would keep it going for ever:
+        # past twice the pages the first totalCount asked for, the walk stops, unproven.
+        bound = 2 * planned + 16
         queue: deque[asyncio.Task[list[Any]]] = deque()
         next_planned = 1
         batch: list[Sequence[Any]] = [items]
@@ -130,6 +133,8 @@ class Walk:
                     ok = False  # the boundary moved: something may have been skipped
                 if len(page) < self._size:
                     ended = True  # the end of the listing (later planned pages add nothing)
+                elif next_planned > bound:
+                    ok, ended = False, True
                 else:
                     last = self._key(page[-1])
             if batch:

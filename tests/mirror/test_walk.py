@@ -109,3 +109,24 @@ def test_a_proven_walk_saw_every_item_that_existed_throughout(
     if inserts == deletes == 0:
         assert walk.proven  # a quiet listing is always proven
         assert seen == set(listing.items)
+
+
+def test_a_walk_chasing_a_listing_that_grows_as_fast_as_it_advances_stops_unproven() -> None:
+    listing = ChangingListing(50, seed=1, inserts=0, deletes=0, at_end=True, busy=0)
+
+    def grow() -> None:  # a page's worth of new items before every page
+        listing.items.extend(range(listing.next_new, listing.next_new + 50, 10))
+        listing.next_new += 50
+
+    listing.change = grow  # type: ignore[method-assign]
+    walk = Walk(listing, lambda item: item, page_size=5, concurrency=2)
+
+    async def run() -> int:
+        pages = 0
+        async for _ in walk.pages():
+            pages += 1
+        return pages
+
+    pages = asyncio.run(asyncio.wait_for(run(), 30))
+    assert not walk.proven
+    assert pages <= 2 * (50 // 4) + 16 + 2 * 2 + 1
