@@ -97,7 +97,7 @@ def mirror(
         from payroll_async.mirror._db import redact
     except ImportError:
         raise BadInput(
-            "mirror needs the 'mirror' extra: python3 -m pip install 'payroll-async\\[mirror]'"
+            "mirror needs the 'mirror' extra: python3 -m pip install 'payroll-async[mirror]'"
         ) from None
     if employer and collection != "update-groups":
         raise click.UsageError("--employer applies to update-groups only")
