@@ -2,6 +2,7 @@
 
     python benchmarks/mirror.py                       # the targets of issue 23
     python benchmarks/mirror.py --items 20000 --no-million    # a quick look
+    python benchmarks/mirror.py --only-postgres               # export vs PostgreSQL only
 
 The page server runs in its own process (100,000 payroll connections, 20 ms latency, Link
 headers on, every id unique; ``_server.py``). Each measurement runs in a fresh client
@@ -187,6 +188,9 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-million", action="store_true")
     parser.add_argument("--only-million", action="store_true")
+    parser.add_argument(
+        "--only-postgres", action="store_true", help="the export and the PostgreSQL mirror only"
+    )
     parser.add_argument("--child", nargs=3, metavar=("KIND", "BASE", "TARGET"))
     args = parser.parse_args()
     if args.child:
@@ -207,13 +211,19 @@ def compare(args: argparse.Namespace, folder: Path) -> int:
     print(machine())
     server, pg_base = postgres(folder)
     flags = ["--items", str(args.items), "--latency", str(args.latency), "--links", "--unique"]
-    runs: dict[str, list[dict[str, Any]]] = {
-        k: [] for k in ("export", "sqlite", "again", "postgres")
-    }
+    kinds = (
+        ("export", "postgres") if args.only_postgres else ("export", "sqlite", "again", "postgres")
+    )
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
     unchanged_rows = True
     with process_serving([str(HERE / "_server.py"), *flags, "--overlap"], "PORT") as base:
         for r in range(args.repeats):
             runs["export"].append(run_child("export", base, str(folder / f"e{r}.jsonl")))
+            if args.only_postgres:
+                pg = pg_base.replace("/bench?", f"/r{r}?")
+                server.psql(f"CREATE DATABASE r{r};")
+                runs["postgres"].append(run_child("mirror", base, pg))
+                continue
             url = f"sqlite:///{folder / f'm{r}.db'}"
             runs["sqlite"].append(run_child("mirror", base, url))
             before = table_dump(url, "payroll_connections")
@@ -238,6 +248,13 @@ def compare(args: argparse.Namespace, folder: Path) -> int:
         for k in runs
     ]
     print(table(["run", "wall s (median)", "vs export", "CPU µs/item"], rows))
+    for k, v in runs.items():
+        walls = ", ".join(f"{x['wall']:.2f}" for x in v)
+        print(f"{k} wall s: {walls}")
+    if args.only_postgres:
+        server.cleanup()
+        ratio = wall["postgres"] / wall["export"]
+        return report_targets([("PostgreSQL first mirror / export, wall", ratio, 1.25)])
     print(f"re-mirror unchanged: item rows written = {0 if unchanged_rows else 'SOME'}")
     churn_ok, churn_text = churn_check(args.items, folder)
     print(f"after 1% churn: {'exact' if churn_ok else 'NOT EXACT'} ({churn_text})")

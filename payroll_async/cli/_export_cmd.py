@@ -6,14 +6,7 @@ import sys
 from typing import Any
 
 import click
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskProgressColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress
 
 from payroll_async import NOT_GIVEN, Page, PayrollClient
 from payroll_async._converter import to_camel
@@ -29,22 +22,9 @@ from payroll_async.export import (
 from ._app import Settings, run
 from ._collections import COLLECTIONS, Collection
 from ._errors import BadInput, CommandError, stderr
+from ._progress import progress_bar, show_progress
 
 __all__ = ["export"]
-
-
-def _progress(enabled: bool) -> Progress:
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TaskProgressColumn(),
-        TextColumn("{task.fields[rate]}"),
-        TimeRemainingColumn(),
-        console=stderr,
-        disable=not enabled,
-        transient=False,
-    )
 
 
 def _check_sort(sort: str, collection: Collection) -> None:
@@ -153,7 +133,7 @@ def export(
             concurrency=NOT_GIVEN if concurrency is None else concurrency,
         )
         told = False
-        with _progress(stderr.is_terminal) as bar:
+        with progress_bar() as bar:
             task = bar.add_task(f"Exporting {collection}", total=None, rate="")
 
             def on_page(page: Page[Any], state: ExportProgress) -> None:
@@ -163,9 +143,7 @@ def export(
                     _say_where(bar, state, page, collection, output)
                 total = max(0, page.meta.total_count - state.resumed_from)
                 done = state.written - state.resumed_from
-                elapsed = bar.tasks[task].elapsed or 0.0
-                rate = f"{done / elapsed:,.0f} items/s" if elapsed > 0 else ""
-                bar.update(task, total=total, completed=done, rate=rate)
+                show_progress(bar, task, done, total)
 
             try:
                 return await export_to_file(

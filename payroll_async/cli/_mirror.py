@@ -16,6 +16,7 @@ from payroll_async._env import MIRROR_URL
 from ._app import Settings, run
 from ._collections import COLLECTIONS
 from ._errors import BadInput, stderr
+from ._progress import progress_bar, show_progress
 
 __all__ = ["mirror"]
 
@@ -91,7 +92,7 @@ def mirror(
     payroll-async mirror update-groups --into postgresql://me@db/payroll --changes c.jsonl
     """
     try:
-        from payroll_async.mirror import MirrorBusyError, MirrorURLError
+        from payroll_async.mirror import MirrorBusyError, MirrorProgress, MirrorURLError
         from payroll_async.mirror import mirror as run_mirror
         from payroll_async.mirror._db import redact
     except ImportError:
@@ -110,17 +111,29 @@ def mirror(
 
     async def main(client: PayrollClient) -> Any:
         try:
-            return await run_mirror(
-                client,
-                collection,
-                into=into,
-                employer=employer,
-                on_change=on_change if out is not None else None,
-                wait=wait,
-                on_wait=lambda message: stderr.print(message + " (--wait)"),
-                page_size=page_size,
-                concurrency=concurrency,
-            )
+            with progress_bar() as bar:
+                task = bar.add_task(f"Mirroring {collection}", total=None, rate="")
+                walk = 1
+
+                def on_progress(progress: MirrorProgress) -> None:
+                    nonlocal walk
+                    if progress.pass_number != walk:  # walked again to prove deletions
+                        walk = progress.pass_number
+                        bar.reset(task, description=f"Mirroring {collection} (walk {walk})")
+                    show_progress(bar, task, progress.items, progress.total)
+
+                return await run_mirror(
+                    client,
+                    collection,
+                    into=into,
+                    employer=employer,
+                    on_change=on_change if out is not None else None,
+                    wait=wait,
+                    on_wait=lambda message: bar.console.print(message + " (--wait)"),
+                    on_progress=on_progress,
+                    page_size=page_size,
+                    concurrency=concurrency,
+                )
         except (MirrorBusyError, MirrorURLError) as exc:
             raise BadInput(str(exc)) from None
         finally:

@@ -13,7 +13,7 @@ gone; see ``docs/mirror.md``.
 """
 
 from ._errors import MirrorBusyError, MirrorError, MirrorURLError
-from ._run import COLLECTIONS, MirrorResult, mirror
+from ._run import COLLECTIONS, MirrorProgress, MirrorResult, mirror
 from ._store import Change
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "Change",
     "MirrorBusyError",
     "MirrorError",
+    "MirrorProgress",
     "MirrorResult",
     "MirrorURLError",
     "mirror",

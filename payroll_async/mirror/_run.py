@@ -21,7 +21,7 @@ from ._schema import TABLES
 from ._store import MAX_PAGES, Change, Store
 from ._walk import Walk
 
-__all__ = ["COLLECTIONS", "MirrorResult", "mirror"]
+__all__ = ["COLLECTIONS", "MirrorProgress", "MirrorResult", "mirror"]
 
 logger = logging.getLogger("payroll_async")
 
@@ -29,6 +29,33 @@ COLLECTIONS = tuple(TABLES)
 """The collections the mirror copies, as the command names them."""
 
 OnChange = Callable[[Change], Awaitable[None]]
+Told = Callable[[int | None], None]
+"""Tells ``on_progress`` (if any) how far the pass is, given the total when known."""
+
+
+@attrs.frozen
+class MirrorProgress:
+    """How far a run of `mirror()` is: its ``on_progress`` hook gets one after each write.
+
+    ```pycon
+    >>> def show(progress: MirrorProgress) -> None:
+    ...     print(f"pass {progress.pass_number}: {progress.items} of {progress.total}")
+    >>> result = await mirror(client, "payroll-connections", on_progress=show)
+    pass 1: 1585 of 25000
+    ...
+    pass 1: 25000 of 25000
+    ```
+    """
+
+    items: int
+    """Distinct items walked so far in this pass (written, or found unchanged). It only
+    grows during a pass; a new pass counts from 0 again."""
+    total: int | None
+    """The service's ``totalCount`` on the pass's first page (items may come and go
+    during the walk); None for update-groups of every employer (one listing each)."""
+    pass_number: int
+    """1 for the first walk of the listing. A run whose walk was disturbed by changes
+    walks again to prove its deletions (at most ``max_passes`` walks)."""
 
 
 @attrs.frozen
@@ -96,6 +123,7 @@ async def mirror(
     on_change: OnChange | None = None,
     wait: bool = False,
     on_wait: Callable[[str], None] | None = None,
+    on_progress: Callable[[MirrorProgress], None] | None = None,
     page_size: int = 100,
     concurrency: int = 8,
     max_passes: int = 4,
@@ -114,7 +142,9 @@ async def mirror(
     with ``on_change``. ``update-groups`` covers every employer, or only ``employer``.
     Another run of the same collection into the same database raises `MirrorBusyError`,
     or is waited for with ``wait=True`` (``on_wait`` is told). Database failures raise
-    `MirrorError`, whose text never holds the password. ``page_size`` items a request,
+    `MirrorError`, whose text never holds the password. ``on_progress`` is called with a
+    `MirrorProgress` after each write (for a progress bar; it must not block).
+    ``page_size`` items a request,
     ``concurrency`` pages fetched ahead, at most ``max_passes`` walks of the listing.
     """
     if collection not in TABLES:
@@ -138,6 +168,7 @@ async def mirror(
             on_change,
             wait,
             on_wait,
+            on_progress,
             (page_size, concurrency, max_passes),
         )
     except MirrorError as exc:
@@ -153,6 +184,7 @@ async def _mirror(
     on_change: OnChange | None,
     wait: bool,
     on_wait: Callable[[str], None] | None,
+    on_progress: Callable[[MirrorProgress], None] | None,
     sizes: tuple[int, int, int],
 ) -> MirrorResult:
     page_size, concurrency, max_passes = sizes
@@ -174,10 +206,25 @@ async def _mirror(
                 complete = False
                 proven_passes = 0
                 items = 0
+                pass_number = 0
+
+                def told(total: int | None) -> None:
+                    if on_progress is not None:
+                        on_progress(MirrorProgress(store.items, total, pass_number))
+
                 for attempt in range(max_passes):
+                    pass_number = attempt + 1
                     store.begin_pass()
                     proven = await _pass(
-                        client, collection, scope, store, db, on_change, page_size, concurrency
+                        client,
+                        collection,
+                        scope,
+                        store,
+                        db,
+                        on_change,
+                        told,
+                        page_size,
+                        concurrency,
                     )
                     with db.errors(f"reading {db.shown}"):
                         suspects = await store.narrow_suspects()
@@ -230,6 +277,7 @@ async def _pass(
     store: Store,
     db: Any,
     on_change: OnChange | None,
+    told: Told,
     page_size: int,
     concurrency: int,
 ) -> bool:
@@ -248,10 +296,20 @@ async def _pass(
         for employer_id in dict.fromkeys(ids):
             store.to_row = _row_maker(collection, employer_id)
             proven &= await _walk(
-                client, collection, employer_id, store, db, on_change, page_size, concurrency
+                client,
+                collection,
+                employer_id,
+                store,
+                db,
+                on_change,
+                lambda _total: told(None),  # one listing of many: its total is not the pass's
+                page_size,
+                concurrency,
             )
         return proven
-    return await _walk(client, collection, scope, store, db, on_change, page_size, concurrency)
+    return await _walk(
+        client, collection, scope, store, db, on_change, told, page_size, concurrency
+    )
 
 
 async def _walk(
@@ -261,6 +319,7 @@ async def _walk(
     store: Store,
     db: Any,
     on_change: OnChange | None,
+    told: Told,
     page_size: int,
     concurrency: int,
 ) -> bool:
@@ -277,6 +336,7 @@ async def _walk(
             with db.errors(f"writing to {db.shown}"):
                 changes = await store.write_pages(batch)
             await _tell(on_change, changes)
+            told(walk.total)
     except NotFoundError:
         if collection != "update-groups":
             raise

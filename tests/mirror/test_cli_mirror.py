@@ -25,7 +25,7 @@ def emu() -> Iterator[Emulator]:
         yield emulator
 
 
-def invoke(emu: Emulator, *args: str, env: dict[str, str] | None = None) -> Result:
+def invoke(emu: Emulator, *args: str, env: dict[str, str | None] | None = None) -> Result:
     return CliRunner().invoke(
         _commands.cli,
         ["--base-url", emu.base_url, "--token", emu.token, "mirror", *args],
@@ -56,6 +56,33 @@ def test_mirror_then_again_with_the_changes_as_json_lines(emu: Emulator, tmp_pat
     assert again.exit_code == 0
     assert "0 inserted, 0 updated, 0 deleted, 420 unchanged" in again.output
     assert len(changes.read_text().splitlines()) == 420  # nothing changed: nothing appended
+
+
+# rich decides whether stderr is a terminal from these first (https://force-color.org/).
+NOT_FORCED: dict[str, str | None] = {"TTY_COMPATIBLE": None, "FORCE_COLOR": None}
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(emu: Emulator, tmp_path: Path) -> None:
+    result = invoke(
+        emu, "payroll-connections", "--into", f"sqlite:///{tmp_path / 'p.db'}", env=NOT_FORCED
+    )
+    assert result.exit_code == 0, result.output
+    assert "Mirroring" not in result.stderr
+    assert result.stderr.startswith("Mirrored 420 payroll-connections")
+
+
+def test_on_a_terminal_a_progress_bar_counts_the_items(emu: Emulator, tmp_path: Path) -> None:
+    result = invoke(
+        emu,
+        "payroll-connections",
+        "--into",
+        f"sqlite:///{tmp_path / 'p.db'}",
+        env={**NOT_FORCED, "TTY_COMPATIBLE": "1"},
+    )
+    assert result.exit_code == 0, result.output
+    bar = result.stderr[: result.stderr.index("Mirrored 420")]
+    assert "Mirroring payroll-connections" in bar
+    assert "420/420" in bar  # of the service's totalCount
 
 
 def test_the_database_url_comes_from_the_environment(emu: Emulator, tmp_path: Path) -> None:

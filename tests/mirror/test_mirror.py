@@ -11,7 +11,14 @@ from aiohttp import web
 
 from payroll_async import PayrollClient
 from payroll_async.emulator import Emulator
-from payroll_async.mirror import Change, MirrorBusyError, MirrorError, MirrorResult, mirror
+from payroll_async.mirror import (
+    Change,
+    MirrorBusyError,
+    MirrorError,
+    MirrorProgress,
+    MirrorResult,
+    mirror,
+)
 from tests.conftest import StartEmulator
 
 from .conftest import query
@@ -84,6 +91,34 @@ async def test_a_first_run_copies_every_item_with_typed_columns(
         ("payroll-connections", True, 537, 537)
     ]
     assert await query(into, "SELECT version FROM mirror_schema") == [(1,)]
+
+
+async def test_progress_counts_grow_to_the_item_count_against_the_services_total(
+    start_emulator: StartEmulator, into: str
+) -> None:
+    emu = await start_emulator(seed=3, payroll_connections=537)
+    told: list[MirrorProgress] = []
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        result = await mirror(
+            client, "payroll-connections", into=into, page_size=50, on_progress=told.append
+        )
+    counts = [progress.items for progress in told]
+    assert len(counts) > 1
+    assert counts == sorted(set(counts))  # each call later than the last, with more items
+    assert counts[-1] == result.items == 537
+    assert {(progress.total, progress.pass_number) for progress in told} == {(537, 1)}
+
+
+async def test_progress_of_update_groups_of_every_employer_has_no_total(
+    start_emulator: StartEmulator, into: str
+) -> None:
+    emu = await start_emulator(seed=6, employer_identifiers=3, update_groups=4)
+    told: list[MirrorProgress] = []
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        result = await mirror(client, "update-groups", into=into, on_progress=told.append)
+    assert [progress.items for progress in told] == [4, 8, 12]  # after each employer's
+    assert result.items == 12
+    assert {progress.total for progress in told} == {None}
 
 
 async def test_an_unchanged_rerun_writes_no_item_row_and_records_nothing(
@@ -243,8 +278,15 @@ async def test_a_run_whose_walk_was_disturbed_proves_its_deletions_with_more_wal
     async with emu, PayrollClient(emu.base_url, emu.token) as client:
         await mirror(client, "payroll-connections", into=into, page_size=30)
         churn.on = True  # four items go at the 5th request of the next run
-        result = await mirror(client, "payroll-connections", into=into, page_size=30)
+        told: list[MirrorProgress] = []
+        result = await mirror(
+            client, "payroll-connections", into=into, page_size=30, on_progress=told.append
+        )
     assert len(churn.deleted) == 4
+    passes = [progress.pass_number for progress in told]
+    assert passes == sorted(passes)
+    assert passes[-1] >= 2  # walked again to prove the deletions, and told so
+    assert told[-1].items == result.items
     assert result.complete
     assert (await changes_of(into, result.run_id))["deleted"] == churn.deleted
     assert await live_ids(into) == existing(emu)
