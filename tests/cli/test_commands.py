@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
 from payroll_async import __version__
 from payroll_async.cli import _app, _commands, main
 from payroll_async.emulator import Emulator
 from payroll_async.testing import EmulatorThread
 from tests.checkpoints import forge
+from tests.cli._run import invoke
 
 COLUMNS = ["id", "employerIdentifierId", "payrollPlatformId", "createdAt", "status", "product"]
 
@@ -32,13 +32,6 @@ def emu() -> Iterator[Emulator]:
         webhook_subscriptions=4,
     ) as emulator:
         yield emulator
-
-
-def invoke(emu: Emulator | None, *args: str, token: str | None = None) -> Result:
-    prefix = [] if emu is None else ["--base-url", emu.base_url, "--token", token or emu.token]
-    return CliRunner().invoke(
-        _commands.cli, [*prefix, *args], prog_name="payroll-async", catch_exceptions=False
-    )
 
 
 def connection_ids(emu: Emulator, count: int) -> list[str]:

@@ -16,12 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from payroll_async.cli import _commands
 from payroll_async.emulator import Emulator
 from payroll_async.testing import EmulatorThread
 from tests.checkpoints import forge
+from tests.cli._run import invoke
 
 N = 400
 
@@ -30,15 +30,6 @@ N = 400
 def emu() -> Iterator[Emulator]:
     with EmulatorThread(seed=12, payroll_connections=N, webhook_subscriptions=2) as emulator:
         yield emulator
-
-
-def invoke(emu: Emulator, *args: str, token: str | None = None) -> Result:
-    return CliRunner().invoke(
-        _commands.cli,
-        ["--base-url", emu.base_url, "--token", token or emu.token, *args],
-        prog_name="payroll-async",
-        catch_exceptions=False,
-    )
 
 
 def export(emu: Emulator, target: Path | str, *args: str, token: str | None = None) -> Result:

@@ -8,25 +8,19 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from payroll_async import InvalidArgumentError, NotFoundError, PayrollClient
 from payroll_async.cli import _commands
 from payroll_async.emulator import Emulator
 from payroll_async.testing import EmulatorThread
+from tests.cli._run import invoke
 
 
 @pytest.fixture(scope="module")
 def emu() -> Iterator[Emulator]:
     with EmulatorThread(seed=7, payroll_connections=20, webhook_subscriptions=2) as emulator:
         yield emulator
-
-
-def invoke(emu: Emulator | None, *args: str) -> Result:
-    prefix = [] if emu is None else ["--base-url", emu.base_url, "--token", emu.token]
-    return CliRunner().invoke(
-        _commands.cli, [*prefix, *args], prog_name="payroll-async", catch_exceptions=False
-    )
 
 
 def test_emulator_with_a_base_url_on_the_command_line_is_a_usage_error() -> None:

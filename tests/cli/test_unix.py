@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 from rich.console import Console
 
 from payroll_async import PayrollClient
-from payroll_async.cli import _app, _commands, _webhooks
+from payroll_async.cli import _app, _webhooks
 from payroll_async.emulator import Emulator
 from payroll_async.testing import EmulatorThread
 from tests.checkpoints import forge
+from tests.cli._run import invoke
 
 N = 120
 
@@ -32,15 +32,6 @@ N = 120
 def emu() -> Iterator[Emulator]:
     with EmulatorThread(seed=3, payroll_connections=N, webhook_subscriptions=4) as emulator:
         yield emulator
-
-
-def invoke(emu: Emulator, *args: str, token: str | None = None) -> Result:
-    return CliRunner().invoke(
-        _commands.cli,
-        ["--base-url", emu.base_url, "--token", token or emu.token, *args],
-        prog_name="payroll-async",
-        catch_exceptions=False,
-    )
 
 
 def ids_of(text: str) -> list[str]:
