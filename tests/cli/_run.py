@@ -1,11 +1,19 @@
-"""The command run in-process, as a user types it, against an emulator (or no service)."""
+"""The command run as a user types it, against an emulator: in-process, or as a process."""
 
 from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner, Result
 
 from payroll_async.cli import _commands
 from payroll_async.emulator import Emulator
+
+ROOT = Path(__file__).parents[2]
 
 
 def invoke(emu: Emulator | None, *args: str, token: str | None = None) -> Result:
@@ -13,4 +21,23 @@ def invoke(emu: Emulator | None, *args: str, token: str | None = None) -> Result
     prefix = [] if emu is None else ["--base-url", emu.base_url, "--token", token or emu.token]
     return CliRunner().invoke(
         _commands.cli, [*prefix, *args], prog_name="payroll-async", catch_exceptions=False
+    )
+
+
+async def start(emu: Emulator, *args: str, **streams: Any) -> asyncio.subprocess.Process:
+    """The same command as a process of its own (this checkout's package), for signals.
+
+    ``streams`` go to `asyncio.create_subprocess_exec` (``stdout=``, ``stderr=``).
+    """
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "payroll_async.cli",
+        "--base-url",
+        emu.base_url,
+        "--token",
+        emu.token,
+        *args,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        **streams,
     )

@@ -6,25 +6,19 @@ import asyncio
 import json
 import os
 import signal
-import sys
 from pathlib import Path
 
 import pytest
 
 from payroll_async.emulator import Emulator
+from tests.cli._run import start
 
 TOTAL = 3000
 
 
 async def export(emu: Emulator, target: Path, *extra: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "payroll_async.cli",
-        "--base-url",
-        emu.base_url,
-        "--token",
-        emu.token,
+    return await start(
+        emu,
         "export",
         "payroll-connections",
         "-o",

@@ -17,6 +17,7 @@ from payroll_async.cli import _commands
 from payroll_async.cli._errors import ExitCode
 from payroll_async.emulator import Emulator
 from payroll_async.testing import EmulatorThread
+from tests.cli._run import start
 
 
 @pytest.fixture(scope="module")
@@ -188,20 +189,13 @@ async def test_with_wait_a_second_run_says_so_and_runs_once_the_first_is_done(
     lock = tmp_path / "wait.db.mirror-webhook_subscriptions.lock"
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)  # as a running mirror holds it
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "payroll_async.cli",
-        "--base-url",
-        emu.base_url,
-        "--token",
-        emu.token,
+    process = await start(
+        emu,
         "mirror",
         "webhooks",
         "--into",
         f"sqlite:///{db}",
         "--wait",
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
         stderr=asyncio.subprocess.PIPE,
     )
     assert process.stderr is not None

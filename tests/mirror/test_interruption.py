@@ -5,10 +5,7 @@ signals, real databases."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,10 +14,9 @@ from aiohttp import web
 from payroll_async import PayrollClient
 from payroll_async.emulator import Emulator
 from payroll_async.mirror import mirror
+from tests.cli._run import start
 
 from .conftest import query
-
-ROOT = Path(__file__).parents[2]
 
 
 class KillAt:
@@ -46,21 +42,14 @@ async def test_sigkill_at_any_point_then_the_next_run_finishes(into: str, kill_a
     killer = KillAt(kill_at)
     emu.app.middlewares.append(killer)
     async with emu:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "payroll_async.cli",
-            "--base-url",
-            emu.base_url,
-            "--token",
-            emu.token,
+        process = await start(
+            emu,
             "mirror",
             "payroll-connections",
             "--into",
             into,
             "--page-size",
             "20",
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
         )
