@@ -24,20 +24,21 @@ def invoke(emu: Emulator | None, *args: str, token: str | None = None) -> Result
     )
 
 
-async def start(emu: Emulator, *args: str, **streams: Any) -> asyncio.subprocess.Process:
+async def start(
+    emu: Emulator | None, *args: str, env: dict[str, str | None] | None = None, **streams: Any
+) -> asyncio.subprocess.Process:
     """The same command as a process of its own (this checkout's package), for signals.
 
-    ``streams`` go to `asyncio.create_subprocess_exec` (``stdout=``, ``stderr=``).
+    ``env`` sets variables over this process's (``None`` removes one); ``streams`` go to
+    `asyncio.create_subprocess_exec` (``stdout=``, ``stderr=``).
     """
+    prefix = [] if emu is None else ["--base-url", emu.base_url, "--token", emu.token]
+    environ = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for name, value in (env or {}).items():
+        if value is None:
+            environ.pop(name, None)
+        else:
+            environ[name] = value
     return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "payroll_async.cli",
-        "--base-url",
-        emu.base_url,
-        "--token",
-        emu.token,
-        *args,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        **streams,
+        sys.executable, "-m", "payroll_async.cli", *prefix, *args, env=environ, **streams
     )

@@ -5,29 +5,22 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import sys
 import time
 
 import aiohttp
 
 from payroll_async.events import sign
+from tests.cli._run import start
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
-async def start(*args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "payroll_async.cli",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+async def listen(*args: str) -> asyncio.subprocess.Process:
+    return await start(None, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
 
 
 async def test_with_the_emulator_it_subscribes_itself_and_prints_emitted_events() -> None:
-    proc = await start(
+    proc = await listen(
         "--emulator",
         "webhooks",
         "listen",
@@ -57,7 +50,7 @@ async def test_with_the_emulator_it_subscribes_itself_and_prints_emitted_events(
 
 
 async def test_it_prints_what_arrives_and_stops_on_ctrl_c() -> None:
-    proc = await start("webhooks", "listen", "--port", "0", "--path", "/in", "--secret", SECRET)
+    proc = await listen("webhooks", "listen", "--port", "0", "--path", "/in", "--secret", SECRET)
     assert proc.stderr is not None
     assert proc.stdout is not None
     first = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
@@ -90,7 +83,7 @@ async def test_it_prints_what_arrives_and_stops_on_ctrl_c() -> None:
 
 
 async def test_with_the_emulator_and_a_secret_both_sides_use_that_secret() -> None:
-    proc = await start(
+    proc = await listen(
         "--emulator",
         "webhooks",
         "listen",

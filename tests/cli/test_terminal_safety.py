@@ -16,6 +16,7 @@ import pytest
 from aiohttp import web
 
 from payroll_async.events import sign
+from tests.cli._run import start
 from tests.conftest import Serve
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -107,18 +108,16 @@ async def test_markup_and_escapes_in_an_error_message_do_not_crash(hostile_servi
 async def start_listener(
     *extra: str, secret: str = SECRET
 ) -> tuple[asyncio.subprocess.Process, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "payroll_async.cli",
+    proc = await start(
+        None,
         "webhooks",
         "listen",
         "--port",
         "0",
         *extra,
+        env={"PAYROLL_WEBHOOK_SECRET": secret},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": os.getcwd(), "PAYROLL_WEBHOOK_SECRET": secret},
     )
     assert proc.stderr is not None
     first = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
@@ -183,18 +182,15 @@ async def test_listen_prints_what_a_sender_wrote_escaped(
 
 
 async def test_listen_needs_a_secret_or_insecure() -> None:
-    env = {k: v for k, v in os.environ.items() if k != "PAYROLL_WEBHOOK_SECRET"}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "payroll_async.cli",
+    proc = await start(
+        None,
         "webhooks",
         "listen",
         "--port",
         "0",
+        env={"PAYROLL_WEBHOOK_SECRET": None},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**env, "PYTHONPATH": os.getcwd()},
     )
     _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 2
