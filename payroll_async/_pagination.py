@@ -63,6 +63,8 @@ class Sender(Protocol):
 
     def url(self, path: str) -> URL: ...
 
+    def account(self) -> tuple[str, str | None]: ...
+
     def send(
         self,
         method: str,
@@ -164,9 +166,7 @@ class AsyncPaginator(Generic[T]):
     def _account(self) -> tuple[str, str | None]:
         """The base URL this listing is sent to and the client's fixed token (None with a
         TokenProvider): what an export's checkpoint fingerprints. Never stored as such."""
-        auth = getattr(getattr(self._sender, "transport", None), "auth", None)
-        token = getattr(auth, "static", None)
-        return str(self._sender.url("")), token if isinstance(token, str) else None
+        return self._sender.account()
 
     def __aiter__(self) -> AsyncGenerator[T, None]:
         """A fresh walk; ``contextlib.aclosing(aiter(paginator))`` closes it on exit."""

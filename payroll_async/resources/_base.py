@@ -59,6 +59,10 @@ class Binding:
     def url(self, path: str) -> URL:
         return self.transport.url(path)
 
+    def account(self) -> tuple[str, str | None]:
+        """The service root and the fixed token (None with a TokenProvider)."""
+        return str(self.transport.url("")), self.transport.auth.static
+
     def resolve(self, options: Options) -> FinalOptions:
         """A call's options over this client's: the record its requests read."""
         return options.over(self.options)
