@@ -61,7 +61,24 @@ class PostgresServer:
         return name
 
     def stop(self) -> None:
-        self._server.cleanup()
+        # pgserver stops only the postmaster it started itself; this one was restarted on
+        # a TCP port (a new postmaster), so it is stopped here, then pgserver lets go.
+        import subprocess
+
+        from pgserver._commands import pg_ctl
+
+        try:
+            pg_ctl(
+                ["-w", "-m", "immediate", "stop"],
+                pgdata=self._server.pgdata,
+                user=self._server.system_user,
+                timeout=60,
+            )
+        except subprocess.CalledProcessError:
+            if (Path(self._server.pgdata) / "postmaster.pid").exists():
+                raise  # still running: say so rather than leave it behind
+        finally:
+            self._server.cleanup()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,67 @@
+"""The suite leaves no server behind: every PostgreSQL and redis-server a test starts is
+gone when the run ends (a run of a few such tests in a child pytest, then a look at what
+is still running under its temp directory)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+psutil = pytest.importorskip("psutil")
+
+ROOT = Path(__file__).parents[1]
+
+
+def _under(proc: object, folder: str) -> bool:
+    try:
+        cwd = proc.cwd()  # type: ignore[attr-defined]
+        cmdline = " ".join(proc.cmdline())  # type: ignore[attr-defined]
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+    return cwd.startswith(folder) or folder in cmdline
+
+
+def test_servers_started_by_tests_are_gone_when_the_run_ends(tmp_path: Path) -> None:
+    base = tmp_path / "run"
+    # PostgreSQL runs as pgserver's own user, which must reach its data directory.
+    for folder in (tmp_path, tmp_path.parent):
+        folder.chmod(0o711)
+    selection = [
+        "tests/mirror/test_mirror.py::test_an_unchanged_rerun_writes_no_item_row_and_records_nothing",
+        "tests/fleet/test_redis_gate.py",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-x",
+            f"--basetemp={base}",
+            "-k",
+            "postgresql or holds_back",
+            *selection,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert " passed" in run.stdout
+    # Something was started under the run's temp directory (the check can fail) ...
+    assert any(base.rglob("postmaster.opts")) or any(base.rglob("PG_VERSION"))
+    # ... and nothing of it runs any more.
+    left = [p for p in psutil.process_iter() if _under(p, str(base))]
+    assert left == [], [(p.pid, p.name()) for p in left]
