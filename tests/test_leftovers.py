@@ -5,8 +5,11 @@ is still running under its temp directory)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,14 +28,22 @@ def _under(proc: object, folder: str) -> bool:
     return cwd.startswith(folder) or folder in cmdline
 
 
-def test_servers_started_by_tests_are_gone_when_the_run_ends(tmp_path: Path) -> None:
-    base = tmp_path / "run"
-    # PostgreSQL runs as pgserver's own user, which must reach its data directory.
-    for folder in (tmp_path, tmp_path.parent):
-        folder.chmod(0o711)
+@pytest.fixture
+def own_temp() -> Iterator[Path]:
+    """A temp directory of this test's outside pytest's own: any pytest that starts takes
+    back the traversal of /tmp/pytest-of-<user> that PostgreSQL's user needs."""
+    folder = Path(tempfile.mkdtemp(prefix="payroll-leftovers-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_servers_started_by_tests_are_gone_when_the_run_ends(own_temp: Path) -> None:
+    base = own_temp / "run"
     selection = [
         "tests/mirror/test_mirror.py::test_an_unchanged_rerun_writes_no_item_row_and_records_nothing",
-        "tests/fleet/test_redis_gate.py",
+        "tests/fleet/test_redis_gate.py::test_a_fleet_budget_under_the_limit_avoids_429s",
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("PYTEST_XDIST_WORKER", None)

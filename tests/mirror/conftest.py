@@ -8,6 +8,7 @@ reason, except under ``PAYROLL_REQUIRE_POSTGRES=1`` (set by ``.ci/run``), where 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import uuid
@@ -62,21 +63,23 @@ class PostgresServer:
 
     def stop(self) -> None:
         # pgserver stops only the postmaster it started itself; this one was restarted on
-        # a TCP port (a new postmaster), so it is stopped here, then pgserver lets go.
-        import subprocess
+        # a TCP port (a new postmaster), so it is stopped here (SIGINT: PostgreSQL's fast
+        # shutdown), then pgserver lets go.
+        import signal
 
-        from pgserver._commands import pg_ctl
+        import psutil
 
+        pidfile = Path(self._server.pgdata) / "postmaster.pid"
         try:
-            pg_ctl(
-                ["-w", "-m", "immediate", "stop"],
-                pgdata=self._server.pgdata,
-                user=self._server.system_user,
-                timeout=60,
-            )
-        except subprocess.CalledProcessError:
-            if (Path(self._server.pgdata) / "postmaster.pid").exists():
-                raise  # still running: say so rather than leave it behind
+            pid = int(pidfile.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            pid = None
+        try:
+            if pid is not None:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process = psutil.Process(pid)
+                    process.send_signal(signal.SIGINT)
+                    process.wait(timeout=60)
         finally:
             self._server.cleanup()
 
