@@ -29,6 +29,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import importlib
 import inspect
 import logging
 import re
@@ -114,7 +115,7 @@ def header(headers: Mapping[str, str], name: str) -> str | None:
 def _ed25519() -> Any:
     """The ``cryptography`` Ed25519 module, or an error that says what to install."""
     try:
-        from cryptography.hazmat.primitives.asymmetric import ed25519
+        ed25519 = importlib.import_module("cryptography.hazmat.primitives.asymmetric.ed25519")
     except ImportError:
         raise InvalidArgumentError(
             "whpk_ and whsk_ keys (Standard Webhooks v1a, Ed25519) need the 'cryptography' "
@@ -159,8 +160,9 @@ def public_key(key: str) -> Ed25519PublicKey:
             f"a 'whpk_' key is the base64 of a {_ED25519_KEY}-byte Ed25519 public key; "
             f"this one has {len(raw)} bytes"
         )
+    ed25519 = _ed25519()
     try:
-        loaded: Ed25519PublicKey = _ed25519().Ed25519PublicKey.from_public_bytes(raw)
+        loaded: Ed25519PublicKey = ed25519.Ed25519PublicKey.from_public_bytes(raw)
     except ValueError:
         raise InvalidArgumentError("the 'whpk_' key is not an Ed25519 public key") from None
     return loaded

@@ -125,7 +125,9 @@ def listen(
             EventRouter(insecure=True, read_timeout=READ_TIMEOUT)
             if insecure
             else EventRouter(
-                secret=emulator.webhook_secret if emulator else secret,
+                secret=(emulator.webhook_public_key or emulator.webhook_secret)
+                if emulator
+                else secret,
                 read_timeout=READ_TIMEOUT,
             )
         )
