@@ -7,8 +7,11 @@ import contextlib
 import datetime
 import errno
 import json
+import logging
 import signal
+import sys
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -19,7 +22,7 @@ from payroll_async._env import WEBHOOK_SECRET
 from payroll_async.emulator import Emulator
 from payroll_async.events import EventRouter, WebhookEvent
 
-from ._app import Settings, demo_emulator, execute
+from ._app import Settings, VisibleFormatter, demo_emulator, execute
 from ._console import visible
 from ._errors import BadInput, ExitCode, stderr
 
@@ -79,7 +82,10 @@ def _show_event(event: WebhookEvent, as_json: bool) -> None:
     "--secret",
     envvar=WEBHOOK_SECRET,
     metavar="SECRET",
-    help=f"The 'whsec_...' signing secret: unsigned notifications get 401 [env: {WEBHOOK_SECRET}].",
+    help=(
+        "The 'whsec_...' signing secret, or the 'whpk_...' public key of v1a signatures: "
+        f"unsigned notifications get 401 [env: {WEBHOOK_SECRET}]."
+    ),
 )
 @click.option(
     "--insecure",
@@ -184,10 +190,31 @@ def listen(
             await runner.cleanup()
         return received
 
-    received = execute(settings, listen())
+    with _receiver_log_on_console(settings.verbose):
+        received = execute(settings, listen())
     stderr.print(f"Stopped after {received} event{'s' if received != 1 else ''}.")
     if stopped_by:  # Ctrl-C (130) or SIGTERM (143), as the exit-code table says
         raise SystemExit(stopped_by[0])
+
+
+@contextlib.contextmanager
+def _receiver_log_on_console(verbose: bool) -> Iterator[None]:
+    """The receiver's log lines on stderr, each once: a rejected notification is one
+    WARNING line by default (why, from which address; never the secret), and with -v the
+    receiver's DEBUG and INFO lines too, in the same format, not again through -v's or
+    PAYROLL_LOG's handlers."""
+    receiver = logging.getLogger("payroll_async.events")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(VisibleFormatter("%(asctime)s  %(levelname)s %(message)s", "%H:%M:%S"))
+    handler.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    propagate = receiver.propagate
+    receiver.addHandler(handler)
+    receiver.propagate = False
+    try:
+        yield
+    finally:
+        receiver.propagate = propagate
+        receiver.removeHandler(handler)
 
 
 async def _listen_on_emulator(
