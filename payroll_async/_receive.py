@@ -51,8 +51,11 @@ class Reply:
     """
 
     status: int
+    """The HTTP status: 200, or the refusal of the answers table."""
     headers: Mapping[str, str]
+    """The headers to send: ``Content-Type``, and ``Retry-After`` where the sender should wait."""
     body: bytes
+    """The JSON body: ``{"status": ...}`` or ``{"error": ...}``."""
 
 
 def answer(document: Mapping[str, str], status: int = 200, **headers: str) -> Reply:

@@ -284,7 +284,7 @@ _ID_MISMATCH = "webhook-id differs from the body's eventId"
 class InboxLike(Protocol):
     """Where ``EventRouter(inbox=...)`` stores verified notifications, to be handled later.
 
-    [`Inbox`][payroll_async.inbox.Inbox] is one. ``accept`` commits the notification
+    ``payroll_async.inbox.Inbox`` is one. ``accept`` commits the notification
     durably before it returns: True if it was stored now, False if its ``event_id`` was
     stored before (the sender is answered 200 either way). Raising answers the sender 503
     with Retry-After, so that it delivers again: nothing is lost.
@@ -315,7 +315,7 @@ class EventRouter:
 
     ``inbox``: where verified notifications are stored (an
     [`InboxLike`][payroll_async.events.InboxLike], such as
-    [`Inbox`][payroll_async.inbox.Inbox]); then no handler runs inside the request, the
+    ``payroll_async.inbox.Inbox``); then no handler runs inside the request, the
     inbox's workers run them through [`dispatch()`][payroll_async.events.EventRouter.dispatch],
     and the inbox is the deduplication (``dedupe=`` is refused with it).
 

@@ -16,8 +16,12 @@ from tests.cli._run import start
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
-async def listen(*args: str) -> asyncio.subprocess.Process:
-    return await start(None, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+async def listen(
+    *args: str, env: dict[str, str | None] | None = None
+) -> asyncio.subprocess.Process:
+    return await start(
+        None, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
 
 
 async def test_with_the_emulator_it_subscribes_itself_and_prints_emitted_events() -> None:
@@ -110,19 +114,8 @@ async def test_a_rejected_notification_is_one_warning_line_on_the_console(
     options: tuple[str, ...], log: str | None
 ) -> None:
     wrong = "whsec_YW5vdGhlciBrZXkgb2YgMjQgYnl0ZXMh"  # the sender's: not the listener's
-    proc = await start(
-        None,
-        *options,
-        "webhooks",
-        "listen",
-        "--port",
-        "0",
-        "--secret",
-        SECRET,
-        env={"PAYROLL_LOG": log},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    command = ("webhooks", "listen", "--port", "0", "--secret", SECRET)
+    proc = await listen(*options, *command, env={"PAYROLL_LOG": log})
     assert proc.stderr is not None
     line = b""
     while b"Listening" not in line:
