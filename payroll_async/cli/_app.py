@@ -41,16 +41,7 @@ from ._errors import (
     stderr,
 )
 
-__all__ = [
-    "Settings",
-    "VisibleFormatter",
-    "cli",
-    "demo_emulator",
-    "execute",
-    "open_client",
-    "run",
-    "stdout",
-]
+__all__ = ["Settings", "cli", "demo_emulator", "execute", "open_client", "run", "stdout"]
 
 T = TypeVar("T")
 
@@ -215,7 +206,7 @@ def execute(
         raise CommandError(text) from None
 
 
-class VisibleFormatter(logging.Formatter):
+class _VisibleFormatter(logging.Formatter):
     """Log lines with control characters escaped: records may quote the service."""
 
     def format(self, record: logging.LogRecord) -> str:
@@ -271,7 +262,7 @@ def cli(
 ) -> None:
     if verbose:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(VisibleFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(_VisibleFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         logging.basicConfig(level=logging.DEBUG, handlers=[handler])
     if gate_key is not None and redis_url is None:
         raise click.UsageError("--gate-key needs --redis-url")

@@ -9,7 +9,6 @@ import errno
 import json
 import logging
 import signal
-import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -22,7 +21,7 @@ from payroll_async._env import WEBHOOK_SECRET
 from payroll_async.emulator import Emulator
 from payroll_async.events import EventRouter, WebhookEvent
 
-from ._app import Settings, VisibleFormatter, demo_emulator, execute
+from ._app import Settings, demo_emulator, execute
 from ._console import visible
 from ._errors import BadInput, ExitCode, stderr
 
@@ -197,6 +196,17 @@ def listen(
         raise SystemExit(stopped_by[0])
 
 
+class _ConsoleHandler(logging.Handler):
+    """Records as lines of the command's stderr console, which escapes control characters
+    (a record may quote a sender)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            stderr.print(self.format(record), markup=False, highlight=False)
+        except Exception:
+            self.handleError(record)
+
+
 @contextlib.contextmanager
 def _receiver_log_on_console(verbose: bool) -> Iterator[None]:
     """The receiver's log lines on stderr, each once: a rejected notification is one
@@ -204,8 +214,8 @@ def _receiver_log_on_console(verbose: bool) -> Iterator[None]:
     receiver's DEBUG and INFO lines too, in the same format, not again through -v's or
     PAYROLL_LOG's handlers."""
     receiver = logging.getLogger("payroll_async.events")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(VisibleFormatter("%(asctime)s  %(levelname)s %(message)s", "%H:%M:%S"))
+    handler = _ConsoleHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s  %(levelname)s %(message)s", "%H:%M:%S"))
     handler.setLevel(logging.DEBUG if verbose else logging.WARNING)
     propagate = receiver.propagate
     receiver.addHandler(handler)
