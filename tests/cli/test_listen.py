@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from payroll_async.events import sign
-from tests.cli._run import start
+from tests.cli._run import invoke, start
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
@@ -136,3 +136,25 @@ async def test_a_rejected_notification_is_one_warning_line_on_the_console(
     assert "no signature matches" in rejected[0]
     for secret in (SECRET, wrong):
         assert secret.removeprefix("whsec_") not in err.decode()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--secret", "whxx_c2VjcmV0"), "unknown webhook key prefix 'whxx_'"),
+        (("--secret", "whpk_c2hvcnQ="), "32-byte Ed25519 public key"),
+        (("--secret", "whsk_" + "A" * 43 + "="), "give the receiver its 'whpk_' public key"),
+    ],
+    ids=["unknown-prefix", "short-whpk", "whsk"],
+)
+def test_a_bad_key_exits_2_before_anything_is_served(args: tuple[str, ...], says: str) -> None:
+    result = invoke(None, "webhooks", "listen", "--port", "0", *args)
+    assert result.exit_code == 2, result.output
+    assert says in result.output
+    assert "Listening" not in result.output
+
+
+def test_with_the_emulator_a_public_key_cannot_sign() -> None:
+    result = invoke(None, "--emulator", "webhooks", "listen", "--secret", "whpk_" + "A" * 43 + "=")
+    assert result.exit_code == 2, result.output
+    assert "cannot sign" in result.output
