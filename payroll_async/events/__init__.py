@@ -8,14 +8,20 @@
 ... async def on_payroll(event: WebhookEvent) -> None:
 ...     print(event.event_id, event.data)
 >>> app = router.app(path="/hooks")          # an aiohttp.web.Application
+>>> asgi = router.asgi(path="/hooks")        # or an ASGI 3 app (uvicorn, FastAPI, Starlette)
 ```
+
+In any other framework, ``event = unwrap(body, headers, secret=...)`` verifies and parses one
+notification (``verify()`` only verifies), and ``await router.receive(body, headers)``
+gives the router's whole answer as a [`Reply`][payroll_async.events.Reply].
 
 Delivery semantics a receiver needs:
 
 - with ``secret=`` every notification must carry a valid Standard Webhooks signature
-  (``webhook-id``, ``webhook-timestamp`` within ``tolerance`` seconds, ``webhook-signature``)
-  and a ``webhook-id`` equal to its ``eventId``; anything else is answered 401, nothing
-  runs, and one line without the secret is logged. ``EventRouter()`` with none of
+  (``webhook-id``, ``webhook-timestamp`` within ``tolerance`` seconds, ``webhook-signature``:
+  ``v1`` for ``whsec_`` secrets, ``v1a`` for ``whpk_`` public keys) and a ``webhook-id``
+  equal to its ``eventId``; anything else is answered 401, nothing runs, and one line
+  without the secret is logged. ``EventRouter()`` with none of
   ``secret``, ``verify`` or ``insecure=True`` refuses to be built;
 - the answer is 2xx only after every matching handler succeeded; a handler that raises
   makes the answer 500, so that the sender delivers again;
@@ -32,6 +38,8 @@ Delivery semantics a receiver needs:
   for its body;
 - a handler that takes longer than ``handler_timeout`` seconds (30) is cancelled and the
   answer is 503, so that the sender delivers again; copies waiting on it get 503 too;
+- with ``inbox=``, a verified notification is stored and answered 200 (``duplicate`` if it
+  was stored before) and no handler runs in the request; an inbox that fails answers 503;
 - text from the sender (ids, types) is written to the log with control characters escaped.
 
 ASSUMED notification body (not shown by the interface document):
@@ -45,11 +53,11 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-import aiohttp
 from aiohttp import web
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from .._core._clock import SYSTEM_CLOCK, Clock
 from .._core._converter import MAX_DEPTH, from_dict
@@ -58,15 +66,27 @@ from .._core._json import loads
 from .._core._visible import EscapingFilter
 from ..models import EVENT_TYPES, EventType, WebhookEvent
 from ._dedupe import Claim, Dedupe, Handling, LocalDedupe
+from ._receive import (
+    MAX_BODY,
+    MAX_HEADERS,
+    ASGIReceiver,
+    Delivered,
+    Reply,
+    answer,
+    header_count,
+    read_aiohttp,
+    to_aiohttp,
+)
 from ._signature import (
     ID_HEADER,
     Signer,
     Verify,
+    WebhookVerificationError,
     compare_secret,
+    header,
     header_secret,
     run_verify,
     sign,
-    unverified,
 )
 
 __all__ = [
@@ -74,11 +94,16 @@ __all__ = [
     "Dedupe",
     "EventHandler",
     "EventRouter",
+    "InboxLike",
+    "Reply",
     "Verify",
     "WebhookEvent",
+    "WebhookVerificationError",
     "compare_secret",
     "header_secret",
     "sign",
+    "unwrap",
+    "verify",
 ]
 
 logger: logging.Logger = logging.getLogger("payroll_async.events")
@@ -109,18 +134,120 @@ def _too_deep(value: object, limit: int) -> bool:
     return False
 
 
+def _parse(body: bytes) -> WebhookEvent:
+    """A notification body as a WebhookEvent, or InvalidArgumentError saying why not."""
+    try:
+        document = loads(body)
+        if _too_deep(document, MAX_DEPTH):
+            raise InvalidArgumentError(f"the body is nested more than {MAX_DEPTH} levels")
+        return from_dict(WebhookEvent, document)
+    except InvalidArgumentError:
+        raise
+    except ValueError as exc:  # not JSON: the parser's words, which never quote the body
+        raise InvalidArgumentError(f"the body is not JSON ({exc})") from None
+
+
+def _raw(body: object) -> bytes:
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        return bytes(body)
+    raise InvalidArgumentError(
+        f"body must be the raw bytes as received (FastAPI: await request.body(), Flask: "
+        f"request.get_data(), Django: request.body), not {type(body).__name__}"
+    )
+
+
+def verify(
+    body: bytes,
+    headers: Mapping[str, str],
+    *,
+    secret: str | Sequence[str],
+    tolerance: float = 300.0,
+) -> None:
+    """Check one notification's Standard Webhooks signature; raise if it fails.
+
+    ``body`` is the raw bytes as received, ``headers`` any mapping (looked up
+    case-insensitively: a dict, Starlette's, Django's or Flask's headers). ``secret`` is a
+    ``whsec_...`` secret (``v1``), a ``whpk_...`` public key (``v1a``), or a list mixing
+    them during a rotation. Raises
+    [`WebhookVerificationError`][payroll_async.events.WebhookVerificationError] saying
+    why (never the secret); a malformed key raises ``InvalidArgumentError``.
+
+    ```pycon
+    >>> verify(await request.body(), request.headers, secret=os.environ["PAYROLL_WEBHOOK_SECRET"])
+    ```
+    """
+    problem = Signer(secret, tolerance).check(headers, _raw(body), time.time())
+    if problem is not None:
+        raise WebhookVerificationError(problem)
+
+
+def unwrap(
+    body: bytes,
+    headers: Mapping[str, str],
+    *,
+    secret: str | Sequence[str],
+    tolerance: float = 300.0,
+) -> WebhookEvent:
+    """One notification verified (as [`verify()`][payroll_async.events.verify]) and parsed.
+
+    Raises ``WebhookVerificationError`` for a bad signature or a ``webhook-id`` that is
+    not the body's ``eventId`` (answer 401), and ``InvalidArgumentError`` for a signed body
+    that is not a notification (answer 400: delivering it again cannot help).
+
+    ```pycon
+    >>> event = unwrap(request.get_data(), request.headers, secret="whsec_...")  # Flask
+    >>> event.event_type, event.event_id
+    ```
+    """
+    raw = _raw(body)
+    verify(raw, headers, secret=secret, tolerance=tolerance)
+    event = _parse(raw)
+    if header(headers, ID_HEADER) != event.event_id:
+        raise WebhookVerificationError(_ID_MISMATCH)
+    return event
+
+
+_ID_MISMATCH = "webhook-id differs from the body's eventId"
+
+
+@runtime_checkable
+class InboxLike(Protocol):
+    """Where ``EventRouter(inbox=...)`` stores verified notifications, to be handled later.
+
+    ``payroll_async.inbox.Inbox`` is one. ``accept`` commits the notification
+    durably before it returns: True if it was stored now, False if its ``event_id`` was
+    stored before (the sender is answered 200 either way). Raising answers the sender 503
+    with Retry-After, so that it delivers again: nothing is lost.
+    """
+
+    async def accept(self, event: WebhookEvent, body: bytes) -> bool:
+        """Store ``event`` (and ``body``, the bytes as sent) unless its id is stored."""
+        ...
+
+
 class EventRouter:
-    """Routes notifications to handlers by event type; an aiohttp handler and app.
+    """Routes notifications to handlers by event type; served by aiohttp, ASGI or any
+    framework through [`receive()`][payroll_async.events.EventRouter.receive].
 
     How notifications are authenticated, one of these being required:
 
-    - ``secret``: a ``whsec_...`` Standard Webhooks secret, or a list of them during a key
+    - ``secret``: a ``whsec_...`` Standard Webhooks secret (``v1``), a ``whpk_...``
+      Ed25519 public key (``v1a``, extra ``webhooks``), or a list mixing them during a key
       rotation. A notification must be signed with one of them, its ``webhook-timestamp``
       within ``tolerance`` seconds (300) of this machine's clock, and its ``webhook-id``
-      its ``eventId``; anything else gets 401 and runs nothing.
+      its ``eventId``; anything else gets 401 and runs nothing. A malformed key or an
+      unknown prefix raises ``InvalidArgumentError`` here, before anything is served.
     - ``verify``: a check of your own, ``verify(request, raw_body) -> bool`` (or an
-      awaitable, bounded by ``handler_timeout``); anything but ``True`` gets 401.
+      awaitable, bounded by ``handler_timeout``); anything but ``True`` gets 401. Under
+      aiohttp ``request`` is its ``web.Request``; under ``asgi()`` or ``receive()`` it is
+      an object with ``headers`` (case-insensitive) and ``remote``.
     - ``insecure=True``: no check at all (logged as a WARNING).
+
+    ``inbox``: where verified notifications are stored (an
+    [`InboxLike`][payroll_async.events.InboxLike], such as
+    ``payroll_async.inbox.Inbox``); then no handler runs inside the request, the
+    inbox's workers run them through [`dispatch()`][payroll_async.events.EventRouter.dispatch],
+    and the inbox is the deduplication (``dedupe=`` is refused with it).
 
     ``read_timeout``: seconds a sender has to send the body once its headers arrived (10);
     past it the connection is closed. ``clock``: the monotonic time of the dedupe window
@@ -156,6 +283,7 @@ class EventRouter:
         read_timeout: float = 10.0,
         clock: Clock = SYSTEM_CLOCK,
         dedupe: Dedupe | None = None,
+        inbox: InboxLike | None = None,
     ) -> None:
         if secret is None and verify is None and insecure is not True:
             raise InvalidArgumentError(
@@ -211,11 +339,23 @@ class EventRouter:
                     "dedupe_window, dedupe_max and dedupe_max_bytes configure the in-process "
                     "memory; with dedupe= configure the window on the dedupe store"
                 )
+        if inbox is not None:
+            if not isinstance(inbox, InboxLike):
+                raise InvalidArgumentError(
+                    f"inbox must have async accept(event, body), got {inbox!r}"
+                )
+            if dedupe is not None:
+                raise InvalidArgumentError(
+                    "inbox= is the deduplication (an event id stored once is handled once): "
+                    "leave out dedupe="
+                )
+        self._inbox = inbox
+        self._inbox_failing = False
         self._handler_timeout = handler_timeout
         self._handlers: dict[str | None, list[EventHandler]] = {}
         self._verify = verify
         self._local: LocalDedupe | None = None
-        if dedupe is None and dedupe_window > 0:
+        if dedupe is None and dedupe_window > 0 and inbox is None:
             dedupe = self._local = LocalDedupe(
                 window=dedupe_window,
                 max_ids=dedupe_max,
@@ -256,77 +396,153 @@ class EventRouter:
         return [*self._handlers.get(str(event_type), []), *self._handlers.get(None, [])]
 
     async def dispatch(self, event: WebhookEvent) -> None:
-        """Run the handlers of ``event`` (no deduplication: ``handle`` does that)."""
+        """Run the handlers of one already-verified ``event``, in order; raise what they raise.
+
+        No verification, deduplication or timeout:
+        [`receive()`][payroll_async.events.EventRouter.receive] does those. An inbox's
+        workers call this for each stored notification.
+        """
         for handler in self.handlers_for(event.event_type):
             await handler(event)
+
+    async def receive(
+        self, body: bytes, headers: Mapping[str, str], *, remote: str | None = None
+    ) -> Reply:
+        """The router's whole answer to one delivery, in any framework.
+
+        ``body``: the raw bytes as received; ``headers``: any mapping, looked up
+        case-insensitively; ``remote``: the sender's address, for the log. Verification,
+        parsing, deduplication or the inbox, the handlers, and the answers table of the
+        webhooks guide, with its bounds (body size, header count, JSON nesting); the read
+        time is the server's to bound (``app()`` and ``asgi()`` do).
+
+        ```pycon
+        >>> reply = await router.receive(await request.body(), request.headers)
+        >>> Response(reply.body, status_code=reply.status, headers=reply.headers)
+        ```
+        """
+        return await self._receive(_raw(body), headers, remote, None)
+
+    async def _receive(
+        self, body: bytes, headers: Mapping[str, str], remote: str | None, request: Any
+    ) -> Reply:
+        """``receive()``; ``request`` is what the verify hook gets (aiohttp's, or None)."""
+        if header_count(headers) > MAX_HEADERS:
+            logger.warning(
+                "rejected a notification from %s: more than %d headers", remote, MAX_HEADERS
+            )
+            return answer({"error": "too many headers"}, 431)
+        if len(body) > MAX_BODY:
+            logger.warning("rejected a notification from %s: over %d bytes", remote, MAX_BODY)
+            return answer({"error": f"the body is over {MAX_BODY:,} bytes"}, 413)
+        if self._signer is not None:
+            problem = self._signer.check(headers, body, time.time())
+            if problem is not None:
+                return _unverified(remote, problem)
+        if self._verify is not None:
+            if request is None:
+                request = Delivered(CIMultiDictProxy(CIMultiDict(headers)), remote)
+            verdict = await run_verify(self._verify, request, body, self._handler_timeout)
+            if verdict is None:
+                return answer({"error": "verification timed out"}, 503)
+            if not verdict:
+                return _unverified(remote, "the verify hook refused it")
+        try:
+            event = _parse(body)
+        except InvalidArgumentError as exc:
+            logger.warning("rejected a notification: %s", exc)
+            return answer({"error": f"bad notification: {exc}"}, 400)
+        if self._signer is not None and header(headers, ID_HEADER) != event.event_id:
+            return _unverified(remote, _ID_MISMATCH)
+        if self._inbox is not None:
+            return await self._store(self._inbox, event, body)
+        return await self._handling.answer(event)
+
+    async def _store(self, inbox: InboxLike, event: WebhookEvent, body: bytes) -> Reply:
+        """Store a verified notification in the inbox; 200, or 503 if it cannot be stored."""
+        try:
+            stored = await asyncio.wait_for(inbox.accept(event, body), self._handler_timeout)
+        except Exception as exc:
+            if not self._inbox_failing:  # once per outage, with no message: it may hold a URL
+                self._inbox_failing = True
+                logger.error(
+                    "the inbox could not store notification %s (%s): answering 503 with "
+                    "Retry-After until it can",
+                    event.event_id,
+                    type(exc).__name__,
+                )
+            return answer(
+                {"error": "the inbox cannot store notifications"}, 503, Retry_After=_RETRY_AFTER
+            )
+        if self._inbox_failing:
+            self._inbox_failing = False
+            logger.info("the inbox stores notifications again")
+        if not stored:
+            logger.info(
+                "notification %s (%s) already stored: acknowledged",
+                event.event_id,
+                event.event_type,
+            )
+            return answer({"status": "duplicate"})
+        return answer({"status": "stored"})
 
     def app(self, path: str = "/") -> web.Application:
         """An aiohttp application that answers POST ``path`` with
         [`handle()`][payroll_async.events.EventRouter.handle].
 
         Whatever server runs it, a request's headers must arrive within ``read_timeout``
-        (aiohttp's ``keepalive_timeout``, set here), as its body must after them.
+        (aiohttp's ``keepalive_timeout``, set here), as its body must after them; a body
+        over 1 MiB gets 413.
         """
-        application = web.Application(handler_args={"keepalive_timeout": self._read_timeout})
+        application = web.Application(
+            client_max_size=MAX_BODY, handler_args={"keepalive_timeout": self._read_timeout}
+        )
         application.router.add_post(path, self.handle)
         return application
 
+    def asgi(self, path: str = "/") -> ASGIReceiver:
+        """An ASGI 3 application that answers POST ``path`` with
+        [`receive()`][payroll_async.events.EventRouter.receive]: for uvicorn, or mounted in
+        FastAPI or Starlette (``app.mount("/payroll", router.asgi(path="/hooks"))``).
+
+        The body must arrive within ``read_timeout`` (else 408 and the connection is
+        closed) and be at most 1 MiB (413); more than 100 headers get 431. The time a
+        request's headers take is the server's to bound (uvicorn does not: see the
+        webhooks guide).
+        """
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise InvalidArgumentError(f"path must start with '/', got {path!r}")
+        return ASGIReceiver(self._receive, path, self._read_timeout)
+
     async def handle(self, request: web.Request) -> web.Response:
-        """The aiohttp handler: read, verify, parse, deduplicate, dispatch, answer.
+        """The aiohttp handler: read the body within ``read_timeout``, then
+        [`receive()`][payroll_async.events.EventRouter.receive] it.
 
         Verification comes first: a request that fails it never reaches the parser, the
-        dedupe memory or a handler.
+        dedupe memory, the inbox or a handler.
         """
-        body = await self._read(request)
+        body = await read_aiohttp(request, self._read_timeout)
         if body is None:
             return web.json_response({"error": "the body did not arrive in time"}, status=408)
-        if self._signer is not None:
-            problem = self._signer.check(request.headers, body, time.time())
-            if problem is not None:
-                return unverified(request, problem)
-        if self._verify is not None:
-            verdict = await run_verify(self._verify, request, body, self._handler_timeout)
-            if verdict is None:
-                return web.json_response({"error": "verification timed out"}, status=503)
-            if not verdict:
-                return unverified(request, "the verify hook refused it")
-        try:
-            document = loads(body)
-            if _too_deep(document, MAX_DEPTH):
-                raise InvalidArgumentError(f"the body is nested more than {MAX_DEPTH} levels")
-            event = from_dict(WebhookEvent, document)
-        except ValueError as exc:
-            logger.warning("rejected a notification: %s", exc)
-            return web.json_response({"error": f"bad notification: {exc}"}, status=400)
-        if self._signer is not None and request.headers.get(ID_HEADER) != event.event_id:
-            return unverified(request, "webhook-id differs from the body's eventId")
-        return await self._handling.answer(event)
-
-    async def _read(self, request: web.Request) -> bytes | None:
-        """The body, or None if it did not arrive within ``read_timeout`` (then closed)."""
-        try:
-            return await asyncio.wait_for(request.read(), self._read_timeout)
-        except asyncio.TimeoutError:
-            logger.warning(
-                "a sender at %s took more than %gs to send a notification: connection closed",
-                request.remote,
-                self._read_timeout,
-            )
-        except (aiohttp.ClientPayloadError, ConnectionError) as exc:
-            # the sender hung up mid-body: one line, no traceback (it is not our failure)
-            logger.info(
-                "a sender at %s hung up before its notification arrived (%s)",
-                request.remote,
-                type(exc).__name__,
-            )
-        if request.transport is not None:
-            request.transport.close()
-        return None
+        return to_aiohttp(await self._receive(body, request.headers, request.remote, request))
 
     @property
     def dedupe_memory(self) -> int:
         """Approximate bytes held by the event ids remembered in this process."""
         return 0 if self._local is None else self._local.memory
+
+
+_RETRY_AFTER = "5"  # seconds: an inbox that failed is asked again then
+
+
+def _unverified(remote: str | None, why: str) -> Reply:
+    """The 401 of a notification that failed verification, and its one log line."""
+    logger.warning(
+        "rejected a notification from %s that failed verification: %s",
+        remote or "an unknown address",
+        why,
+    )
+    return answer({"error": "verification failed"}, 401)
 
 
 def _number(value: object) -> bool:
