@@ -32,8 +32,8 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from payroll_async.events._signature import Signer
 from payroll_async.events import sign, verify
+from payroll_async.events._signature import Signer
 
 TARGET_US = 50.0
 TARGET_V1A_US = 100.0

@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from payroll_async import EventType, InvalidArgumentError, PayrollClient, PayrollError
-from payroll_async.events._signature import Signer
 from payroll_async.emulator import Emulator, _delivery
 from payroll_async.events import (
     EventRouter,
@@ -36,6 +35,7 @@ from payroll_async.events import (
     unwrap,
     verify,
 )
+from payroll_async.events._signature import Signer
 from tests.conftest import Serve
 from tests.hostile.conftest import assert_secret_free
 

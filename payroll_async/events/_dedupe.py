@@ -16,8 +16,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 from .._core._clock import Clock
 from .._core._exceptions import CoordinationError
-from ._receive import Reply, answer
 from ..models import WebhookEvent
+from ._receive import Reply, answer
 
 __all__ = ["Claim", "Dedupe", "Handling", "LocalDedupe"]
 
