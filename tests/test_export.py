@@ -84,10 +84,14 @@ async def test_a_checkpoint_of_another_listing_is_never_resumed(
     async with PayrollClient(emu.base_url, emu.token) as client:
         with pytest.raises(Stop):
             await export_to_file(client.payroll_connections.list(), target, on_page=crash)
-        with pytest.raises(ExportError, match="belongs to another export"):
+        with pytest.raises(ExportError, match="belongs to another export") as other:
             await export_to_file(client.employer_identifiers.list(), target)
-        with pytest.raises(ExportError, match="interrupted export"):
+        with pytest.raises(ExportError, match="interrupted export") as interrupted:
             await export_to_file(client.payroll_connections.list(), target, resume=False)
+    # The library speaks its own words (the command maps them to its options).
+    for error in (other.value, interrupted.value):
+        assert "resume=True" in str(error)
+        assert "--" not in str(error)
 
 
 async def test_bad_arguments_are_typed_errors_before_any_request(tmp_path: Path) -> None:
@@ -97,8 +101,9 @@ async def test_bad_arguments_are_typed_errors_before_any_request(tmp_path: Path)
             await export_to_file(listing, tmp_path / "x", format="xml")
         with pytest.raises(ExportError, match="AsyncPaginator"):
             await export_to_file([], tmp_path / "x")  # type: ignore[arg-type]
-        with pytest.raises(ExportError, match="directory"):
+        with pytest.raises(ExportError, match="directory") as directory:
             await export_to_file(listing, tmp_path)
+        assert "-o" not in str(directory.value)
 
 
 async def test_a_stream_gets_the_items_straight(emu: Emulator) -> None:

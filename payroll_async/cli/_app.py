@@ -194,7 +194,7 @@ def execute(
         if settings.verbose:
             stderr.print_exception()
         message = str(exc)
-        if isinstance(exc, InvalidArgumentError):
+        if isinstance(exc, (InvalidArgumentError, ExportError)):
             message = in_cli_terms(message)
         if isinstance(exc, ReplaceIncompleteError):
             message += f" (new subscription: {exc.new_subscription.webhook_subscription_id})"

@@ -116,10 +116,15 @@ _CLI_NAMES = {
     "rate": "--rate",
 }
 _SDK_NAME = re.compile(rf"\b({'|'.join(_CLI_NAMES)})\b(?= must| is| needs|:|\[)")
+# The library's keyword arguments that its messages suggest, as the command's flags.
+_CLI_FLAGS = {"resume=True": "--resume", "wait=True": "--wait"}
+_SDK_FLAG = re.compile("|".join(re.escape(flag) for flag in _CLI_FLAGS))
 
 
 def in_cli_terms(message: str) -> str:
-    """An SDK message about bad input with its parameter names as the command's options."""
+    """A library message in the command's words: its parameter names and the keyword
+    arguments it suggests as the command's options."""
+    message = _SDK_FLAG.sub(lambda m: _CLI_FLAGS[m[0]], message)
     return _SDK_NAME.sub(lambda m: _CLI_NAMES[m[1]], message)
 
 

@@ -15,7 +15,7 @@ from payroll_async._core._env import MIRROR_URL
 
 from ._app import Settings, run
 from ._collections import COLLECTIONS
-from ._errors import BadInput, stderr
+from ._errors import BadInput, in_cli_terms, stderr
 from ._progress import progress_bar, show_progress
 
 __all__ = ["mirror"]
@@ -135,7 +135,7 @@ def mirror(
                     concurrency=concurrency,
                 )
         except (MirrorBusyError, MirrorURLError) as exc:
-            raise BadInput(str(exc)) from None
+            raise BadInput(in_cli_terms(str(exc))) from None
         finally:
             if out is not None:
                 out.close()

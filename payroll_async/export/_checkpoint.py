@@ -84,7 +84,7 @@ class OutputLockedError(ExportError):
 class OutputWriteError(ExportError):
     """Writing the output failed (a full disk, a quota); what was saved can be resumed.
 
-    The next export of the same listing to the same file (``--resume``) continues from
+    The next export of the same listing to the same file (``resume=True``) continues from
     what was saved.
     """
 

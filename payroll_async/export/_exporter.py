@@ -161,13 +161,13 @@ class Exporter:
         if not resume:
             raise ExportError(
                 f"{target} has an interrupted export ({state.items:,} items, see {path}): "
-                f"pass --resume to continue it, or delete {path} and the partial file "
+                f"pass resume=True to continue it, or delete {path} and the partial file "
                 f"beside it to start over"
             )
         if state.job != self.job:
             raise ResumeMismatchError(
                 f"{path} belongs to another export ({_describe_job(state.job)}), not this "
-                f"one ({_describe_job(self.job)}); run that export with --resume, or "
+                f"one ({_describe_job(self.job)}); run that export with resume=True, or "
                 f"delete {path} and the partial file beside it to start over"
             )
         reason = state.service.mismatch(self.base_url, self.token)
@@ -218,7 +218,7 @@ class Exporter:
         """After a failure or an interruption: checkpoint what is complete, close.
 
         A run that wrote no item at all leaves nothing behind, so the next run starts
-        afresh without --resume.
+        afresh without resume=True.
         """
         if target is None:
             return

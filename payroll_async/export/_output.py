@@ -44,7 +44,7 @@ def open_target(output: str) -> tuple[Path | None, IO[bytes] | None]:
     is opened and written directly; a symlink to a regular file is resolved to that file.
     """
     if output == "":
-        raise ExportError("-o needs a file name (or - for standard output)")
+        raise ExportError("an export needs a file name (or - for standard output)")
     if output == "-":
         return None, None
     path = Path(output)
@@ -68,7 +68,7 @@ def open_target(output: str) -> tuple[Path | None, IO[bytes] | None]:
         if stat.S_ISREG(info.st_mode):
             return Path(os.path.realpath(path)), None
     if stat.S_ISDIR(info.st_mode):
-        raise ExportError(f"{path} is a directory; -o takes a file")
+        raise ExportError(f"{path} is a directory; an export is written to a file")
     if stat.S_ISREG(info.st_mode):
         return path, None
     return None, _open_stream(path)  # FIFO, device, socket: streamed, nothing beside it
@@ -143,7 +143,7 @@ def lock_output(target: Path) -> tuple[int, Path]:
             who = f" (process {holder})" if holder.isdigit() else ""
             raise OutputLockedError(
                 f"another export{who} is writing to {target}; wait for it to finish, "
-                f"or stop it and run this one with --resume"
+                f"or stop it and run this one with resume=True"
             ) from None
         try:
             now = os.lstat(path)

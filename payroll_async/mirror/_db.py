@@ -249,7 +249,7 @@ def _try_lock(key: int) -> Any:
 
 
 def _busy(message: str) -> NoReturn:
-    raise MirrorBusyError(f"{message}; try again later, or wait for it (--wait)")
+    raise MirrorBusyError(f"{message}; try again later, or wait for it (wait=True)")
 
 
 def open_database(url: str) -> Database:
