@@ -103,7 +103,7 @@ async def test_bad_arguments_are_typed_errors_before_any_request(tmp_path: Path)
             await export_to_file([], tmp_path / "x")  # type: ignore[arg-type]
         with pytest.raises(ExportError, match="directory") as directory:
             await export_to_file(listing, tmp_path)
-        assert "-o" not in str(directory.value)
+        assert "-o " not in str(directory.value)
 
 
 async def test_a_stream_gets_the_items_straight(emu: Emulator) -> None:
