@@ -14,8 +14,6 @@ Payroll data is written as payroll data:
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import os
 import re
 import stat
@@ -24,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from .._core._lockfile import open_lock_file, try_lock
 from ._checkpoint import (
     CheckpointError,
     ExportError,
@@ -119,27 +118,16 @@ def lock_output(target: Path) -> tuple[int, Path]:
     """
     path = target.with_name(target.name + ".lock")
     for _ in range(5):
-        try:
-            fd = os.open(
-                path,
-                os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                0o600,
-            )
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise ExportError(f"{path} is a symbolic link; delete it to go on") from None
-            raise ExportError(f"cannot lock {target}: {path}: {exc.strerror or exc}") from None
+        fd = open_lock_file(path, ExportError)
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            os.close(fd)
-            raise ExportError(f"{path} is not a regular file; delete it to go on")
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked = try_lock(fd)
         except OSError as exc:
+            os.close(fd)
+            raise ExportError(f"cannot lock {target}: {exc.strerror or exc}") from None
+        if not locked:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
             os.close(fd)
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise ExportError(f"cannot lock {target}: {exc.strerror or exc}") from None
             who = f" (process {holder})" if holder.isdigit() else ""
             raise OutputLockedError(
                 f"another export{who} is writing to {target}; wait for it to finish, "

@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import datetime
 import errno
-import fcntl
 import hashlib
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -30,6 +29,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from .._core._lockfile import open_lock_file, try_lock
 from ._errors import MirrorBusyError, MirrorError, MirrorURLError
 from ._schema import METADATA, SCHEMA, SCHEMA_VERSION
 
@@ -198,19 +198,17 @@ class Database:
     ) -> AsyncIterator[None]:
         assert self.path is not None
         lock_path = self.path.with_name(f"{self.path.name}.mirror-{name}.lock")
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise MirrorError(f"cannot open the lock file {lock_path}: {exc.strerror}") from None
+        fd = open_lock_file(lock_path, MirrorError)
         try:
             waited = False
             while True:
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if not wait:
-                        _busy(busy)
+                    if try_lock(fd):
+                        break
+                except OSError as exc:
+                    raise MirrorError(f"cannot lock {lock_path}: {exc.strerror}") from None
+                if not wait:
+                    _busy(busy)
                 if not waited:
                     on_wait(f"{busy}; waiting for it to finish")
                     waited = True
