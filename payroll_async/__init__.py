@@ -33,7 +33,7 @@ from ._exceptions import (
     ServerError,
 )
 from ._gate import Gate, LocalGate
-from ._types import NOT_GIVEN, NotGiven
+from ._types import NOT_GIVEN, NotGiven, SortLike
 from ._version import __version__
 from .models import (
     EmployerIdentifier,
@@ -49,6 +49,7 @@ if _TYPE_CHECKING:
     from ._auth import TokenProvider
     from ._client import ClientState, PayrollClient
     from ._converter import from_dict, to_dict, to_json
+    from ._options import CallOptions, ListOptions
     from ._pagination import AsyncPaginator, Page
     from ._raw import RawResponse
     from ._retry import RetryPolicy
@@ -57,7 +58,9 @@ if _TYPE_CHECKING:
 # that `payroll_async.emulator` and `payroll_async.events` do not load the transport.
 _LAZY = {
     "AsyncPaginator": "._pagination",
+    "CallOptions": "._options",
     "ClientState": "._client",
+    "ListOptions": "._options",
     "Page": "._pagination",
     "PayrollClient": "._client",
     "RawResponse": "._raw",
@@ -93,6 +96,7 @@ __all__ = [
     "AsyncPaginator",
     "AuthenticationError",
     "BadRequestError",
+    "CallOptions",
     "ClientClosedError",
     "ClientState",
     "Clock",
@@ -103,6 +107,7 @@ __all__ = [
     "InvalidArgumentError",
     "InviteSession",
     "ListMeta",
+    "ListOptions",
     "LocalGate",
     "NOT_GIVEN",
     "NotFoundError",
@@ -119,6 +124,7 @@ __all__ = [
     "ResponseDecodeError",
     "RetryPolicy",
     "ServerError",
+    "SortLike",
     "TokenProvider",
     "UpdateGroup",
     "WebhookSubscription",

@@ -21,6 +21,7 @@ from ._transport import DEFAULT_HEADERS, Transport
 from ._types import NOT_GIVEN, NotGiven, TimeoutLike, given
 from .resources import EmployerIdentifiers, PayrollConnections, Webhooks
 from .resources._base import Binding
+from .resources._generic import Generic, GenericCalls
 
 __all__ = ["ClientState", "PayrollClient"]
 
@@ -46,7 +47,7 @@ class ClientState(enum.Enum):
     """Closed: every call raises ClientClosedError."""
 
 
-class PayrollClient:
+class PayrollClient(GenericCalls):
     """The async client of the Payroll Onboarding and Webhook Service.
 
     ```pycon
@@ -148,6 +149,7 @@ class PayrollClient:
         self.webhooks = Webhooks(binding)
         self.employer_identifiers = EmployerIdentifiers(binding)
         self.payroll_connections = PayrollConnections(binding)
+        self._generic = Generic(binding)
 
     @classmethod
     def demo(cls, token: str | TokenProvider | None = None, **kwargs: object) -> PayrollClient:
