@@ -83,7 +83,10 @@ class Generic(Resource):
         if model is not dict and not (isinstance(model, type) and attrs.has(model)):
             raise InvalidArgumentError(f"model must be an attrs class or dict, got {model!r}")
         query = check.check_query(params, "params", check.WALK_PARAMS)
-        url = self._url(path, query.keys())
+        extra = check.check_extra_query(keywords.get("extra_query"))
+        url = self._url(
+            path, query.keys() | extra.keys() | self._binding.options.extra_query.keys()
+        )
         walked = sorted(k for k in url.query if k.lower() in check.WALK_PARAMS)
         if walked:
             raise InvalidArgumentError(
