@@ -306,6 +306,7 @@ class Dataset:
     # -- payroll platforms (ASSUMED: the document does not show this operation group) ----
 
     def payroll_platform(self, k: int) -> dict[str, Any]:
+        """Platform ``k`` of seven, as ``GET /v1/payroll-platforms`` shows it."""
         return {
             "id": derived_uuid(self.seed, "pp", k),
             "name": _PLATFORM_NAMES[k],
@@ -313,6 +314,7 @@ class Dataset:
         }
 
     def platform_index(self, platform_id: str) -> int | None:
+        """The index of the platform with this id, or None."""
         for k in range(_PLATFORMS):
             if derived_uuid(self.seed, "pp", k) == platform_id:
                 return k

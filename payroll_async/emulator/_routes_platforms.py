@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from .._assumed import PAYROLL_PLATFORMS_PATH
 from ._http import ApiError, json_response, path_uuid
 from ._listing import collection_page
 from ._state import STATE
@@ -19,12 +20,12 @@ __all__ = ["routes"]
 routes = web.RouteTableDef()
 
 
-@routes.get("/v1/payroll-platforms")
+@routes.get(PAYROLL_PLATFORMS_PATH)
 async def list_platforms(request: web.Request) -> web.Response:
     return collection_page(request, request.app[STATE].data.payroll_platforms)
 
 
-@routes.get("/v1/payroll-platforms/{platform}")
+@routes.get(PAYROLL_PLATFORMS_PATH + "/{platform}")
 async def get_platform(request: web.Request) -> web.Response:
     platform_id = path_uuid(request, "platform", "payroll_platform")
     data = request.app[STATE].data
