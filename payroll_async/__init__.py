@@ -33,7 +33,7 @@ from ._exceptions import (
     ServerError,
 )
 from ._gate import Gate, LocalGate
-from ._types import NOT_GIVEN, NotGiven, SortLike
+from ._types import NOT_GIVEN, NotGiven, QueryLike, SortLike
 from ._version import __version__
 from .models import (
     EmployerIdentifier,
@@ -118,6 +118,7 @@ __all__ = [
     "PayrollConnection",
     "PayrollError",
     "PermissionDeniedError",
+    "QueryLike",
     "RateLimitError",
     "RawResponse",
     "ReplaceIncompleteError",

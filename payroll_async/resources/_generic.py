@@ -25,14 +25,12 @@ from .._exceptions import InvalidArgumentError
 from .._options import CallOptions, ListOptions, Unpack, parse
 from .._pagination import AsyncPaginator
 from .._raw import RawResponse, call_raw
+from .._types import QueryLike
 from ._base import Resource
 
-__all__ = ["METHODS", "ClientWithRawResponse", "Generic", "GenericCalls", "QueryLike"]
+__all__ = ["METHODS", "ClientWithRawResponse", "Generic", "GenericCalls"]
 
 T = TypeVar("T")
-
-QueryLike = Mapping[str, "str | int | float | bool"]
-"""Query parameters of a generic call: names to strings, numbers or booleans."""
 
 METHODS: Final = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
 """What ``client.request()`` sends. GET and DELETE are repeated after a lost answer; the
