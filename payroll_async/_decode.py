@@ -90,7 +90,7 @@ CASTS: Final = (dict, list, str, bytes, None)
 
 def check_cast(cast_to: object, name: str = "cast_to") -> Any:
     """``cast_to`` if a generic call can give it (InvalidArgumentError before any request)."""
-    if cast_to in CASTS or (isinstance(cast_to, type) and attrs.has(cast_to)):
+    if any(cast_to is cast for cast in CASTS) or (isinstance(cast_to, type) and attrs.has(cast_to)):
         return cast_to
     raise InvalidArgumentError(
         f"{name} must be an attrs class, dict, list, str, bytes or None, got {cast_to!r}"
@@ -205,6 +205,7 @@ class RawPageDecoder(Generic[T]):
     def __init__(self, model: type[T]) -> None:
         self._models = PageDecoder(model)
         self._fast = _fast(model)
+        self._plain = model is dict  # a listing of dict (get_api_list): items as they came
 
     def decode(self, response: Response) -> tuple[list[Any], ListMeta]:
         fast = self._fast
@@ -215,5 +216,6 @@ class RawPageDecoder(Generic[T]):
         items, meta = self._models.decode_slow(response)  # the errors, as for models
         raw = None if fast is None else fast.raw_items(response.body)
         if raw is None or len(raw) != len(items):
-            raw = [dumps(to_dict(item)) for item in items]
+            encode = dumps if self._plain else lambda item: dumps(to_dict(item))
+            raw = [encode(item) for item in items]
         return raw, meta

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import uuid
 from typing import Any
 
@@ -259,3 +260,23 @@ async def test_the_emulators_payroll_platforms(start_emulator: Any) -> None:
             await client.get_api_list("/v1/payroll-platforms", model=PayrollConnection).collect()
         with pytest.raises(InvalidArgumentError):
             client.get_api_list("/v1/payroll-platforms", model=Platform, page_size=0)
+
+
+async def test_a_generic_listing_exports_as_the_built_in_ones(
+    start_emulator: Any, tmp_path: Any
+) -> None:
+    from payroll_async.export import ExportError, export_to_file
+
+    emu: Emulator = await start_emulator(seed=3)
+    async with PayrollClient(emu.base_url, emu.token, page_size=3) as client:
+        as_dicts = client.get_api_list("/v1/payroll-platforms", model=dict)
+        result = await export_to_file(as_dicts, tmp_path / "p.jsonl")
+        lines = (tmp_path / "p.jsonl").read_text().splitlines()
+        assert result.items == len(lines) == 7
+        assert ids([json.loads(line) for line in lines]) == ids(await as_dicts.collect())
+        typed = client.get_api_list("/v1/payroll-platforms", model=Platform)
+        assert (await export_to_file(typed, tmp_path / "p.csv", format="csv")).items == 7
+        assert (tmp_path / "p.csv").read_text().splitlines()[0] == "id,name,createdAt"
+        with pytest.raises(ExportError, match="CSV"):
+            await export_to_file(as_dicts, tmp_path / "d.csv", format="csv")
+    assert not (tmp_path / "d.csv").exists()
