@@ -59,6 +59,11 @@ class PayrollClient(GenericCalls):
     Use the client from one event loop, and close it (``async with`` or
     ``await client.close()``).
 
+    An operation this SDK does not wrap is one call away, with the same token, retries,
+    gate and typed errors: ``await client.get(path, cast_to=...)`` (and ``post``, ``put``,
+    ``patch``, ``delete``, ``request``), and ``client.get_api_list(path, model=...)`` for
+    a listing.
+
     Args:
         base_url: The service's root URL; ``PAYROLL_BASE_URL`` when left out. Plain
             ``http://`` is refused except for loopback hosts.
