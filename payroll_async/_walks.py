@@ -88,41 +88,52 @@ class Page(Generic[T]):
         return page
 
 
-@attrs.frozen(slots=True)
 class _Turn:
-    """What a page needs to know to ask for the one after it, as the walks would."""
+    """What a page needs to know to ask for the one after it, as the walks would.
 
-    listing: Listing[Any]
-    url: URL
-    """The URL the page was answered from, its query included."""
-    offset: int | None
-    """Where the page starts in the listing: the request's offset, else ``meta.offset``."""
-    limit: int | None
-    """The page size asked for (None: the service's own)."""
-    next_link: URL | None
-    linked: bool
-    """The answer had a Link header: only its ``rel="next"`` says there is more."""
-    end: int | None
-    """The offset at which the listing's ``max_items`` ends it."""
+    Kept as the answer left it (the URL answered, its links) and read only when asked:
+    a walk's pages pay nothing for it.
+    """
+
+    __slots__ = ("end", "links", "listing", "url")
+
+    def __init__(
+        self, listing: Listing[Any], url: URL, links: Mapping[str, URL], end: int | None
+    ) -> None:
+        self.listing = listing
+        self.url = url
+        """The URL the page was answered from, its query included."""
+        self.links = links
+        self.end = end
+        """The offset at which the listing's ``max_items`` ends it."""
+
+    def offset(self, meta: ListMeta) -> int | None:
+        """Where the page starts in the listing: the request's offset, else ``meta.offset``."""
+        offset = _number(self.url.query.get("offset"))
+        if offset is None and type(meta.offset) is int:
+            return meta.offset
+        return offset
 
     def following(self, page: Page[Any]) -> URL | tuple[int, int | None] | None:
         """The next page's link, or its (offset, limit); None when there is none."""
         got = len(page.items)
         if not got:
             return None
-        after = None if self.offset is None else self.offset + got
-        if self.end is not None and after is not None and after >= self.end:
+        offset = self.offset(page.meta)
+        after = None if offset is None else offset + got
+        end = self.end
+        if end is not None and after is not None and after >= end:
             return None
-        if self.linked:
-            return self.next_link
+        if self.links:  # with Link headers, only rel="next" says there is more
+            return self.links.get("next")
         if after is None:
             return None
         total = trusted(page.meta.total_count, after)
         if total is not None and after >= total:
             return None
-        limit = self.limit
-        if self.end is not None and limit is not None:
-            limit = min(limit, self.end - after)
+        limit = _number(self.url.query.get("limit"))  # None: the service's own page size
+        if end is not None and limit is not None:
+            limit = min(limit, end - after)
         return after, limit
 
 
@@ -175,8 +186,8 @@ class Listing(Generic[T]):
         """One page; with ``end``, its items past that offset left out (``max_items``)."""
         response = await download(self.sender, url, self.options, params, self.span)
         page = self.parse(response)
-        if end is not None:
-            offset = page._turn.offset if page._turn is not None else None
+        if end is not None and page._turn is not None:
+            offset = page._turn.offset(page.meta)
             if offset is not None and offset + len(page.items) > end:
                 page = with_items(page, page.items[: max(0, end - offset)])
         return page, response
@@ -187,20 +198,7 @@ class Listing(Generic[T]):
             raise PaginationError(f"the Link header of {response.url} {response.link_error}")
         links = {rel: str(url) for rel, url in response.links.items()} if response.links else {}
         page = Page(items=items, meta=meta, links=links, headers=response.headers)
-        query = response.url.query
-        offset = _number(query.get("offset"))
-        if offset is None:
-            offset = meta.offset if type(meta.offset) is int else None
-        turn = _Turn(
-            listing=self,
-            url=response.url,
-            offset=offset,
-            limit=_number(query.get("limit")),
-            next_link=response.links.get("next"),
-            linked=bool(response.links),
-            end=self.end,
-        )
-        object.__setattr__(page, "_turn", turn)
+        object.__setattr__(page, "_turn", _Turn(self, response.url, response.links, self.end))
         return page
 
 
