@@ -39,7 +39,7 @@ async def sdk(base: str, concurrency: int) -> int:
 
 async def sdk_no_otel(base: str, concurrency: int) -> int:
     """The SDK with its OpenTelemetry hooks switched off, as without opentelemetry-api."""
-    from payroll_async import _otel
+    from payroll_async._http import _otel
 
     _otel.ENABLED = False
     return await sdk(base, concurrency)
@@ -144,8 +144,8 @@ CLIENTS: dict[str, Callable[[str, int], Any]] = {
 # Imported before the clock starts: start-up is not what is measured.
 IMPORTS = {
     # The package loads its client lazily: load what a walk uses, as the others' imports do.
-    "sdk": ["payroll_async", "payroll_async._client", "payroll_async._decode"],
-    "sdk_no_otel": ["payroll_async", "payroll_async._client", "payroll_async._decode"],
+    "sdk": ["payroll_async", "payroll_async._client", "payroll_async._paging._decode"],
+    "sdk_no_otel": ["payroll_async", "payroll_async._client", "payroll_async._paging._decode"],
     "floor": ["aiohttp", "orjson"],
     "hand_sequential": ["aiohttp", "json"],
     "httpx_sequential": ["httpx"],

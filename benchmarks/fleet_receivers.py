@@ -43,7 +43,7 @@ import aiohttp
 from _util import HERE, ROOT, machine, report_targets, table
 from fleet import start_redis
 
-from payroll_async._signature import sign
+from payroll_async.events._signature import sign
 
 SECRET = "whsec_" + "YmVuY2htYXJrLXNlY3JldC1mb3ItdGhlLWZsZWV0"
 

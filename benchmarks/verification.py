@@ -28,8 +28,8 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from payroll_async._signature import Signer
 from payroll_async.events import sign
+from payroll_async.events._signature import Signer
 
 TARGET_US = 50.0
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

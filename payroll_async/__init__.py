@@ -12,9 +12,9 @@ import importlib as _importlib
 import logging as _logging
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from . import _env
-from ._clock import Clock
-from ._exceptions import (
+from ._core import _env
+from ._core._clock import Clock
+from ._core._exceptions import (
     APIConnectionError,
     APIStatusError,
     APITimeoutError,
@@ -32,9 +32,9 @@ from ._exceptions import (
     ResponseDecodeError,
     ServerError,
 )
-from ._gate import Gate, LocalGate
-from ._types import NOT_GIVEN, NotGiven, QueryLike, SortLike
-from ._version import __version__
+from ._core._types import NOT_GIVEN, NotGiven, QueryLike, SortLike
+from ._core._version import __version__
+from ._http._gate import Gate, LocalGate
 from .models import (
     EmployerIdentifier,
     EventType,
@@ -46,29 +46,29 @@ from .models import (
 )
 
 if _TYPE_CHECKING:
-    from ._auth import TokenProvider
     from ._client import ClientState, PayrollClient
-    from ._converter import from_dict, to_dict, to_json
-    from ._options import CallOptions, ListOptions
-    from ._pagination import AsyncPaginator, Page
-    from ._raw import RawResponse
-    from ._retry import RetryPolicy
+    from ._core._converter import from_dict, to_dict, to_json
+    from ._http._auth import TokenProvider
+    from ._http._options import CallOptions, ListOptions
+    from ._http._raw import RawResponse
+    from ._http._retry import RetryPolicy
+    from ._paging._pagination import AsyncPaginator, Page
 
 # The client and what it needs (aiohttp sessions, tenacity, cattrs) load on first use, so
 # that `payroll_async.emulator` and `payroll_async.events` do not load the transport.
 _LAZY = {
-    "AsyncPaginator": "._pagination",
-    "CallOptions": "._options",
+    "AsyncPaginator": "._paging._pagination",
+    "CallOptions": "._http._options",
     "ClientState": "._client",
-    "ListOptions": "._options",
-    "Page": "._pagination",
+    "ListOptions": "._http._options",
+    "Page": "._paging._pagination",
     "PayrollClient": "._client",
-    "RawResponse": "._raw",
-    "RetryPolicy": "._retry",
-    "TokenProvider": "._auth",
-    "from_dict": "._converter",
-    "to_dict": "._converter",
-    "to_json": "._converter",
+    "RawResponse": "._http._raw",
+    "RetryPolicy": "._http._retry",
+    "TokenProvider": "._http._auth",
+    "from_dict": "._core._converter",
+    "to_dict": "._core._converter",
+    "to_json": "._core._converter",
 }
 
 

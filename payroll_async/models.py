@@ -1,7 +1,7 @@
 """The service's resources as frozen attrs classes.
 
 Attribute names are snake_case; the service's camelCase names and the JSON rules live in
-the private converter (``payroll_async._converter``), not here.
+the private converter (``payroll_async._core._converter``), not here.
 """
 
 from __future__ import annotations

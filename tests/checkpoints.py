@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from payroll_async._checkpoint import Checkpoint, Service, write_checkpoint
+from payroll_async.export._checkpoint import Checkpoint, Service, write_checkpoint
 
 JOB = {"collection": "payroll-connections", "format": "jsonl", "sort": None, "employer": None}
 

@@ -12,7 +12,7 @@ from aiohttp import web
 from aioresponses import aioresponses
 
 from payroll_async import PayrollClient
-from payroll_async._clock import Clock
+from payroll_async._core._clock import Clock
 from payroll_async.emulator import Emulator
 
 BASE = "https://api.example.test"

@@ -19,7 +19,7 @@ from payroll_async import (
     to_dict,
     to_json,
 )
-from payroll_async._converter import converter, parse_datetime, parse_uuid
+from payroll_async._core._converter import converter, parse_datetime, parse_uuid
 from payroll_async.events import WebhookEvent
 from tests import factories
 

@@ -19,11 +19,11 @@ from payroll_async import (
     ResponseDecodeError,
     UpdateGroup,
     WebhookSubscription,
-    _decode,
     to_dict,
 )
-from payroll_async._decode import PageDecoder, structure_body, structure_body_slow
-from payroll_async._response import Response
+from payroll_async._http._response import Response
+from payroll_async._paging import _decode
+from payroll_async._paging._decode import PageDecoder, structure_body, structure_body_slow
 from tests import factories
 from tests.conftest import StartEmulator
 

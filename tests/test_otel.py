@@ -17,7 +17,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from payroll_async import PayrollClient, RetryPolicy, _otel
+from payroll_async import PayrollClient, RetryPolicy
+from payroll_async._http import _otel
 from tests import factories
 from tests.conftest import TOKEN, Serve, StartEmulator
 

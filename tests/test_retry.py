@@ -21,8 +21,8 @@ from payroll_async import (
     RetryPolicy,
     ServerError,
 )
-from payroll_async._retry import wait_retry_after_or_backoff
-from payroll_async._status import parse_retry_after
+from payroll_async._http._retry import wait_retry_after_or_backoff
+from payroll_async._http._status import parse_retry_after
 from tests import factories
 from tests.conftest import BASE, TOKEN, FakeClock
 from tests.resources.helpers import calls

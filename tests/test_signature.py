@@ -21,9 +21,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from payroll_async import EventType, InvalidArgumentError, PayrollClient
-from payroll_async._signature import Signer
 from payroll_async.emulator import Emulator, _delivery
 from payroll_async.events import EventRouter, WebhookEvent, sign
+from payroll_async.events._signature import Signer
 from tests.conftest import Serve
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from payroll_async import EventType, InvalidArgumentError
-from payroll_async import _validation as check
+from payroll_async._core import _validation as check
 
 
 @pytest.mark.parametrize(

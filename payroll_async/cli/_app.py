@@ -26,7 +26,7 @@ from payroll_async import (
     ReplaceIncompleteError,
     __version__,
 )
-from payroll_async._env import BASE_URL, REDIS_URL, TOKEN
+from payroll_async._core._env import BASE_URL, REDIS_URL, TOKEN
 from payroll_async.emulator import Emulator
 from payroll_async.export import ExportError
 

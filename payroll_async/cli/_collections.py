@@ -15,8 +15,8 @@ from payroll_async import (
     UpdateGroup,
     WebhookSubscription,
 )
-from payroll_async._assumed import WEBHOOK_PAGE_SIZE_MAX
-from payroll_async._converter import to_camel
+from payroll_async._core._assumed import WEBHOOK_PAGE_SIZE_MAX
+from payroll_async._core._converter import to_camel
 
 __all__ = ["COLLECTIONS", "Collection"]
 

@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from payroll_async._visible import visible
+from payroll_async._core._visible import visible
 
 __all__ = ["SafeConsole", "visible"]
 

@@ -9,7 +9,7 @@ import click
 from rich.progress import Progress
 
 from payroll_async import NOT_GIVEN, Page, PayrollClient
-from payroll_async._converter import to_camel
+from payroll_async._core._converter import to_camel
 from payroll_async.export import (
     FORMATS,
     ExportProgress,

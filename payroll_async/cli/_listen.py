@@ -15,7 +15,7 @@ import click
 from aiohttp import web
 
 from payroll_async import EventType, InvalidArgumentError, PayrollClient, to_dict
-from payroll_async._env import WEBHOOK_SECRET
+from payroll_async._core._env import WEBHOOK_SECRET
 from payroll_async.emulator import Emulator
 from payroll_async.events import EventRouter, WebhookEvent
 

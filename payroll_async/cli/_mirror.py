@@ -11,7 +11,7 @@ from typing import IO, Any
 import click
 
 from payroll_async import PayrollClient
-from payroll_async._env import MIRROR_URL
+from payroll_async._core._env import MIRROR_URL
 
 from ._app import Settings, run
 from ._collections import COLLECTIONS

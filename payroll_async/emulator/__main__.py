@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from .._assumed import EMULATOR_MAX_PAGE_SIZE
+from .._core._assumed import EMULATOR_MAX_PAGE_SIZE
 from ._emulator import EMIT_PATH, Emulator
 
 __all__ = [

@@ -26,8 +26,8 @@ import aiohttp
 import attrs
 from yarl import URL
 
-from .._assumed import EMULATOR_DELIVERIES_KEPT
-from .._json import dumps
+from .._core._assumed import EMULATOR_DELIVERIES_KEPT
+from .._core._json import dumps
 from ._http import is_loopback
 from ._store import Subscription
 

@@ -13,8 +13,8 @@ from typing import Any
 import attrs
 from aiohttp import web
 
-from .._assumed import EMULATOR_MAX_PAGE_SIZE, EMULATOR_MAX_SUBSCRIPTIONS
-from .._json import loads
+from .._core._assumed import EMULATOR_MAX_PAGE_SIZE, EMULATOR_MAX_SUBSCRIPTIONS
+from .._core._json import loads
 from ..models import EventType
 from . import (
     _middleware,

@@ -10,7 +10,7 @@ import attrs
 from aiohttp import web
 from yarl import URL
 
-from .._assumed import EMULATOR_MAX_SORT_ITEMS, LIMIT_MAX, OFFSET_MAX
+from .._core._assumed import EMULATOR_MAX_SORT_ITEMS, LIMIT_MAX, OFFSET_MAX
 from ._data import Collection, SortSpec
 from ._http import ApiError, json_response
 from ._state import STATE

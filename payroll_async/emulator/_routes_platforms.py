@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from .._assumed import PAYROLL_PLATFORMS_PATH
+from .._core._assumed import PAYROLL_PLATFORMS_PATH
 from ._http import ApiError, json_response, path_uuid
 from ._listing import collection_page
 from ._state import STATE

@@ -5,8 +5,8 @@ from __future__ import annotations
 from aiohttp import web
 from yarl import URL
 
-from .._assumed import EMULATOR_MAX_PATH_LENGTH, EMULATOR_MAX_SUBSCRIPTIONS
-from .._json import loads
+from .._core._assumed import EMULATOR_MAX_PATH_LENGTH, EMULATOR_MAX_SUBSCRIPTIONS
+from .._core._json import loads
 from ..models import EVENT_TYPES
 from ._http import ApiError, is_loopback, json_response, path_uuid
 from ._listing import envelope, parse_query

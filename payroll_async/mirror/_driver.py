@@ -21,7 +21,7 @@ from sqlalchemy import Boolean, Column, Dialect, Table, Uuid, bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from .._json import loads
+from .._core._json import loads
 from ._schema import CHANGES, UTCDateTime
 
 __all__ = ["Statements"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._exceptions import PayrollError
+from .._core._exceptions import PayrollError
 
 __all__ = ["MirrorBusyError", "MirrorError", "MirrorURLError"]
 

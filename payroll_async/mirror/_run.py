@@ -12,9 +12,9 @@ from typing import Any
 import attrs
 
 from .._client import PayrollClient
-from .._env import MIRROR_URL, read
-from .._exceptions import InvalidArgumentError, NotFoundError
-from .._validation import check_id
+from .._core._env import MIRROR_URL, read
+from .._core._exceptions import InvalidArgumentError, NotFoundError
+from .._core._validation import check_id
 from ._db import open_database
 from ._errors import MirrorError, MirrorURLError
 from ._schema import TABLES

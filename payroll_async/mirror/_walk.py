@@ -25,9 +25,9 @@ from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
-from .._assumed import MIRROR_ORDER
-from .._exceptions import NotFoundError
-from .._pagination import AsyncPaginator
+from .._core._assumed import MIRROR_ORDER
+from .._core._exceptions import NotFoundError
+from .._paging._pagination import AsyncPaginator
 
 __all__ = ["Walk"]
 

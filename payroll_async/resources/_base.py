@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar
 
 from yarl import URL
 
-from .. import _otel
-from .. import _validation as check
-from .._decode import structure_body
-from .._exceptions import InvalidArgumentError
-from .._options import FinalOptions, ListOptions, Options, parse, parse_list
-from .._pagination import AsyncPaginator
-from .._raw import RawResponse, call_raw, record
-from .._response import Response
-from .._transport import Transport
-from .._types import NOT_GIVEN, NotGiven, SortLike
+from .._core import _validation as check
+from .._core._exceptions import InvalidArgumentError
+from .._core._types import NOT_GIVEN, NotGiven, SortLike
+from .._http import _otel
+from .._http._options import FinalOptions, ListOptions, Options, parse, parse_list
+from .._http._raw import RawResponse, call_raw, record
+from .._http._response import Response
+from .._http._transport import Transport
+from .._paging._decode import structure_body
+from .._paging._pagination import AsyncPaginator
 
 __all__ = ["Binding", "RawView", "Resource", "operation", "raw"]
 

@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast, overload
 import attrs
 from yarl import URL
 
-from .. import _otel
-from .. import _validation as check
-from .._decode import cast_body, check_cast
-from .._exceptions import InvalidArgumentError
-from .._options import CallOptions, ListOptions, Unpack, parse
-from .._pagination import AsyncPaginator
-from .._raw import RawResponse, call_raw
-from .._types import QueryLike
+from .._core import _validation as check
+from .._core._exceptions import InvalidArgumentError
+from .._core._types import QueryLike
+from .._http import _otel
+from .._http._options import CallOptions, ListOptions, Unpack, parse
+from .._http._raw import RawResponse, call_raw
+from .._paging._decode import cast_body, check_cast
+from .._paging._pagination import AsyncPaginator
 from ._base import Resource
 
 __all__ = ["METHODS", "ClientWithRawResponse", "Generic", "GenericCalls"]

@@ -18,8 +18,8 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from .._exceptions import APIConnectionError, PayrollError
-from .._retry import RetryPolicy
+from .._core._exceptions import APIConnectionError, PayrollError
+from .._http._retry import RetryPolicy
 
 __all__ = ["CLOCK_SKEW", "send_once"]
 

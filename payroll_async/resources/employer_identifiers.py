@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from .. import _validation as check
-from .._options import CallOptions, ListOptions, Unpack
-from .._pagination import AsyncPaginator
-from .._types import IdLike, SortLike
+from .._core import _validation as check
+from .._core._types import IdLike, SortLike
+from .._http._options import CallOptions, ListOptions, Unpack
+from .._paging._pagination import AsyncPaginator
 from ..models import EmployerIdentifier, InviteSession, UpdateGroup
 from ._base import Binding, RawView, Resource, operation, raw
 

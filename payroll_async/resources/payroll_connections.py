@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .._options import ListOptions, Unpack
-from .._pagination import AsyncPaginator
-from .._types import SortLike
+from .._core._types import SortLike
+from .._http._options import ListOptions, Unpack
+from .._paging._pagination import AsyncPaginator
 from ..models import PayrollConnection
 from ._base import Resource
 

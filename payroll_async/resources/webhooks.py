@@ -8,18 +8,18 @@ import logging
 from collections.abc import Iterable
 from typing import Final
 
-from .. import _assumed
-from .. import _validation as check
-from .._decode import decode_error, structure_body
-from .._exceptions import (
+from .._core import _assumed
+from .._core import _validation as check
+from .._core._exceptions import (
     InvalidArgumentError,
     NotFoundError,
     PayrollError,
     ReplaceIncompleteError,
 )
-from .._options import CallOptions, FinalOptions, ListOptions, Unpack
-from .._pagination import AsyncPaginator
-from .._types import IdLike, SortLike
+from .._core._types import IdLike, SortLike
+from .._http._options import CallOptions, FinalOptions, ListOptions, Unpack
+from .._paging._decode import decode_error, structure_body
+from .._paging._pagination import AsyncPaginator
 from ..models import EventType, WebhookSubscription
 from ._base import RawView, Resource, operation, raw
 from ._once import send_once

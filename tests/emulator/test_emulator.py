@@ -518,7 +518,7 @@ async def test_a_loopback_shell_emulator_gives_no_warning() -> None:
 async def test_subscriptions_and_their_paths_are_bounded(
     emu: Emulator, http: aiohttp.ClientSession
 ) -> None:
-    from payroll_async._assumed import EMULATOR_MAX_PATH_LENGTH, EMULATOR_MAX_SUBSCRIPTIONS
+    from payroll_async._core._assumed import EMULATOR_MAX_PATH_LENGTH, EMULATOR_MAX_SUBSCRIPTIONS
 
     subs = "/v1/webhooks/subscriptions"
     long_path = "https://hooks.example.com/" + "a" * EMULATOR_MAX_PATH_LENGTH

@@ -16,7 +16,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from payroll_async._signature import sign
+from payroll_async.events._signature import sign
 from tests.fleet.conftest import RedisServer, _free_port
 
 ROOT = Path(__file__).parents[2]

@@ -17,7 +17,7 @@ from payroll_async import (
     RetryPolicy,
     ServerError,
 )
-from payroll_async._status import parse_retry_after
+from payroll_async._http._status import parse_retry_after
 from tests import factories
 from tests.conftest import TOKEN, FakeClock, HeldClock, Serve
 from tests.hostile.conftest import RawServe, read_request

@@ -19,8 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from payroll_async import Page, PayrollClient, PayrollError, ResponseDecodeError
-from payroll_async import _decode as decode_module
-from payroll_async._checkpoint import read_checkpoint
+from payroll_async._paging import _decode as decode_module
 from payroll_async.emulator import Emulator
 from payroll_async.export import (
     CheckpointError,
@@ -30,6 +29,7 @@ from payroll_async.export import (
     ResumeMismatchError,
     export_to_file,
 )
+from payroll_async.export._checkpoint import read_checkpoint
 from tests.checkpoints import JOB, forge
 from tests.conftest import Serve, StartEmulator
 

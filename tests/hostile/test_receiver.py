@@ -20,7 +20,7 @@ import pytest
 from aiohttp import web
 
 from payroll_async import EventType, InvalidArgumentError
-from payroll_async._json import loads
+from payroll_async._core._json import loads
 from payroll_async.events import EventRouter, WebhookEvent, sign
 from tests.conftest import Serve
 

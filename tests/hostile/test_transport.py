@@ -161,7 +161,9 @@ async def test_a_malformed_response_chains_no_token(raw_serve: RawServe, answer:
 async def test_deeply_nested_json_is_a_decode_error_on_the_stdlib_path(
     serve: Serve, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from payroll_async import _decode, _json, _status
+    from payroll_async._core import _json
+    from payroll_async._http import _status
+    from payroll_async._paging import _decode
 
     monkeypatch.setattr(_decode, "loads", _json._stdlib_loads)
     monkeypatch.setattr(_status, "loads", _json._stdlib_loads)

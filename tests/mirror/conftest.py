@@ -8,6 +8,7 @@ reason, except under ``PAYROLL_REQUIRE_POSTGRES=1`` (set by ``.ci/run``), where 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import uuid
@@ -61,7 +62,26 @@ class PostgresServer:
         return name
 
     def stop(self) -> None:
-        self._server.cleanup()
+        # pgserver stops only the postmaster it started itself; this one was restarted on
+        # a TCP port (a new postmaster), so it is stopped here (SIGINT: PostgreSQL's fast
+        # shutdown), then pgserver lets go.
+        import signal
+
+        import psutil
+
+        pidfile = Path(self._server.pgdata) / "postmaster.pid"
+        try:
+            pid = int(pidfile.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            pid = None
+        try:
+            if pid is not None:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process = psutil.Process(pid)
+                    process.send_signal(signal.SIGINT)
+                    process.wait(timeout=60)
+        finally:
+            self._server.cleanup()
 
 
 @pytest.fixture(scope="session")

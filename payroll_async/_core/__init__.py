@@ -1,0 +1,1 @@
+"""_core: see ARCHITECTURE.md."""

@@ -1,0 +1,1 @@
+"""_http: see ARCHITECTURE.md."""

@@ -1,0 +1,222 @@
+"""The steps of one attempt, each a function of its own: the exchange and its meaning.
+
+``exchange()`` sends once and reads the answer within its bound (a connection failure
+becomes its typed error); ``succeeded``/``response`` make a 2xx a ``Response``;
+``already_gone`` is the DELETE-404 rule; ``failure`` types any other answer and
+``pause_for`` says how long a 429 holds the whole client back. The order of the steps,
+the gates, the token and its refresh, and the retries are the transport's
+(``Transport.attempt``, ``Transport.send``); the bytes on the wire are ``_wire``'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+import attrs
+from yarl import URL
+
+from .._core import _assumed
+from .._core._exceptions import APIConnectionError, PayrollError, RateLimitError
+from . import _otel
+from ._failures import connection_error
+from ._options import FinalOptions
+from ._response import Response
+from ._status import request_id, status_error
+from ._wire import read_body, read_links, send_counter
+
+__all__ = [
+    "Exchange",
+    "Request",
+    "already_gone",
+    "exchange",
+    "failure",
+    "pause_for",
+    "response",
+    "succeeded",
+    "time_limit",
+]
+
+logger: logging.Logger = logging.getLogger("payroll_async")
+
+_GATE_EVENT_MIN = 0.001  # seconds at the gate worth an event on the attempt's span
+
+
+@attrs.frozen(slots=True)
+class Request:
+    """What every attempt of one request sends: built once per request."""
+
+    method: str
+    url: URL
+    params: Mapping[str, Any] | None
+    data: bytes | None
+    headers: Mapping[str, str]
+    options: FinalOptions
+
+
+@attrs.frozen(slots=True)
+class Exchange:
+    """What one send got back: the answer's status line, headers and body, and its time."""
+
+    status: int
+    reason: str | None
+    url: URL
+    headers: Mapping[str, str]
+    body: bytes
+    links: dict[str, URL]
+    link_error: str | None
+    started: float
+    sends: int
+    """How many times aiohttp put the request on the wire (a DELETE's are counted)."""
+
+
+async def exchange(
+    session: aiohttp.ClientSession,
+    request: Request,
+    token: str,
+    number: int,
+    *,
+    tracing: bool,
+    waited: float,
+) -> Exchange:
+    """Send once and read the answer within its bound; a connection failure is typed.
+
+    Raises ``GateClosed`` when the gated connector holds the request back (nothing was
+    sent), ``APIConnectionError`` (or ``APITimeoutError``) when no answer came.
+    """
+    method, url, params = request.method, request.url, request.params
+    timeout = request.options.timeout
+    # aiohttp sends an idempotent request again by itself when the connection drops
+    # before an answer. For a DELETE that matters (a 404 then means "deleted by the send
+    # that got no answer"), so its sends are counted; other methods pay nothing.
+    sends: list[None] = []
+    extra: dict[str, Any] = {}
+    if method == "DELETE":
+        extra["middlewares"] = (send_counter(sends),)
+    with _otel.attempt(method, url, number) as span:
+        if waited > _GATE_EVENT_MIN:
+            _otel.event("payroll_async.gate_wait", wait_s=waited)
+        started = time.perf_counter()
+        failure: APIConnectionError | None = None
+        try:
+            async with session.request(
+                method,
+                url,
+                params=params,
+                data=request.data,
+                headers={**request.headers, "Authorization": "Bearer " + token},
+                timeout=timeout,
+                allow_redirects=False,
+                raise_for_status=False,
+                trace_request_ctx=[] if tracing else None,
+                **extra,
+            ) as response:
+                body = await read_body(response, method, request.options.max_response_size, token)
+                links, link_error = read_links(response)
+        except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
+            failure = connection_error(exc, method, url, params, timeout, token)
+        elapsed = time.perf_counter() - started
+        if failure is not None:
+            _otel.finish(span, method, None, elapsed, type(failure).__name__)
+            # Raised here, outside the except block, so that aiohttp's exception (whose
+            # request info holds the Authorization header) is not chained.
+            raise failure
+        status = response.status
+        _otel.finish(span, method, status, elapsed, None if status < 400 else str(status))
+    result = Exchange(
+        status=status,
+        reason=response.reason,
+        url=response.url,
+        headers=response.headers,
+        body=body,
+        links=links,
+        link_error=link_error,
+        started=started,
+        sends=len(sends),
+    )
+    if logger.isEnabledFor(logging.DEBUG):
+        _log(method, result, number)
+    return result
+
+
+def succeeded(answer: Exchange) -> bool:
+    """Whether the answer is a success (a 2xx, as the interface document counts it)."""
+    return _assumed.SUCCESS_MIN <= answer.status <= _assumed.SUCCESS_MAX
+
+
+def response(request: Request, answer: Exchange, token: str) -> Response:
+    """The Response of a successful answer (the token kept to redact its echoes)."""
+    return Response(
+        method=request.method,
+        status=answer.status,
+        url=answer.url,
+        headers=answer.headers,
+        body=answer.body,
+        links=answer.links,
+        link_error=answer.link_error,
+        secret=token,
+    )
+
+
+def already_gone(request: Request, answer: Exchange, *, gone_is_done: bool) -> Response | None:
+    """A DELETE answered 404 after a send that got no answer: that send deleted it."""
+    if answer.status != 404 or request.method != "DELETE":
+        return None
+    if not (gone_is_done or answer.sends > 1):
+        return None
+    logger.info(
+        "%s %s -> 404 after an attempt that got no answer: that attempt deleted it",
+        request.method,
+        answer.url.path,
+    )
+    return Response(
+        method=request.method, status=404, url=answer.url, headers=answer.headers, body=b""
+    )
+
+
+def failure(request: Request, answer: Exchange, token: str) -> PayrollError:
+    """The typed error of an answer that is not a success."""
+    return status_error(
+        method=request.method,
+        url=str(answer.url),
+        status=answer.status,
+        reason=answer.reason,
+        headers=answer.headers,
+        body=answer.body,
+        secret=token,
+    )
+
+
+def pause_for(error: PayrollError, request: Request) -> float | None:
+    """How long a 429 asks the whole client to hold back (None: no client-wide pause)."""
+    if not isinstance(error, RateLimitError):
+        return None
+    _otel.rate_limited(request.method, error.retry_after)
+    retry_after = error.retry_after
+    if retry_after is not None and request.options.retry.honours(retry_after):
+        return retry_after
+    return None
+
+
+def _log(method: str, answer: Exchange, number: int) -> None:
+    rid = request_id(answer.headers)
+    status = answer.status
+    logger.debug(
+        "%s %s -> %d (attempt %d, %.1f ms%s)",
+        method,
+        answer.url.path_qs,
+        status,
+        number,
+        (time.perf_counter() - answer.started) * 1000,
+        f", request id {rid}" if rid else "",
+        extra={"method": method, "status": status, "attempt": number, "request_id": rid},
+    )
+
+
+def time_limit(timeout: aiohttp.ClientTimeout) -> float | None:
+    """The longest an attempt may take under ``timeout``, for a token provider's answer."""
+    return timeout.total if timeout.total is not None else timeout.sock_read

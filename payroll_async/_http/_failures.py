@@ -1,0 +1,106 @@
+"""From a request that got no response to its typed error: connect failures, drops, timeouts.
+
+The errors keep what aiohttp said, but none of aiohttp's request info: that holds the
+request's headers, the token among them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+from yarl import URL
+
+from .._core._exceptions import APIConnectionError, APITimeoutError
+from ._status import redact
+
+__all__ = ["connection_error", "display_url"]
+
+
+def connection_error(
+    exc: BaseException,
+    method: str,
+    url: str | URL,
+    params: Mapping[str, Any] | None,
+    timeout: aiohttp.ClientTimeout,
+    secret: str | None = None,
+) -> APIConnectionError:
+    """The typed error for a request that got no response, with what a retry needs to know.
+
+    Its text keeps what aiohttp said, but none of aiohttp's request info: that holds the
+    request's headers, the token among them. What aiohttp quotes of a broken answer has
+    ``secret`` redacted.
+    """
+    error = _connection_error(exc, method, url, params, timeout)
+    if secret and secret in error.message:
+        error.message = redact(error.message, secret)
+        error.args = (error.message,)
+    return error
+
+
+def _connection_error(
+    exc: BaseException,
+    method: str,
+    url: str | URL,
+    params: Mapping[str, Any] | None,
+    timeout: aiohttp.ClientTimeout,
+) -> APIConnectionError:
+    where = display_url(url, params)
+    if isinstance(exc, asyncio.TimeoutError):  # aiohttp's timeouts are TimeoutErrors too
+        return APITimeoutError(
+            f"{method} {where} timed out {_describe_timeout(exc, timeout)}",
+            method=method,
+            url=where,
+            request_sent=not isinstance(exc, aiohttp.ConnectionTimeoutError),
+        )
+    if isinstance(exc, aiohttp.ClientSSLError):
+        # A failed TLS handshake or certificate will fail the same way again.
+        return APIConnectionError(
+            f"{method} {where}: TLS failed ({_describe(exc)})",
+            method=method,
+            url=where,
+            request_sent=False,
+            retryable=False,
+        )
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return APIConnectionError(
+            f"{method} {where}: cannot connect ({exc.os_error})",
+            method=method,
+            url=where,
+            request_sent=False,
+        )
+    return APIConnectionError(
+        f"{method} {where}: {type(exc).__name__}: {_describe(exc)}", method=method, url=where
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    """What an aiohttp exception says, without its request info (headers, token)."""
+    if isinstance(exc, aiohttp.ClientResponseError):
+        text = exc.message if isinstance(exc.message, str) else ""
+        return f"status {exc.status}, {text}" if exc.status else text or "malformed response"
+    return str(exc)
+
+
+def _describe_timeout(exc: BaseException, timeout: aiohttp.ClientTimeout) -> str:
+    """Which of the timeout's limits ran out, as far as aiohttp tells."""
+    names: tuple[str, ...]
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        names = ("sock_connect", "connect", "total")
+    elif isinstance(exc, aiohttp.SocketTimeoutError):
+        names = ("sock_read", "total")
+    else:
+        names = ("total", "sock_read", "connect", "sock_connect")
+    for name in names:
+        value = getattr(timeout, name)
+        if value is not None:
+            suffix = "" if name == "total" else f" ({name})"
+            return f"after {value:g}s{suffix}"
+    return "(no limit set)"
+
+
+def display_url(url: str | URL, params: Mapping[str, Any] | None) -> str:
+    target = URL(url) if isinstance(url, str) else url
+    return str(target.update_query(params) if params else target)

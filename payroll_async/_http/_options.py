@@ -1,0 +1,192 @@
+"""Options: what a call or a ``with_options`` copy may set, and the final record a request reads.
+
+A client holds one complete ``FinalOptions``, its defaults. A
+``PayrollClient.with_options()`` copy and each call bring an ``Options`` of their
+own, in which anything left out is ``NOT_GIVEN``; ``Options.over()`` lays it over the
+record beneath once, at the binding, and the transport and the paginator only read the
+final record that comes out (the way Stainless SDKs build a ``FinalRequestOptions``).
+
+The keywords themselves are declared once, as the TypedDicts ``CallOptions`` (every
+operation), ``ListOptions`` (every listing) and ``ClientOptions``
+(``with_options``); ``parse()`` validates a call's keywords against them.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any, Final, TypedDict
+
+import aiohttp
+import attrs
+
+from .._core import _validation as check
+from .._core._types import NOT_GIVEN, NotGiven, TimeoutLike
+from ._retry import RetryPolicy, check_retry
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:  # pragma: no cover - Python 3.10
+    from typing_extensions import Unpack
+
+__all__ = [
+    "CallOptions",
+    "ClientOptions",
+    "FinalOptions",
+    "ListOptions",
+    "Options",
+    "Unpack",
+    "parse",
+]
+
+SINGLE_ATTEMPT: Final = RetryPolicy(max_attempts=1)
+NO_TIMEOUT: Final = aiohttp.ClientTimeout(total=None)
+
+
+class CallOptions(TypedDict, total=False):
+    """The options every operation takes, as keywords (all optional).
+
+    Left out means the client's (or the ``with_options`` copy's) default; ``None`` means
+    none: no time limit, a single attempt.
+    """
+
+    timeout: TimeoutLike | NotGiven
+    """Seconds per attempt, an ``aiohttp.ClientTimeout``, or None for no limit."""
+    retry: RetryPolicy | NotGiven | None
+    """The retry policy of this call (None: a single attempt)."""
+    extra_query: Mapping[str, Any] | None
+    """Query parameters to add (not ``offset``/``limit``, which the paginator sets)."""
+    extra_headers: Mapping[str, str] | None
+    """Headers to add (not ``Authorization``, ``Host`` or ``Content-Length``)."""
+
+
+class ListOptions(CallOptions, total=False):
+    """The options of every listing: a call's, and how to walk the pages."""
+
+    page_size: int | NotGiven | None
+    """Items per request (None: the service's own page size)."""
+    max_items: int | None
+    """Stop after this many items (None: all of them)."""
+    start_offset: int
+    """Skip the listing's first items (0 by default)."""
+    concurrency: int | NotGiven | None
+    """Pages fetched at once once a total is known (None: the client's)."""
+
+
+class ClientOptions(CallOptions, total=False):
+    """What ``PayrollClient.with_options()`` takes: a call's options, and these."""
+
+    page_size: int | None
+    """What listings ask for (None: the service's own page size)."""
+    concurrency: int
+    """Pages a walk fetches at once (at most the client's own ``concurrency``)."""
+    max_response_size: int | None
+    """The bound of one response body, in bytes (None: no limit)."""
+
+
+@attrs.frozen(slots=True)
+class FinalOptions:
+    """Every option of a request, resolved: what the transport and the paginator read."""
+
+    timeout: aiohttp.ClientTimeout
+    retry: RetryPolicy
+    page_size: int | None
+    concurrency: int
+    max_response_size: int | None
+    headers: Mapping[str, str]
+    """Every header but Authorization (and Content-Type, set with a body)."""
+    extra_query: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen(slots=True)
+class Options:
+    """What one call or one ``with_options`` copy sets; ``NOT_GIVEN`` falls through."""
+
+    timeout: aiohttp.ClientTimeout | NotGiven | None = NOT_GIVEN
+    retry: RetryPolicy | NotGiven | None = NOT_GIVEN
+    page_size: int | NotGiven | None = NOT_GIVEN
+    concurrency: int | NotGiven = NOT_GIVEN
+    max_response_size: int | NotGiven | None = NOT_GIVEN
+    extra_query: Mapping[str, Any] = attrs.field(factory=dict)
+    extra_headers: Mapping[str, str] = attrs.field(factory=dict)
+
+    def over(self, base: FinalOptions) -> FinalOptions:
+        """These options laid over ``base``: what is given here wins, extras are merged."""
+        if self is EMPTY:
+            return base
+        retry = base.retry if isinstance(self.retry, NotGiven) else self.retry
+        return FinalOptions(
+            timeout=_given(self.timeout, base.timeout) or NO_TIMEOUT,
+            retry=retry or SINGLE_ATTEMPT,
+            page_size=_given(self.page_size, base.page_size),
+            concurrency=_given(self.concurrency, base.concurrency),
+            max_response_size=_given(self.max_response_size, base.max_response_size),
+            headers={**base.headers, **self.extra_headers} if self.extra_headers else base.headers,
+            extra_query=(
+                {**base.extra_query, **self.extra_query} if self.extra_query else base.extra_query
+            ),
+        )
+
+
+EMPTY: Final = Options()
+
+
+def _given(value: Any, default: Any) -> Any:
+    return default if isinstance(value, NotGiven) else value
+
+
+_CALL_KEYS: Final = frozenset(CallOptions.__annotations__)
+_LIST_KEYS: Final = frozenset(ListOptions.__annotations__) | _CALL_KEYS
+_CLIENT_KEYS: Final = frozenset(ClientOptions.__annotations__) | _CALL_KEYS
+
+
+def parse(where: str, keywords: Mapping[str, Any], allowed: frozenset[str] = _CALL_KEYS) -> Options:
+    """A call's option keywords, validated (InvalidArgumentError before anything is sent).
+
+    A keyword that is not an option is a TypeError, as Python raises it for a function.
+    """
+    if not keywords:
+        return EMPTY
+    unknown = keywords.keys() - allowed
+    if unknown:
+        raise TypeError(f"{where}() got an unexpected keyword argument {min(unknown)!r}")
+    fields: dict[str, Any] = {}
+    value = keywords.get("timeout", NOT_GIVEN)
+    if not isinstance(value, NotGiven):
+        fields["timeout"] = check.check_timeout(value)
+    fields["retry"] = check_retry(keywords.get("retry", NOT_GIVEN))
+    if "extra_query" in keywords:
+        fields["extra_query"] = check.check_extra_query(keywords["extra_query"])
+    if "extra_headers" in keywords:
+        fields["extra_headers"] = check.check_extra_headers(keywords["extra_headers"])
+    if allowed is _CLIENT_KEYS:
+        if "page_size" in keywords:
+            size = keywords["page_size"]
+            fields["page_size"] = None if size is None else check.check_page_size(size)
+        if "concurrency" in keywords:
+            fields["concurrency"] = check.check_concurrency(keywords["concurrency"])
+        if "max_response_size" in keywords:
+            fields["max_response_size"] = check.check_max_response_size(
+                keywords["max_response_size"]
+            )
+    return Options(**fields)
+
+
+def parse_list(where: str, keywords: Mapping[str, Any]) -> Options:
+    """A listing's keywords: the call options among them (the walk's are read apart)."""
+    return parse(where, keywords, _LIST_KEYS)
+
+
+def parse_client(keywords: Mapping[str, Any]) -> Options:
+    """``with_options`` keywords."""
+    return parse("with_options", keywords, _CLIENT_KEYS)
+
+
+def call_keywords(options: Options) -> CallOptions:
+    """A call's validated options as the keywords of another operation in the same call."""
+    return CallOptions(
+        timeout=options.timeout,
+        retry=options.retry,
+        extra_query=options.extra_query,
+        extra_headers=options.extra_headers,
+    )

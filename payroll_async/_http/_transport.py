@@ -1,0 +1,283 @@
+"""One request, done properly: the session, the loop over attempts, and each attempt's steps.
+
+Everything above this module (pagination, resources, the client's generic calls) calls
+``Transport.send()`` and gets back a ``Response`` (status, URL, headers, links, body) for a
+2xx, or a typed ``PayrollError``. No aiohttp object leaves this module. Read it top down:
+``send`` (the loop over attempts; ``_retry.Retries`` decides) -> ``attempt`` (admission,
+token, exchange, meaning, as named steps) -> ``_attempt.exchange`` (one send, the body read
+within its bound by ``_wire``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import platform
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+from yarl import URL
+
+from .._core._clock import SYSTEM_CLOCK, Clock
+from .._core._exceptions import APIConnectionError, ClientClosedError, PayrollError
+from .._core._json import dumps
+from .._core._version import __version__
+from ._attempt import (
+    Exchange,
+    Request,
+    already_gone,
+    exchange,
+    failure,
+    pause_for,
+    response,
+    succeeded,
+    time_limit,
+)
+from ._auth import Auth
+from ._failures import display_url
+from ._gate import Gate, GateClosed, GatedConnector, LocalGate
+from ._options import FinalOptions
+from ._response import Response
+from ._retry import Retries, RetryPolicy
+from ._wire import debug_traces
+
+__all__ = ["DEFAULT_HEADERS", "Transport"]
+
+logger: logging.Logger = logging.getLogger("payroll_async")
+
+USER_AGENT = (
+    f"payroll-async/{__version__} python/{platform.python_version()} aiohttp/{aiohttp.__version__}"
+)
+DEFAULT_HEADERS: Mapping[str, str] = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+
+
+class Transport:
+    """Owns (or borrows) the aiohttp session; sends requests with their retry policy."""
+
+    def __init__(
+        self,
+        *,
+        base_url: URL,
+        auth: Auth,
+        concurrency: int,
+        session: aiohttp.ClientSession | None,
+        clock: Clock = SYSTEM_CLOCK,
+        gate: Gate | None = None,
+    ) -> None:
+        self.base_url: URL = base_url
+        self.origin: URL = base_url.origin()
+        self.auth: Auth = auth
+        self.clock: Clock = clock
+        self.concurrency: int = concurrency
+        self._base = str(base_url)
+        self._session = session
+        self.owns_session: bool = session is None
+        self.closed: bool = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_ended = False
+        self._watch: asyncio.Task[None] | None = None
+        self.semaphore: asyncio.Semaphore = asyncio.Semaphore(concurrency)
+        """Caps this client's requests in flight (its copies' too)."""
+        # The in-process pause always applies: a process that got the 429 does not wait
+        # for a shared gate to tell it. A shared gate (e.g. RedisGate) comes on top.
+        self.local_gate: LocalGate = gate if isinstance(gate, LocalGate) else LocalGate(clock=clock)
+        self.gate: Gate = gate if gate is not None else self.local_gate
+        self.shared_gate: Gate | None = None if self.gate is self.local_gate else self.gate
+        self._retry_plans: dict[RetryPolicy, Retries] = {}
+        self.tracing: bool = False
+        """Whether sends are traced (debug logging was on as the session started)."""
+
+    @property
+    def session_started(self) -> bool:
+        return self._session is not None
+
+    def closed_error(self) -> ClientClosedError:
+        """Why this client can send no more: closed, or closed with its event loop."""
+        if self._loop_ended:
+            return ClientClosedError(
+                "this PayrollClient belonged to an event loop that has ended (an earlier "
+                "asyncio.run()), and was closed with it; create a client in each event loop"
+            )
+        return ClientClosedError("this PayrollClient is closed; create a new one")
+
+    def session(self) -> aiohttp.ClientSession:
+        """The session, made on first use in the running loop (the loop it belongs to)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop and self._loop is not None and not self._loop_ended:
+            raise ClientClosedError(
+                "this PayrollClient belongs to another event loop (the one it was first "
+                "used in); create a client in each event loop"
+            )
+        if self.closed:
+            raise self.closed_error()
+        if self._session is None:
+            self._loop = loop
+            if self.owns_session:
+                self._watch = loop.create_task(self._close_with_loop(), name="payroll_async")
+                self._watch._log_destroy_pending = False  # type: ignore[attr-defined]
+            traces = debug_traces()
+            self.tracing = bool(traces)
+            self._session = aiohttp.ClientSession(
+                connector=GatedConnector(self.local_gate, limit=self.concurrency),
+                trace_configs=traces,
+            )
+        return self._session
+
+    async def _close_with_loop(self) -> None:
+        """Close the session when its event loop ends (``asyncio.run`` cancels this task).
+
+        A client used in one ``asyncio.run()`` and then in another would otherwise hold a
+        session of a closed loop: the second run fails inside aiohttp, and the session is
+        reported unclosed when it is collected.
+        """
+        try:
+            await asyncio.get_running_loop().create_future()
+        except asyncio.CancelledError:
+            if not self.closed:
+                self.closed = self._loop_ended = True
+                if self._session is not None:
+                    await self._session.close()
+            raise
+
+    async def close(self) -> None:
+        self.closed = True
+        watch, self._watch = self._watch, None
+        if watch is not None and watch.get_loop() is asyncio.get_running_loop():
+            watch.cancel()
+        if self.owns_session and self._session is not None:
+            await self._session.close()
+
+    def url(self, path: str) -> URL:
+        """The URL of ``path`` under the base URL (paths are built of checked parts)."""
+        return URL(self._base + path)
+
+    async def pause(self, seconds: float) -> None:
+        """Hold back every request of this client for ``seconds`` (a 429's Retry-After)."""
+        await self.local_gate.pause(seconds)
+        if self.shared_gate is not None:
+            await self.shared_gate.pause(seconds)
+
+    async def send(
+        self,
+        method: str,
+        url: URL,
+        *,
+        options: FinalOptions,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+    ) -> Response:
+        """Send with retries; the ``Response`` of a 2xx, else a PayrollError.
+
+        ``options`` is the request's final record: timeout, retry policy, headers, extra
+        query parameters, body bound. One loop over attempts; after a failed one the
+        request's retry policy alone says whether to go on and how long to wait first
+        (``Retries.wait_before``: tenacity's predicate, stop and wait strategies). A DELETE
+        answered 404 on a retry after an attempt that got no answer counts as done: the
+        attempt that got no answer deleted it.
+        """
+        request = self._request(method, url, options, params, json)
+        retries = self._retries(options.retry)
+        unanswered = False  # an earlier attempt's request may have reached the service
+        number = 1
+        while True:
+            try:
+                return await self.attempt(
+                    request, number, gone_is_done=unanswered and method == "DELETE"
+                )
+            except PayrollError as exc:
+                if isinstance(exc, APIConnectionError) and exc.request_sent:
+                    unanswered = True
+                wait = retries.wait_before(number + 1, exc)
+                if wait is None:
+                    raise
+            await self.clock.sleep(wait)
+            number += 1
+
+    async def attempt(self, request: Request, number: int, *, gone_is_done: bool) -> Response:
+        """Attempt ``number`` of ``request``: the Response of a 2xx, else a PayrollError.
+
+        The steps, in order: admission (this client's concurrency, then its gate and the
+        fleet's), the token, the exchange, and what the answer means: a 2xx is the
+        Response; a 401 refreshes the token once (when a provider can) and goes again; a
+        DELETE's 404 after a lost answer is done; any other answer is its typed error, a
+        429 pausing the whole client first.
+        """
+        session = self.session()
+        limit = time_limit(request.options.timeout)
+        token: str | None = None
+        refreshed = False
+        while True:
+            async with self.semaphore:
+                waited = await self._admit()
+                if token is None:
+                    token = await self._token(request, limit)
+                try:
+                    answer = await exchange(
+                        session, request, token, number, tracing=self.tracing, waited=waited
+                    )
+                except GateClosed:
+                    continue  # not sent: a pause began meanwhile; wait for it to end
+            if succeeded(answer):
+                return response(request, answer, token)
+            if answer.status == 401 and self.auth.can_refresh and not refreshed:
+                refreshed = True
+                token = await self._refresh(request, answer, token, limit)
+                continue
+            done = already_gone(request, answer, gone_is_done=gone_is_done)
+            if done is not None:
+                return done
+            error = failure(request, answer, token)
+            pause = pause_for(error, request)
+            if pause is not None:
+                await self.pause(pause)
+            raise error
+
+    async def _admit(self) -> float:
+        """Wait at this client's gate, then the fleet's; the seconds waited."""
+        waited = time.perf_counter()
+        await self.local_gate.acquire()
+        if self.shared_gate is not None:
+            await self.shared_gate.acquire()
+        return time.perf_counter() - waited
+
+    async def _token(self, request: Request, limit: float | None) -> str:
+        """The token to send: the static one, or the provider's (within the time limit)."""
+        return self.auth.static or await self.auth.token(
+            limit, request.method, display_url(request.url, request.params)
+        )
+
+    async def _refresh(
+        self, request: Request, answer: Exchange, rejected: str, limit: float | None
+    ) -> str:
+        """A fresh token after ``rejected`` was answered 401 (once per burst of 401s)."""
+        logger.info("%s %s -> 401: refreshing the token", request.method, answer.url.path)
+        return await self.auth.refresh(
+            rejected, limit, request.method, display_url(request.url, request.params)
+        )
+
+    def _request(
+        self,
+        method: str,
+        url: URL,
+        options: FinalOptions,
+        params: Mapping[str, Any] | None,
+        json: Any,
+    ) -> Request:
+        """What every attempt of one request sends, built once."""
+        if options.extra_query:
+            params = {**(params or {}), **options.extra_query}
+        headers = options.headers
+        data = None
+        if json is not None:
+            data = dumps(json)
+            headers = {**headers, "Content-Type": "application/json"}
+        return Request(method, url, params, data, headers, options)
+
+    def _retries(self, policy: RetryPolicy) -> Retries:
+        """The retry decisions of ``policy`` (built once per policy, then shared)."""
+        retries = self._retry_plans.get(policy)
+        if retries is None:
+            retries = self._retry_plans[policy] = Retries(policy)
+        return retries

@@ -1,0 +1,1 @@
+"""_paging: see ARCHITECTURE.md."""

@@ -1,0 +1,380 @@
+"""AsyncPaginator: every item of a listing, walking Link rel=next or offset/limit pages.
+
+Nothing is sent until the paginator is iterated, and each iteration is a fresh walk. Each
+page is one request with its own retries (never a retried generator).
+
+Two ways to walk, chosen by the first response (the strategies are in ``_walks``):
+
+- offset/limit, when there is no Link ``rel="next"`` or when the next link is exactly the
+  request the offset walk would make next (same origin and path, the same query with the
+  offset advanced by the page), as the service's and the emulator's links are: once the
+  first page gives ``totalCount``, the remaining pages are fetched concurrently (at most
+  ``concurrency`` at once) and still yielded in order. The walk ends on an empty page,
+  when the offset reaches ``totalCount``, or (with links) on a page without a next link.
+  A server that answers with smaller pages than asked is followed at its own page size,
+  and a page that comes back short is completed before the next one is yielded, so no
+  item is skipped. A page whose next link stops matching hands the walk over to:
+- following next links one after another until a page has none (an opaque cursor,
+  another path, a changed filter); a link to another origin or one already visited raises
+  PaginationError, so the token never goes anywhere but the client's base URL.
+
+A ``totalCount`` is trusted only while it agrees with the data: a total that is not an
+integer, or is smaller than the items already seen (-1, or 0 while items arrive), is not
+believed. The walk then goes on one page at a time until a page comes back empty, so a
+lying total can cost requests but never truncates the listing.
+
+A Link header that cannot be parsed, or a next link with credentials or another scheme,
+raises PaginationError: only PayrollErrors leave a walk.
+
+Items come from an iterator that hands out the current page's items without suspending
+and suspends only when a page must be awaited. Leaving the loop early (``break``, even
+without ``aclosing``), or an error, cancels the requests in flight at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+from .._core._exceptions import InvalidArgumentError
+from .._http import _otel
+from .._http._options import FinalOptions
+from .._http._response import Response
+from ._decode import PageDecoder
+from ._links import offset_link
+from ._walks import (
+    LinkWalk,
+    Listing,
+    OffsetWalk,
+    Page,
+    Sender,
+    download,
+    more,
+    step,
+    with_items,
+)
+
+__all__ = ["AsyncPaginator", "Page", "Sender"]
+
+T = TypeVar("T")
+
+
+class AsyncPaginator(Generic[T]):
+    """The items of a listing, fetched page by page as they are consumed.
+
+    ``async for`` walks every item (a fresh walk each time); ``pages()`` walks the pages;
+    ``await paginator`` is the first [`Page`][payroll_async.Page] alone, in one request.
+
+    ```pycon
+    >>> async for conn in client.payroll_connections.list():  # every item
+    ...     print(conn.id)
+    >>> async for page in client.payroll_connections.list().pages():
+    ...     print(page.meta.offset, len(page.items))
+    >>> firsts = await client.employer_identifiers.list(max_items=10).collect()
+    >>> page = await client.payroll_connections.list(page_size=50)  # the first Page
+    ```
+    """
+
+    def __init__(
+        self,
+        sender: Sender,
+        path: str,
+        model: type[T],
+        *,
+        params: Mapping[str, Any],
+        max_items: int | None,
+        start_offset: int,
+        options: FinalOptions,
+        operation: str = "list",
+    ) -> None:
+        self._operation = operation
+        self._sender = sender
+        self._path = path
+        self._model = model
+        self._decoder = PageDecoder(model)
+        self._params = params
+        self._max_items = max_items
+        self._start_offset = start_offset
+        self._options = options
+
+    def __repr__(self) -> str:
+        return (
+            f"<AsyncPaginator {self._path} page_size={self._options.page_size} "
+            f"max_items={self._max_items} start_offset={self._start_offset}>"
+        )
+
+    @property
+    def model(self) -> type[T]:
+        """The model of the items."""
+        return self._model
+
+    def describe(self) -> dict[str, Any]:
+        """What this listing asks for: path, query, start and item limit (no secrets).
+
+        ```pycon
+        >>> client.payroll_connections.list(sort="-createdAt").describe()["query"]
+        {'sort': '-createdAt'}
+        ```
+        """
+        return {
+            "path": self._path,
+            "query": {str(k): str(v) for k, v in sorted(self._params.items())},
+            "start_offset": self._start_offset,
+            "max_items": self._max_items,
+        }
+
+    def skip(self, count: int) -> AsyncPaginator[T]:
+        """The same listing without its first ``count`` items (as a resume needs it).
+
+        ```pycon
+        >>> rest = client.payroll_connections.list().skip(10_000)  # 10,001st on
+        ```
+        """
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise InvalidArgumentError(f"skip takes an integer >= 0, got {count!r}")
+        if count == 0:
+            return self
+        clone = copy.copy(self)
+        clone._start_offset = self._start_offset + count
+        if self._max_items is not None:
+            clone._max_items = max(0, self._max_items - count)
+        return clone
+
+    def _with_decoder(self, decoder: Any) -> AsyncPaginator[Any]:
+        """The same listing, its pages decoded by ``decoder`` (an export's raw item bytes)."""
+        clone: AsyncPaginator[Any] = copy.copy(self)
+        clone._decoder = decoder
+        return clone
+
+    def _account(self) -> tuple[str, str | None]:
+        """The base URL this listing is sent to and the client's fixed token (None with a
+        TokenProvider): what an export's checkpoint fingerprints. Never stored as such."""
+        return self._sender.account()
+
+    def __aiter__(self) -> AsyncGenerator[T, None]:
+        """A fresh walk; ``contextlib.aclosing(aiter(paginator))`` closes it on exit."""
+        return _Items(_Walker(self))
+
+    def pages(self) -> AsyncGenerator[Page[T], None]:
+        """The listing page by page, each a [`Page`][payroll_async.Page] with its meta, links and
+        headers."""
+        return _Pages(_Walker(self))
+
+    def __await__(self) -> Generator[Any, None, Page[T]]:
+        """``await paginator``: the first [`Page`][payroll_async.Page] only, in one request.
+
+        As openai-python's list calls answer: ``page = await client.webhooks.list()``.
+        ``page.meta.total_count`` says how many there are in all; iterate the paginator
+        for every item.
+        """
+        return self._first_page().__await__()
+
+    async def _first_page(self) -> Page[T]:
+        # One request, as the walk's first: no fetch-ahead of the pages after it.
+        want = self._max_items
+        limit = self._options.page_size
+        if want is not None and limit is not None:
+            limit = max(1, min(limit, want))
+        listing = _listing(self)
+        page, _ = await listing.fetch(listing.url, listing.query(self._start_offset, limit))
+        if want is not None and len(page.items) > want:
+            page = with_items(page, page.items[:want])
+        return page
+
+    async def collect(self) -> list[T]:
+        """Every item in a list (mind the memory for large collections)."""
+        items: list[T] = []
+        walker = _Walker(self)
+        try:
+            while (page := await walker.next_page()) is not None:
+                items.extend(page.items)
+        finally:
+            await walker.aclose()
+        return items
+
+
+class _Walker(Generic[T]):
+    """One walk: the first page, then the strategy it calls for, with the walk's span."""
+
+    __slots__ = ("_items", "_listing", "_over", "_pages", "_paginator", "_strategy")
+
+    def __init__(self, paginator: AsyncPaginator[T]) -> None:
+        self._paginator = paginator
+        self._strategy: OffsetWalk[T] | LinkWalk[T] | None = None
+        self._listing: Listing[T] | None = None
+        self._over = False
+        self._pages = self._items = 0
+
+    async def next_page(self) -> Page[T] | None:
+        strategy = self._strategy
+        if strategy is None:
+            if self._over:
+                return None
+            strategy = await self._first()
+            if strategy is None:
+                self.close()
+                return None
+        page = await strategy.next_page()
+        if page is None:
+            self.close()
+            return None
+        self._pages += 1
+        self._items += len(page.items)
+        return page
+
+    async def _first(self) -> OffsetWalk[T] | LinkWalk[T] | None:
+        p = self._paginator
+        want = p._max_items
+        listing = self._listing = _listing(p)
+        if want == 0:
+            return None
+        listing.span = _otel.start(p._operation)
+        offset = p._start_offset
+        page_size = p._options.page_size
+        limit = page_size if want is None or page_size is None else min(page_size, want)
+        response = await download(
+            listing.sender, listing.url, listing.options, listing.query(offset, limit), listing.span
+        )
+        first = listing.parse(response)
+        next_link = response.links.get("next")
+        got = len(first.items)
+        page_step = step(
+            limit, got, first.meta.limit, more=more(got, first.meta.total_count, offset)
+        )
+        strategy: OffsetWalk[T] | LinkWalk[T]
+        if next_link is not None and not offset_link(
+            next_link, response.url, offset + got, page_step
+        ):
+            strategy = LinkWalk(listing, (first, response), want)
+        else:
+            # No Link header, or next links that say exactly what the offset walk would ask
+            # next: the pages are fetched by offset, concurrently once a total is known.
+            strategy = OffsetWalk(
+                listing,
+                (first, response),
+                offset,
+                limit,
+                page_step,
+                want,
+                linked=next_link is not None,
+            )
+        self._strategy = strategy
+        return strategy
+
+    def close(self) -> list[asyncio.Task[Response]]:
+        """End the walk now: cancel what is in flight, end the span (no await)."""
+        strategy, self._strategy = self._strategy, None
+        cancelled = strategy.close() if strategy is not None else []
+        self._over = True
+        listing = self._listing
+        if listing is None:
+            return cancelled
+        if listing.span is not None or self._items:
+            p = self._paginator
+            _otel.items(p._operation, self._items)
+            _otel.end(
+                listing.span,
+                **{"payroll_async.pages": self._pages, "payroll_async.items": self._items},
+            )
+            listing.span = None
+            self._items = 0
+        return cancelled
+
+    async def aclose(self) -> None:
+        cancelled = self.close()
+        if cancelled:
+            await asyncio.gather(*cancelled, return_exceptions=True)
+
+
+class _Iterator(AsyncGenerator[Any, None]):
+    """An async iterator over a walk, closed when dropped (a ``break`` without aclosing)."""
+
+    __slots__ = ("_walker",)
+
+    def __init__(self, walker: _Walker[Any]) -> None:
+        self._walker = walker
+
+    def __del__(self) -> None:
+        # RuntimeError: its event loop is closed, and nothing of the walk can run any more.
+        with contextlib.suppress(RuntimeError):
+            self._walker.close()
+
+    async def asend(self, value: None) -> Any:
+        return await self.__anext__()
+
+    async def athrow(
+        self,
+        typ: type[BaseException] | BaseException,
+        val: BaseException | object = None,
+        tb: TracebackType | None = None,
+    ) -> Any:
+        await self.aclose()
+        if isinstance(typ, BaseException):
+            raise typ
+        raise typ() if val is None else val  # type: ignore[misc]
+
+    async def aclose(self) -> None:
+        await self._walker.aclose()
+
+
+class _Items(_Iterator, Generic[T]):
+    """Every item: the current page's without suspending, then the next page's."""
+
+    __slots__ = ("_buffer", "_index")
+
+    def __init__(self, walker: _Walker[T]) -> None:
+        super().__init__(walker)
+        self._buffer: Sequence[T] = ()
+        self._index = 0
+
+    async def __anext__(self) -> T:
+        index = self._index
+        buffer = self._buffer
+        if index < len(buffer):
+            self._index = index + 1
+            return buffer[index]
+        while True:
+            try:
+                page = await self._walker.next_page()
+            except BaseException:
+                await self._walker.aclose()
+                raise
+            if page is None:
+                raise StopAsyncIteration
+            if page.items:
+                self._buffer = buffer = page.items
+                self._index = 1
+                return buffer[0]
+
+
+class _Pages(_Iterator, Generic[T]):
+    """Every page, as a ``Page``."""
+
+    __slots__ = ()
+
+    async def __anext__(self) -> Page[T]:
+        try:
+            page = await self._walker.next_page()
+        except BaseException:
+            await self._walker.aclose()
+            raise
+        if page is None:
+            raise StopAsyncIteration
+        return page
+
+
+def _listing(paginator: AsyncPaginator[T]) -> Listing[T]:
+    """What every page request of one walk of ``paginator`` shares."""
+    return Listing(
+        sender=paginator._sender,
+        url=paginator._sender.url(paginator._path),
+        params=paginator._params,
+        options=paginator._options,
+        decoder=paginator._decoder,
+        name=paginator._path,
+        end=None if (want := paginator._max_items) is None else paginator._start_offset + want,
+    )

@@ -1,0 +1,326 @@
+"""Remembering handled notifications: the Dedupe seam, its in-process default, and the
+handling of one notification under a claim (copies waiting on it, leases renewed, the
+claim completed or released, 409 and 503 answers). ``EventRouter`` hands each verified,
+parsed notification to :class:`Handling`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import sys
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Literal, Protocol, runtime_checkable
+
+from aiohttp import web
+
+from .._core._clock import Clock
+from .._core._exceptions import CoordinationError
+from ..models import WebhookEvent
+
+__all__ = ["Claim", "Dedupe", "Handling", "LocalDedupe"]
+
+logger = logging.getLogger("payroll_async.events")  # the receiver's logger, and its filter
+_ENTRY_OVERHEAD = 120  # bytes per remembered id besides the string: dict slot, float, links
+
+
+Claim = Literal["claimed", "done", "busy"]
+"""What [`Dedupe.claim()`][payroll_async.events.Dedupe.claim] found: ``"claimed"`` (this
+process handles the event now), ``"done"`` (already handled: acknowledge it) or
+``"busy"`` (being handled elsewhere)."""
+
+
+@runtime_checkable
+class Dedupe(Protocol):
+    """Where a router remembers the events it handled: ``EventRouter(dedupe=...)``.
+
+    The default remembers them in the process;
+    [`RedisDedupe`][payroll_async.fleet.RedisDedupe] remembers them for every process on one Redis.
+    A store of your own implements these four calls. The router calls them at most once at
+    a time per event id (copies arriving in the same process wait for the first one's
+    outcome), and it calls [`renew()`][payroll_async.events.Dedupe.renew] every
+    ``lease / 3`` seconds while the handlers run. Any call may raise
+    [`CoordinationError`][payroll_async.CoordinationError] when the store cannot be
+    reached: the notification is then answered 503, never handled without the memory.
+    """
+
+    @property
+    def lease(self) -> float:
+        """Seconds a claim holds without being renewed (``math.inf``: no renewal)."""
+        ...
+
+    async def claim(self, event_id: str) -> Claim:
+        """Claim ``event_id`` for this process, unless it was handled or is held elsewhere."""
+        ...
+
+    async def renew(self, event_id: str) -> None:
+        """Extend this process's claim by ``lease`` seconds: the handlers still run."""
+        ...
+
+    async def complete(self, event_id: str) -> None:
+        """The handlers succeeded: remember ``event_id`` as handled for the window."""
+        ...
+
+    async def release(self, event_id: str) -> None:
+        """The handlers failed or were cancelled: a redelivery runs them again."""
+        ...
+
+
+class LocalDedupe:
+    """The default: handled ids remembered in this process, bounded by count and bytes."""
+
+    lease = math.inf  # a claim dies with the process; nothing to renew
+
+    def __init__(
+        self, *, window: float, max_ids: int, max_bytes: int, clock: Callable[[], float]
+    ) -> None:
+        self._window = window
+        self._max = max_ids
+        self._max_bytes = max_bytes
+        self._clock = clock
+        self._bytes = 0
+        self._handled: OrderedDict[str, float] = OrderedDict()
+
+    @property
+    def memory(self) -> int:
+        return self._bytes
+
+    async def claim(self, event_id: str) -> Claim:
+        return "done" if self._seen(event_id) else "claimed"
+
+    async def renew(self, event_id: str) -> None:
+        pass
+
+    async def complete(self, event_id: str) -> None:
+        self._remember(event_id)
+
+    async def release(self, event_id: str) -> None:
+        pass
+
+    def _seen(self, key: str) -> bool:
+        when = self._handled.get(key)
+        if when is None:
+            return False
+        if self._clock() - when > self._window:
+            del self._handled[key]
+            self._bytes -= _cost(key)
+            return False
+        return True
+
+    def _remember(self, key: str) -> None:
+        if key not in self._handled:
+            self._bytes += _cost(key)
+        self._handled[key] = self._clock()
+        self._handled.move_to_end(key)
+        # drop expired ids from the old end, so memory follows the window, then the oldest
+        # while over either bound
+        cutoff = self._clock() - self._window
+        while self._handled and (
+            len(self._handled) > self._max
+            or self._bytes > self._max_bytes
+            or next(iter(self._handled.values())) < cutoff
+        ):
+            old, _ = self._handled.popitem(last=False)
+            self._bytes -= _cost(old)
+
+
+class _Busy(Exception):
+    """Another process of the fleet holds the event's claim."""
+
+
+class _Unreachable(Exception):
+    """The dedupe store could not be asked: the event was not handled."""
+
+
+class Handling:
+    """Runs the handlers of notifications, each event id at most once at a time here and,
+    through ``dedupe``, in the fleet."""
+
+    def __init__(
+        self,
+        dispatch: Callable[[WebhookEvent], Awaitable[None]],
+        handler_timeout: float | None,
+        dedupe: Dedupe | None,
+        clock: Clock,
+    ) -> None:
+        self.dispatch = dispatch
+        self._handler_timeout = handler_timeout
+        self._dedupe = dedupe
+        self._clock = clock
+        self._in_flight: dict[str, asyncio.Future[None]] = {}
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def answer(self, event: WebhookEvent) -> web.Response:
+        """Handle ``event`` (or wait for the copy being handled) and answer the sender."""
+        key = event.event_id
+        if key is not None and self._dedupe is not None:
+            pending = self._in_flight.get(key)
+            if pending is not None:  # the same event is being handled here right now
+                return await self._outcome_of(pending)
+        return await self._run(event)
+
+    @staticmethod
+    async def _outcome_of(pending: asyncio.Future[None]) -> web.Response:
+        """The answer for a copy of an event whose first delivery is still being handled."""
+        try:
+            await asyncio.shield(pending)
+        except asyncio.CancelledError:
+            if not pending.cancelled():
+                raise  # this request itself was cancelled
+            # the first delivery's handling was cancelled: the event was not handled
+            return web.json_response({"error": "handling was interrupted"}, status=503)
+        except asyncio.TimeoutError:
+            return web.json_response({"error": "handler timed out"}, status=503)
+        except _Busy:
+            return _busy()
+        except _Unreachable:
+            return _unreachable()
+        except Exception:
+            return web.json_response({"error": "handler failed"}, status=500)
+        return web.json_response({"status": "duplicate"})
+
+    async def _run(self, event: WebhookEvent) -> web.Response:
+        key = event.event_id
+        if key is None or self._dedupe is None:
+            response, _ = await self._answered(event)
+            return response
+        done = self._in_flight[key] = asyncio.get_running_loop().create_future()
+        try:
+            return await self._claimed_run(event, key, self._dedupe, done)
+        except BaseException:
+            if not done.done():
+                done.cancel()  # cancelled mid-way: copies waiting on it must not hang
+            raise
+        finally:
+            self._in_flight.pop(key, None)
+
+    async def _claimed_run(
+        self, event: WebhookEvent, key: str, dedupe: Dedupe, done: asyncio.Future[None]
+    ) -> web.Response:
+        try:
+            claim = await dedupe.claim(key)
+        except Exception as exc:
+            # CoordinationError: the store logs its outage once; anything else is a defect
+            # of a store of the user's, logged with its traceback
+            if not isinstance(exc, CoordinationError):
+                logger.exception("the dedupe store failed to claim notification %s", key)
+            _fail(done, _Unreachable())
+            return _unreachable()
+        if claim == "done":
+            logger.info("notification %s (%s) already handled: acknowledged", key, event.event_type)
+            done.set_result(None)
+            return web.json_response({"status": "duplicate"})
+        if claim != "claimed":
+            logger.info(
+                "notification %s (%s) is being handled by another receiver: answered 409",
+                key,
+                event.event_type,
+            )
+            _fail(done, _Busy())
+            return _busy()
+        renewal = None
+        if math.isfinite(dedupe.lease):
+            renewal = self._spawn(self._renew_while_running(dedupe, key))
+        try:
+            response, error = await self._answered(event)
+        except BaseException:
+            self._spawn(self._release(dedupe, key))  # not awaited: this task is cancelled
+            raise
+        finally:
+            if renewal is not None:
+                renewal.cancel()
+        if error is not None:
+            await self._release(dedupe, key)  # before answering, so a redelivery runs again
+            _fail(done, error)
+            return response
+        try:
+            # shielded: the handlers succeeded, so a sender hanging up now must not leave the
+            # event claimed but not remembered (it would run again once the lease expired)
+            await asyncio.shield(self._spawn(dedupe.complete(key)))
+        except Exception as exc:
+            logger.error(
+                "notification %s (%s) was handled but the dedupe store could not remember "
+                "it (%s): a copy arriving after its claim expires would run again",
+                key,
+                event.event_type,
+                type(exc).__name__,
+            )
+        done.set_result(None)
+        return response
+
+    async def _answered(self, event: WebhookEvent) -> tuple[web.Response, Exception | None]:
+        """Run the handlers; the answer, and the failure (None after success)."""
+        try:
+            if self._handler_timeout is None:
+                await self.dispatch(event)
+            else:
+                await asyncio.wait_for(self.dispatch(event), self._handler_timeout)
+        except asyncio.TimeoutError as exc:
+            logger.error(
+                "the handlers of notification %s (%s) took longer than %gs: cancelled, "
+                "answered 503 so that it is delivered again",
+                event.event_id,
+                event.event_type,
+                self._handler_timeout,
+            )
+            return web.json_response({"error": "handler timed out"}, status=503), exc
+        except Exception as exc:
+            logger.exception(
+                "a handler of notification %s (%s) failed", event.event_id, event.event_type
+            )
+            return web.json_response({"error": "handler failed"}, status=500), exc
+        return web.json_response({"status": "ok"}), None
+
+    async def _renew_while_running(self, dedupe: Dedupe, key: str) -> None:
+        while True:
+            await self._clock.sleep(dedupe.lease / 3)
+            try:
+                await dedupe.renew(key)
+            except CoordinationError:
+                pass  # logged once per outage by the store; the next renewal tries again
+            except Exception:
+                logger.exception("the dedupe store failed to renew notification %s", key)
+
+    async def _release(self, dedupe: Dedupe, key: str) -> None:
+        try:
+            await dedupe.release(key)
+        except CoordinationError:
+            pass  # the claim expires after the store's lease instead
+        except Exception:
+            logger.exception("the dedupe store failed to release notification %s", key)
+
+    def _spawn(self, work: Awaitable[None]) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+
+_RETRY_AFTER = "5"  # seconds: a busy claim or an unreachable store is asked again then
+
+
+def _busy() -> web.Response:
+    return web.json_response(
+        {"error": "being handled by another receiver"},
+        status=409,
+        headers={"Retry-After": _RETRY_AFTER},
+    )
+
+
+def _unreachable() -> web.Response:
+    return web.json_response(
+        {"error": "the receivers' shared memory cannot be reached"},
+        status=503,
+        headers={"Retry-After": _RETRY_AFTER},
+    )
+
+
+def _fail(done: asyncio.Future[None], error: BaseException) -> None:
+    done.set_exception(error)
+    done.exception()  # retrieved here, so that a future no copy awaits does not warn
+
+
+def _cost(key: str) -> int:
+    return sys.getsizeof(key) + _ENTRY_OVERHEAD

@@ -1,0 +1,180 @@
+"""Bulk export to a file that is always whole, and that an interrupted run can resume.
+
+```pycon
+>>> from payroll_async.export import export_to_file
+>>> listing = client.payroll_connections.list()
+>>> result = await export_to_file(listing, "connections.jsonl")
+>>> result.items
+25000
+```
+
+Run it again after a crash (a killed worker, a lost connection, a full disk) and it
+continues where the last checkpoint left off: the file ends with every item exactly once.
+The command's ``export`` is built on it.
+
+The export writes to ``FILE.<random>.partial`` beside the target (created 0600 with
+``O_EXCL``) and renames it to ``FILE`` only when every item is written, so a finished file
+is never half a file; a file it replaces keeps its own mode. Every half second (and when
+the run stops, for whatever reason) it records in ``FILE.checkpoint`` how many items, and
+how many bytes of the partial file, are complete and on disk, with the base URL and a
+salted hash of the token. A resume checks all of it (the same job, service and account,
+and a partial file that holds what the checkpoint says), cuts the partial file back to
+that length and continues the listing at that offset: nothing lost, nothing twice.
+
+``FILE.lock`` (``flock``) keeps a second export from writing to the same file meanwhile:
+it gets :class:`OutputLockedError` at once.
+
+Only a regular file (or a symlink to one, resolved: the link stays a link) gets the
+partial file and the checkpoint. ``-`` is standard output, and a target that exists and is
+not a regular file (a FIFO, a character device such as /dev/null, a socket, /dev/fd/N) is
+written directly, streaming; such an export cannot be resumed. A dangling symlink is
+refused. JSON Lines and JSON are written from the bytes the service sent (see
+``_formats``); CSV cells that a spreadsheet would run as a formula get a ``'`` in front,
+unless ``csv_raw=True``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import attrs
+
+from .._core._converter import to_camel
+from .._paging._decode import RawPageDecoder
+from .._paging._pagination import AsyncPaginator, Page
+from ._checkpoint import (
+    CHECKPOINT_VERSION,
+    CheckpointError,
+    ExportError,
+    OutputLockedError,
+    OutputWriteError,
+    ResumeMismatchError,
+    Writer,
+)
+from ._exporter import Exporter, ExportProgress
+from ._formats import FORMATS, Format, format_for
+from ._output import FileWriter, StreamWriter, is_streamed, lock_output, open_target, unlock_output
+
+__all__ = [
+    "CHECKPOINT_VERSION",
+    "FORMATS",
+    "CheckpointError",
+    "ExportError",
+    "ExportProgress",
+    "ExportResult",
+    "Format",
+    "OutputLockedError",
+    "OutputWriteError",
+    "ResumeMismatchError",
+    "Writer",
+    "export_to_file",
+    "is_streamed",
+    "open_target",
+]
+
+
+@attrs.frozen
+class ExportResult:
+    """A finished export."""
+
+    path: Path | None
+    """The file written (None when streamed to a pipe, a device or a stream)."""
+    items: int
+    """Items in the output."""
+    resumed_from: int
+    """Items that an earlier, interrupted run had written (0 for a fresh export)."""
+
+
+def _default_job(paginator: AsyncPaginator[Any], fmt: str, csv_raw: bool) -> dict[str, Any]:
+    job: dict[str, Any] = {"listing": paginator.describe(), "format": fmt}
+    if csv_raw:
+        job["csvRaw"] = True
+    return job
+
+
+async def export_to_file(
+    source: AsyncPaginator[Any],
+    path: str | os.PathLike[str] | None,
+    *,
+    format: str = "jsonl",
+    resume: bool = True,
+    stream: IO[bytes] | None = None,
+    job: dict[str, Any] | None = None,
+    progress: ExportProgress | None = None,
+    on_page: Callable[[Page[Any], ExportProgress], None] | None = None,
+    csv_raw: bool = False,
+) -> ExportResult:
+    """Write every item of ``source`` to ``path``: whole or not at all, resumable.
+
+    ``format``: ``jsonl``, ``csv`` or ``json``. ``resume``: continue an interrupted export
+    of the same listing, from the same service and account, to the same file (it starts
+    afresh when there is none, and ``progress.nothing_to_resume`` says so); with
+    ``resume=False`` an interrupted one is an ExportError. A stream is written whole each
+    time: there is nothing to resume. ``path`` may be a FIFO or a device (written straight
+    through, not resumable); ``path=None`` writes to ``stream``. ``job`` names the export in
+    its checkpoint (default: the listing and the format); a checkpoint of another job is
+    never resumed. ``on_page(page, progress)`` is called after each page is written.
+    ``csv_raw``: CSV values exactly as sent, without the ``'`` that keeps a spreadsheet
+    from running a value such as ``=1+1`` as a formula.
+
+    Errors (all :class:`ExportError`, a PayrollError): :class:`CheckpointError` for a
+    checkpoint or partial file that cannot be trusted, :class:`ResumeMismatchError` for
+    one of another job, service or account, :class:`OutputLockedError` while another
+    export writes to ``path``, :class:`OutputWriteError` when the disk is full (what was
+    saved is resumed by the next call).
+
+    ```pycon
+    >>> listing = client.employer_identifiers.list()
+    >>> result = await export_to_file(listing, "employers.csv", format="csv")
+    >>> result.items, result.resumed_from
+    (200, 0)
+    ```
+    """
+    fmt = format_for(format, csv_raw=csv_raw)
+    if fmt is None:
+        raise ExportError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    if not isinstance(source, AsyncPaginator):
+        raise ExportError(f"source must be an AsyncPaginator, got {type(source).__name__}")
+    modelled = attrs.has(source.model)  # a listing of dict (get_api_list) has no columns
+    if not modelled and fmt.name.startswith("csv"):
+        raise ExportError(
+            "CSV needs the items' fields: export a listing of an attrs model as CSV, or this "
+            "one as jsonl or json"
+        )
+    if path is None:
+        if stream is None:
+            raise ExportError("export_to_file needs a path, or a stream with path=None")
+        target, opened = None, None
+    else:
+        target, opened = open_target(os.fspath(path))
+    columns = [to_camel(field.name) for field in attrs.fields(source.model)] if modelled else []
+    state = progress if progress is not None else ExportProgress()
+    listing = source._with_decoder(RawPageDecoder(source.model)) if fmt.raw else source
+    base_url, token = source._account()
+    exporter = Exporter(
+        job=job if job is not None else _default_job(source, format, csv_raw),
+        base_url=base_url,
+        token=token,
+        progress=state,
+        on_page=on_page,
+    )
+    try:
+        if target is None:
+            out = opened or stream
+            assert out is not None
+            writer: Writer = StreamWriter(out, fmt, columns)
+            count = await exporter.run(writer, None, listing, resume=False)
+        else:
+            lock, lock_path = lock_output(target)
+            try:
+                writer = FileWriter(target, fmt, columns)
+                count = await exporter.run(writer, target, listing, resume=resume)
+            finally:
+                unlock_output(lock, lock_path)
+    finally:
+        if opened is not None:
+            opened.close()
+    return ExportResult(path=target, items=count, resumed_from=state.resumed_from)

@@ -1,0 +1,78 @@
+"""The suite leaves no server behind: every PostgreSQL and redis-server a test starts is
+gone when the run ends (a run of a few such tests in a child pytest, then a look at what
+is still running under its temp directory)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+psutil = pytest.importorskip("psutil")
+
+ROOT = Path(__file__).parents[1]
+
+
+def _under(proc: object, folder: str) -> bool:
+    try:
+        cwd = proc.cwd()  # type: ignore[attr-defined]
+        cmdline = " ".join(proc.cmdline())  # type: ignore[attr-defined]
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+    return cwd.startswith(folder) or folder in cmdline
+
+
+@pytest.fixture
+def own_temp() -> Iterator[Path]:
+    """A temp directory of this test's outside pytest's own: any pytest that starts takes
+    back the traversal of /tmp/pytest-of-<user> that PostgreSQL's user needs."""
+    folder = Path(tempfile.mkdtemp(prefix="payroll-leftovers-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_servers_started_by_tests_are_gone_when_the_run_ends(own_temp: Path) -> None:
+    base = own_temp / "run"
+    selection = [
+        "tests/mirror/test_mirror.py::test_an_unchanged_rerun_writes_no_item_row_and_records_nothing",
+        "tests/fleet/test_redis_gate.py::test_a_fleet_budget_under_the_limit_avoids_429s",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-x",
+            f"--basetemp={base}",
+            "-k",
+            "postgresql or holds_back",
+            *selection,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert " passed" in run.stdout
+    # Something was started under the run's temp directory (the check can fail) ...
+    assert any(base.rglob("postmaster.opts")) or any(base.rglob("PG_VERSION"))
+    # ... and nothing of it runs any more.
+    left = [p for p in psutil.process_iter() if _under(p, str(base))]
+    assert left == [], [(p.pid, p.name()) for p in left]
