@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
+import logging
 import uuid
 from typing import Any
 
@@ -284,3 +285,19 @@ async def test_the_base_urls_path_is_kept(mock_api: aioresponses, clock: FakeClo
     async with PayrollClient(f"{BASE}/api", TOKEN, clock=clock) as client:
         assert await client.get("/v1/users", cast_to=list, params={"role": "admin"}) == [1]
         assert await client.get("/v1/users?role=admin", cast_to=list) == [1]
+
+
+async def test_a_copys_options_apply_and_the_debug_log_has_the_request_id(
+    mock_api: aioresponses, client: PayrollClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="payroll_async")
+    mock_api.get(f"{PLATFORMS}?team=payroll", payload={}, headers={"X-Request-Id": "req-77"})
+    copy = client.with_options(extra_headers={"X-Team": "payroll"}, extra_query={"team": "payroll"})
+    assert await copy.get("/v1/payroll-platforms", cast_to=dict) == {}
+    (_, url, kwargs) = only_call(mock_api)
+    assert kwargs["headers"]["X-Team"] == "payroll"
+    assert url.query["team"] == "payroll"
+    assert any("req-77" in r.getMessage() for r in caplog.records)
+    assert TOKEN not in caplog.text
+    with pytest.raises(InvalidArgumentError, match="team"):
+        await copy.get("/v1/payroll-platforms?team=x", cast_to=dict)
