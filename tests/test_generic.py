@@ -23,6 +23,7 @@ from payroll_async import (
     RateLimitError,
     ResponseDecodeError,
     RetryPolicy,
+    ServerError,
 )
 from tests import factories
 from tests.conftest import BASE, TOKEN, FakeClock, Serve
@@ -196,8 +197,9 @@ async def test_a_post_is_retried_on_a_429_but_not_on_a_5xx(
     mock_api.post(PLATFORMS, status=201, payload=PLATFORM)
     assert (await client.post("/v1/payroll-platforms", cast_to=Platform)).name == "Ledgerly"
     mock_api.post(PLATFORMS, status=502)
-    with pytest.raises(Exception, match="502"):
+    with pytest.raises(ServerError) as info:
         await client.post("/v1/payroll-platforms", cast_to=dict)
+    assert (info.value.status, info.value.method) == (502, "POST")
     assert len(calls(mock_api)) == 3
 
 
