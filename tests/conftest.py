@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
@@ -11,12 +12,20 @@ import pytest
 from aiohttp import web
 from aioresponses import aioresponses
 
-from payroll_async import PayrollClient
+from payroll_async import PayrollClient, RetryPolicy
 from payroll_async._core._clock import Clock
 from payroll_async.emulator import Emulator
+from tests import factories
 
 BASE = "https://api.example.test"
 TOKEN = "tok_secret_0123456789"
+# What the exact-request tests share: a listing's first page, the subscriptions path, a
+# subscription id, a fixed "now", and a policy of one attempt (no retry).
+LIST = f"{BASE}/v1/payroll-connections?limit=100&offset=0"
+SUBS = f"{BASE}/v1/webhooks/subscriptions"
+SID = factories.uid(1, 5)
+NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
+ONCE = RetryPolicy(max_attempts=1)
 
 
 class _NoStreamWriter:

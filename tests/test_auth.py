@@ -1,7 +1,6 @@
 """Tokens: one refresh for a burst of 401s, a static token is not refreshed."""
 
 import asyncio
-import datetime
 
 import pytest
 from aiohttp import web
@@ -13,11 +12,6 @@ from payroll_async import (
 )
 from tests import factories
 from tests.conftest import BASE, TOKEN, Serve
-
-LIST = f"{BASE}/v1/payroll-connections?limit=100&offset=0"
-SUBS = f"{BASE}/v1/webhooks/subscriptions"
-SID = factories.uid(1, 5)
-NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
 
 # --- token refresh ---------------------------------------------------------------------------
 

@@ -6,12 +6,15 @@ import asyncio
 import datetime
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
+import httpx
 import pytest
 from aiohttp import web
+from fastapi import FastAPI, Request, Response
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,9 +22,11 @@ from payroll_async import CoordinationError, EventType, InvalidArgumentError, fr
 from payroll_async.events import (
     Dedupe,
     EventRouter,
+    InboxLike,
     WebhookEvent,
     compare_secret,
     header_secret,
+    sign,
 )
 from tests.conftest import FakeClock, Serve
 
@@ -553,3 +558,184 @@ async def test_a_sender_hanging_up_after_the_handlers_succeeded_still_completes(
         await runner.cleanup()
     assert runs == 1
     assert store.calls == [("claim", "evt_1"), ("complete", "evt_1")]  # never released
+
+
+# The framework-neutral core: router.receive(body, headers) -> Reply, and the inbox seam
+
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+
+def signed(event_id: str = "evt_1", **extra: Any) -> tuple[bytes, dict[str, str]]:
+    raw = json.dumps(body(event_id=event_id, **extra)).encode()
+    return raw, sign(SECRET, event_id, int(time.time()), raw)
+
+
+async def test_receive_is_the_whole_answer_in_any_framework() -> None:
+    router = EventRouter(secret=SECRET)
+    runs: list[str | None] = []
+
+    @router.on()
+    async def record(event: WebhookEvent) -> None:
+        runs.append(event.event_id)
+
+    raw, headers = signed()
+    reply = await router.receive(raw, {k.upper(): v for k, v in headers.items()})
+    assert (reply.status, json.loads(reply.body)) == (200, {"status": "ok"})
+    assert reply.headers["Content-Type"] == "application/json"
+    again = await router.receive(raw, headers)
+    assert json.loads(again.body) == {"status": "duplicate"}
+    assert (await router.receive(raw, {})).status == 401
+    many = {f"x-{n}": "1" for n in range(101)} | headers
+    assert (await router.receive(raw, many)).status == 431
+    huge = b" " * (2**20 + 1)
+    assert (await router.receive(huge, headers)).status == 413
+    deep, deep_headers = signed("deep", data={"x": json.loads("[" * 70 + "]" * 70)})
+    assert (await router.receive(deep, deep_headers)).status == 400
+    with pytest.raises(InvalidArgumentError, match="raw bytes"):
+        await router.receive(raw.decode(), headers)  # type: ignore[arg-type]
+    assert runs == ["evt_1"]
+
+
+async def test_a_verify_hook_under_receive_gets_the_headers_and_the_address() -> None:
+    seen: list[tuple[str | None, str | None]] = []
+
+    def check(request: Any, raw: bytes) -> bool:
+        seen.append((request.headers.get("x-hook-secret"), request.remote))
+        return compare_secret(request.headers.get("X-Hook-Secret"), "s3cret")
+
+    router = EventRouter(verify=check)
+    raw = json.dumps(body()).encode()
+    reply = await router.receive(raw, {"X-HOOK-SECRET": "s3cret"}, remote="192.0.2.7")
+    assert reply.status == 200
+    assert (await router.receive(raw, {"x-hook-secret": "no"})).status == 401
+    assert seen == [("s3cret", "192.0.2.7"), ("no", None)]
+
+
+async def test_dispatch_runs_the_handlers_of_a_verified_event_and_raises_what_they_raise() -> None:
+    router = EventRouter(insecure=True)
+    calls: list[str] = []
+
+    @router.on(EventType.PAYROLL_PROCESSED)
+    async def first(event: WebhookEvent) -> None:
+        calls.append("first")
+
+    @router.on()
+    async def failing(event: WebhookEvent) -> None:
+        calls.append("failing")
+        raise LookupError("a dependency is down")
+
+    event = from_dict(WebhookEvent, body())
+    with pytest.raises(LookupError, match="dependency"):
+        await router.dispatch(event)
+    with pytest.raises(LookupError):
+        await router.dispatch(event)  # no deduplication: the caller decides
+    assert calls == ["first", "failing"] * 2
+
+
+class Inbox:
+    """An InboxLike of the test's own: stores bodies by event id, or fails when told."""
+
+    def __init__(self) -> None:
+        self.stored: dict[str, bytes] = {}
+        self.failure: BaseException | None = None
+
+    async def accept(self, event: WebhookEvent, body: bytes) -> bool:
+        if self.failure is not None:
+            raise self.failure
+        assert event.event_id is not None
+        if event.event_id in self.stored:
+            return False
+        self.stored[event.event_id] = body
+        return True
+
+
+async def test_with_an_inbox_a_notification_is_stored_and_no_handler_runs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="payroll_async.events")
+    inbox = Inbox()
+    assert isinstance(inbox, InboxLike)
+    router = EventRouter(secret=SECRET, inbox=inbox)
+    runs: list[str | None] = []
+
+    @router.on()
+    async def record(event: WebhookEvent) -> None:
+        runs.append(event.event_id)
+
+    raw, headers = signed("kept")
+    reply = await router.receive(raw, headers)
+    assert (reply.status, json.loads(reply.body)) == (200, {"status": "stored"})
+    assert inbox.stored == {"kept": raw}  # the bytes as sent
+    reply = await router.receive(raw, headers)
+    assert (reply.status, json.loads(reply.body)) == (200, {"status": "duplicate"})
+    assert (await router.receive(raw, {})).status == 401  # verified before it is stored
+    assert runs == []  # the inbox's workers run them, through router.dispatch
+    # the inbox down: 503 with Retry-After, one line per outage that names no secret
+    inbox.failure = ConnectionRefusedError("postgresql://app:hunter2@db/inbox refused")
+    for n in range(3):
+        raw, headers = signed(f"down-{n}")
+        reply = await router.receive(raw, headers)
+        assert (reply.status, reply.headers.get("Retry-After")) == (503, "5")
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1
+    assert "hunter2" not in caplog.text
+    assert "ConnectionRefusedError" in errors[0].getMessage()
+    inbox.failure = None
+    raw, headers = signed("down-0")
+    assert json.loads((await router.receive(raw, headers)).body) == {"status": "stored"}
+    assert "stores notifications again" in caplog.text
+    await router.dispatch(from_dict(WebhookEvent, json.loads(inbox.stored["kept"])))
+    assert runs == ["kept"]
+
+
+async def test_an_inbox_that_hangs_is_bounded_by_the_handler_timeout() -> None:
+    class Hanging:
+        async def accept(self, event: WebhookEvent, body: bytes) -> bool:
+            await asyncio.Event().wait()
+            return True
+
+    router = EventRouter(secret=SECRET, inbox=Hanging(), handler_timeout=0.05)
+    raw, headers = signed()
+    assert (await router.receive(raw, headers)).status == 503
+
+
+def test_an_inbox_is_checked_when_the_router_is_built() -> None:
+    with pytest.raises(InvalidArgumentError, match="accept"):
+        EventRouter(secret=SECRET, inbox=object())  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="leave out dedupe="):
+        EventRouter(secret=SECRET, inbox=Inbox(), dedupe=RecordingStore())
+
+
+# FastAPI, as docs/webhooks.md shows it: the router mounted, or receive() in a route
+
+
+async def test_a_fastapi_receiver() -> None:
+    router = EventRouter(secret=SECRET)
+    runs: list[str | None] = []
+
+    @router.on()
+    async def record(event: WebhookEvent) -> None:
+        runs.append(event.event_id)
+
+    app = FastAPI()
+    app.mount("/payroll", router.asgi(path="/hooks"))
+
+    @app.post("/own")
+    async def own(request: Request) -> Response:
+        client = request.client.host if request.client else None
+        reply = await router.receive(await request.body(), request.headers, remote=client)
+        return Response(reply.body, status_code=reply.status, headers=reply.headers)
+
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://receiver") as http:
+        for path, event_id in [("/payroll/hooks", "m1"), ("/own", "o1")]:
+            raw, headers = signed(event_id)
+            response = await http.post(path, content=raw, headers=headers)
+            assert (response.status_code, response.json()) == (200, {"status": "ok"})
+            forged = {**headers, "webhook-signature": "v1,AAAA"}
+            assert (await http.post(path, content=raw, headers=forged)).status_code == 401
+            again = await http.post(path, content=raw, headers=headers)
+            assert again.json() == {"status": "duplicate"}
+        assert (await http.get("/payroll/hooks")).status_code == 405
+        assert (await http.post("/payroll/elsewhere", content=b"{}")).status_code == 404
+    assert runs == ["m1", "o1"]

@@ -9,9 +9,7 @@ from aioresponses import aioresponses
 
 from payroll_async import Gate, InvalidArgumentError, LocalGate, PayrollClient
 from tests import factories
-from tests.conftest import BASE, TOKEN, FakeClock
-
-LIST = f"{BASE}/v1/payroll-connections?limit=100&offset=0"
+from tests.conftest import BASE, LIST, TOKEN, FakeClock
 
 
 async def test_a_rate_spreads_requests_evenly(clock: FakeClock) -> None:

@@ -16,10 +16,7 @@ from payroll_async import (
     WebhookSubscription,
 )
 from tests import factories
-from tests.conftest import BASE
-
-SUBS = f"{BASE}/v1/webhooks/subscriptions"
-SID = factories.uid(1, 5)
+from tests.conftest import SID, SUBS
 
 
 async def test_a_create_gives_status_headers_request_id_and_the_model(

@@ -24,13 +24,8 @@ from payroll_async import (
 from payroll_async._http._retry import wait_retry_after_or_backoff
 from payroll_async._http._status import parse_retry_after
 from tests import factories
-from tests.conftest import BASE, TOKEN, FakeClock
+from tests.conftest import BASE, LIST, NOW, SID, SUBS, TOKEN, FakeClock
 from tests.resources.helpers import calls
-
-LIST = f"{BASE}/v1/payroll-connections?limit=100&offset=0"
-SUBS = f"{BASE}/v1/webhooks/subscriptions"
-SID = factories.uid(1, 5)
-NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
 
 # --- Retry-After and the wait ------------------------------------------------------------
 

@@ -8,23 +8,36 @@ import hashlib
 import hmac
 import json
 import logging
+import sys
 import time
 import types
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import aiohttp
 import pytest
 import standardwebhooks
 from aiohttp import web
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from hypothesis import given
 from hypothesis import strategies as st
+from multidict import CIMultiDict, CIMultiDictProxy
 
-from payroll_async import EventType, InvalidArgumentError, PayrollClient
+from payroll_async import EventType, InvalidArgumentError, PayrollClient, PayrollError
 from payroll_async.emulator import Emulator, _delivery
-from payroll_async.events import EventRouter, WebhookEvent, sign
+from payroll_async.events import (
+    EventRouter,
+    WebhookEvent,
+    WebhookVerificationError,
+    sign,
+    unwrap,
+    verify,
+)
 from payroll_async.events._signature import Signer
 from tests.conftest import Serve
+from tests.hostile.conftest import assert_secret_free
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 OTHER = "whsec_" + base64.b64encode(b"another key of 24 bytes!").decode()
@@ -260,3 +273,243 @@ def test_insecure_is_said_out_loud(caplog: pytest.LogCaptureFixture) -> None:
 def test_any_headers_are_refused_cleanly(headers: dict[str, str], body: bytes) -> None:
     outcome = Signer(SECRET, 300).check(headers, body, time.time())
     assert isinstance(outcome, str)
+
+
+# v1a: Standard Webhooks' asymmetric signatures (Ed25519), held to the scheme's own
+# construction, written here from the spec with cryptography's calls: the signed content is
+# `{webhook-id}.{webhook-timestamp}.{body}`, an entry is `v1a,<base64 of the 64-byte
+# signature>`, a public key is `whpk_<base64 of the raw 32-byte key>`, a private key
+# `whsk_<base64 of its 32-byte seed>`.
+
+# RFC 8032, 7.1, TEST 1: a seed, its public key, and its signature of the empty message.
+RFC_SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
+RFC_PUBLIC = bytes.fromhex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")
+RFC_EMPTY_SIGNATURE = bytes.fromhex(
+    "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"
+)
+WHSK = "whsk_" + base64.b64encode(RFC_SEED).decode()
+WHPK = "whpk_" + base64.b64encode(RFC_PUBLIC).decode()
+OTHER_SEED = hashlib.sha256(b"another Ed25519 seed").digest()
+
+
+def spec_v1a_sign(seed: bytes, event_id: str, stamp: int, body: bytes) -> str:
+    private = Ed25519PrivateKey.from_private_bytes(seed)
+    return "v1a," + base64.b64encode(private.sign(f"{event_id}.{stamp}.".encode() + body)).decode()
+
+
+def spec_v1a_verifies(whpk: str, headers: dict[str, str], body: bytes) -> bool:
+    public = Ed25519PublicKey.from_public_bytes(base64.b64decode(whpk.removeprefix("whpk_")))
+    content = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
+    for entry in headers["webhook-signature"].split():
+        version, _, value = entry.partition(",")
+        if version == "v1a":
+            try:
+                public.verify(base64.b64decode(value), content)
+            except InvalidSignature:
+                continue
+            return True
+    return False
+
+
+def test_the_spec_construction_reproduces_rfc_8032() -> None:
+    private = Ed25519PrivateKey.from_private_bytes(RFC_SEED)
+    assert private.sign(b"") == RFC_EMPTY_SIGNATURE
+    assert private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw) == RFC_PUBLIC
+
+
+async def test_v1a_what_the_spec_signs_we_accept(receiver: Any) -> None:
+    target, send = await receiver(secret=WHPK)
+    now = int(time.time())
+    body = notification("evt_a")
+    signed = _headers("evt_a", now, spec_v1a_sign(RFC_SEED, "evt_a", now, body))
+    assert await send(body, signed) == 200
+    assert await send(body.replace(b"p1", b"p2"), signed) == 401  # tampered
+    body = notification("evt_b")
+    other = _headers("evt_b", now, spec_v1a_sign(OTHER_SEED, "evt_b", now, body))
+    assert await send(body, other) == 401  # another key
+    old = _headers("evt_b", now - 400, spec_v1a_sign(RFC_SEED, "evt_b", now - 400, body))
+    assert await send(body, old) == 401  # replayed after the tolerance
+    v1_only = sign(SECRET, "evt_b", now, body)
+    assert await send(body, v1_only) == 401  # a v1 entry is not checked with a whpk_
+    assert target.handled == ["evt_a"]
+
+
+def test_v1a_what_we_sign_the_spec_verifies() -> None:
+    body = notification("evt_ours")
+    headers = sign(WHSK, "evt_ours", int(time.time()), body)
+    assert headers["webhook-signature"].startswith("v1a,")
+    assert spec_v1a_verifies(WHPK, headers, body)
+    assert not spec_v1a_verifies(WHPK, headers, body.replace(b"p1", b"p2"))
+    other = (
+        "whpk_"
+        + base64.b64encode(
+            Ed25519PrivateKey.from_private_bytes(OTHER_SEED)
+            .public_key()
+            .public_bytes(Encoding.Raw, PublicFormat.Raw)
+        ).decode()
+    )
+    assert not spec_v1a_verifies(other, headers, body)
+    # libsodium's 64-byte layout (the seed, then the public key) signs alike
+    long_form = "whsk_" + base64.b64encode(RFC_SEED + RFC_PUBLIC).decode()
+    assert sign(long_form, "evt_ours", 1, body) == sign(WHSK, "evt_ours", 1, body)
+
+
+async def test_the_emulator_signs_v1a_with_a_whsk_key(serve: Serve) -> None:
+    arrived: list[tuple[bytes, dict[str, str]]] = []
+    router = EventRouter(secret=WHPK)
+    handled: list[str | None] = []
+
+    @router.on()
+    async def record(event: WebhookEvent) -> None:
+        handled.append(event.event_id)
+
+    async def capture(request: web.Request) -> web.StreamResponse:
+        arrived.append((await request.read(), dict(request.headers)))
+        return await router.handle(request)
+
+    app = web.Application()
+    app.router.add_post("/in", capture)
+    hook = await serve(app) + "/in"
+    async with Emulator(webhook_subscriptions=0, webhook_secret=WHSK) as emu:
+        assert emu.webhook_public_key == WHPK  # derived as the spec says
+        async with PayrollClient(emu.base_url, emu.token) as client:
+            await client.webhooks.create(event_types=[EventType.PAYROLL_PROCESSED], path=hook)
+        assert await emu.emit(EventType.PAYROLL_PROCESSED, event_id="evt_e") == 1
+    [(body, headers)] = arrived
+    assert headers["webhook-signature"].startswith("v1a,")
+    assert spec_v1a_verifies(WHPK, headers, body)
+    assert handled == ["evt_e"]
+
+
+async def test_a_rotation_mixes_whsec_and_whpk_keys(receiver: Any) -> None:
+    target, send = await receiver(secret=[SECRET, WHPK])
+    now = int(time.time())
+    one, two, both = notification("v1"), notification("v1a"), notification("both")
+    assert await send(one, sign(SECRET, "v1", now, one)) == 200
+    assert await send(two, sign(WHSK, "v1a", now, two)) == 200
+    entries = f"{sign(OTHER, 'both', now, both)['webhook-signature']} " + spec_v1a_sign(
+        RFC_SEED, "both", now, both
+    )
+    assert await send(both, _headers("both", now, entries)) == 200  # any entry may match
+    stranger = notification("stranger")
+    forged = _headers("stranger", now, spec_v1a_sign(OTHER_SEED, "stranger", now, stranger))
+    assert await send(stranger, forged) == 401
+    assert target.handled == ["v1", "v1a", "both"]
+
+
+@pytest.mark.parametrize(
+    ("key", "match"),
+    [
+        ("whsig_" + base64.b64encode(b"k" * 24).decode(), "unknown webhook key prefix 'whsig_'"),
+        ("Bearer_abc", "unknown webhook key prefix"),
+        ("whpk_" + base64.b64encode(RFC_PUBLIC[:31]).decode(), "32-byte Ed25519 public key"),
+        ("whpk_" + base64.b64encode(RFC_PUBLIC + b"\0").decode(), "32-byte"),
+        ("whpk_not*base64", "base64"),
+        ("whpk_", "32-byte"),
+        (WHSK, "give the receiver its 'whpk_' public key"),
+    ],
+    ids=["unknown-prefix", "unknown-word", "short", "long", "not-base64", "empty", "whsk"],
+)
+def test_bad_keys_are_refused_when_the_router_is_built(key: str, match: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=match) as refused:
+        EventRouter(secret=[SECRET, key])
+    body = key.partition("_")[2]
+    assert not body or body not in str(refused.value)  # the key itself is never shown
+    with pytest.raises(InvalidArgumentError):
+        verify(b"{}", {}, secret=key)
+
+
+def test_signing_refuses_a_public_key_and_unknown_prefixes() -> None:
+    with pytest.raises(InvalidArgumentError, match="only verifies"):
+        sign(WHPK, "e", 1, b"")
+    with pytest.raises(InvalidArgumentError, match="unknown webhook key prefix"):
+        sign("whzz_AAAA", "e", 1, b"")
+    with pytest.raises(ValueError, match="public key, which cannot sign"):
+        Emulator(webhook_secret=WHPK)
+
+
+def test_without_cryptography_a_whpk_key_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.asymmetric.ed25519", None)
+    with pytest.raises(InvalidArgumentError, match=r"pip install 'payroll-async\[webhooks\]'"):
+        EventRouter(secret=WHPK)
+    EventRouter(secret=SECRET)  # v1 needs nothing
+
+
+# verify() and unwrap(): any framework's headers
+
+
+def _starlette(headers: dict[str, str]) -> Mapping[str, str]:
+    from starlette.datastructures import Headers
+
+    return Headers(raw=[(k.lower().encode(), v.encode()) for k, v in headers.items()])
+
+
+def _werkzeug(headers: dict[str, str]) -> Mapping[str, str]:
+    from werkzeug.datastructures import EnvironHeaders
+
+    environ = {"HTTP_" + k.upper().replace("-", "_"): v for k, v in headers.items()}
+    return EnvironHeaders(environ)  # type: ignore[return-value]  # Flask's request.headers
+
+
+HEADER_KINDS: dict[str, Callable[[dict[str, str]], Mapping[str, str]]] = {
+    "dict": dict,
+    "dict-title-case": lambda h: {k.title(): v for k, v in h.items()},
+    "dict-upper-case": lambda h: {k.upper(): v for k, v in h.items()},
+    "aiohttp": lambda h: CIMultiDictProxy(CIMultiDict({k.title(): v for k, v in h.items()})),
+    "starlette": _starlette,
+    "flask": _werkzeug,
+}
+
+
+@pytest.mark.parametrize("kind", HEADER_KINDS)
+@pytest.mark.parametrize("key", [SECRET, WHSK], ids=["v1", "v1a"])
+def test_verify_and_unwrap_read_any_framework_s_headers(kind: str, key: str) -> None:
+    body = notification("evt_any")
+    headers = HEADER_KINDS[kind](sign(key, "evt_any", int(time.time()), body))
+    secret = WHPK if key == WHSK else SECRET
+    assert verify(body, headers, secret=secret) is None
+    event = unwrap(body, headers, secret=[OTHER, secret])
+    assert (event.event_id, event.event_type) == ("evt_any", EventType.PAYROLL_PROCESSED)
+    with pytest.raises(WebhookVerificationError, match="no signature matches"):
+        verify(body.replace(b"p1", b"p2"), headers, secret=secret)
+
+
+def test_what_verify_and_unwrap_raise_says_why_never_the_secret() -> None:
+    now = int(time.time())
+    body = notification("evt_1")
+    cases = {
+        "missing webhook-id": {},
+        "not integer Unix seconds": _headers("evt_1", now, "v1,AAAA") | {"webhook-timestamp": "x"},
+        "more than 300s from this machine's clock": sign(SECRET, "evt_1", now - 301, body),
+        "no v1 or v1a signature": _headers("evt_1", now, "v2,AAAA"),
+        "no signature matches": sign(OTHER, "evt_1", now, body),
+    }
+    for why, headers in cases.items():
+        with pytest.raises(WebhookVerificationError, match=why) as raised:
+            unwrap(body, headers, secret=[SECRET, WHPK])
+        assert isinstance(raised.value, PayrollError)
+        assert why in raised.value.reason
+        assert_secret_free(raised.value, SECRET.removeprefix("whsec_"))
+    mismatch = sign(SECRET, "header-id", now, body)
+    with pytest.raises(WebhookVerificationError, match="differs from the body's eventId"):
+        unwrap(body, mismatch, secret=SECRET)
+    verify(body, mismatch, secret=SECRET)  # verify() checks the signature only
+    garbage = b"not json"
+    with pytest.raises(InvalidArgumentError, match="not JSON"):
+        unwrap(garbage, sign(SECRET, "e", now, garbage), secret=SECRET)
+    with pytest.raises(InvalidArgumentError, match="raw bytes"):
+        verify(body.decode(), sign(SECRET, "evt_1", now, body), secret=SECRET)  # type: ignore[arg-type]
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["webhook-id", "Webhook-Timestamp", "WEBHOOK-SIGNATURE", "other"]),
+        st.text(max_size=80),
+    ),
+    st.binary(max_size=64),
+)
+def test_verify_raises_only_its_own_error(headers: dict[str, str], body: bytes) -> None:
+    with pytest.raises(WebhookVerificationError):
+        verify(body, headers, secret=[SECRET, WHPK])

@@ -1,7 +1,6 @@
 """The transport: the client-wide 429 pause, timeouts, aiohttp's own resend, TLS failures."""
 
 import asyncio
-import datetime
 import json
 import logging
 
@@ -17,12 +16,7 @@ from payroll_async import (
     RetryPolicy,
 )
 from tests import factories
-from tests.conftest import BASE, TOKEN, FakeClock, HeldClock, Serve
-
-LIST = f"{BASE}/v1/payroll-connections?limit=100&offset=0"
-SUBS = f"{BASE}/v1/webhooks/subscriptions"
-SID = factories.uid(1, 5)
-NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
+from tests.conftest import LIST, SID, SUBS, TOKEN, FakeClock, HeldClock, Serve
 
 # --- one 429 pauses the whole client ---------------------------------------------------------
 

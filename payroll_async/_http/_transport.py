@@ -83,11 +83,15 @@ class Transport:
         # The in-process pause always applies: a process that got the 429 does not wait
         # for a shared gate to tell it. A shared gate (e.g. RedisGate) comes on top.
         self.local_gate: LocalGate = gate if isinstance(gate, LocalGate) else LocalGate(clock=clock)
-        self.gate: Gate = gate if gate is not None else self.local_gate
-        self.shared_gate: Gate | None = None if self.gate is self.local_gate else self.gate
+        self.shared_gate: Gate | None = None if gate is None or gate is self.local_gate else gate
         self._retry_plans: dict[RetryPolicy, Retries] = {}
         self.tracing: bool = False
         """Whether sends are traced (debug logging was on as the session started)."""
+
+    @property
+    def gate(self) -> Gate:
+        """The gate every request passes: the fleet's when one was given, else this client's."""
+        return self.shared_gate if self.shared_gate is not None else self.local_gate
 
     @property
     def session_started(self) -> bool:

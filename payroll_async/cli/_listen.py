@@ -7,8 +7,10 @@ import contextlib
 import datetime
 import errno
 import json
+import logging
 import signal
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -79,7 +81,10 @@ def _show_event(event: WebhookEvent, as_json: bool) -> None:
     "--secret",
     envvar=WEBHOOK_SECRET,
     metavar="SECRET",
-    help=f"The 'whsec_...' signing secret: unsigned notifications get 401 [env: {WEBHOOK_SECRET}].",
+    help=(
+        "The 'whsec_...' signing secret, or the 'whpk_...' public key of v1a signatures: "
+        f"unsigned notifications get 401 [env: {WEBHOOK_SECRET}]."
+    ),
 )
 @click.option(
     "--insecure",
@@ -125,7 +130,9 @@ def listen(
             EventRouter(insecure=True, read_timeout=READ_TIMEOUT)
             if insecure
             else EventRouter(
-                secret=emulator.webhook_secret if emulator else secret,
+                secret=(emulator.webhook_public_key or emulator.webhook_secret)
+                if emulator
+                else secret,
                 read_timeout=READ_TIMEOUT,
             )
         )
@@ -182,10 +189,42 @@ def listen(
             await runner.cleanup()
         return received
 
-    received = execute(settings, listen())
+    with _receiver_log_on_console(settings.verbose):
+        received = execute(settings, listen())
     stderr.print(f"Stopped after {received} event{'s' if received != 1 else ''}.")
     if stopped_by:  # Ctrl-C (130) or SIGTERM (143), as the exit-code table says
         raise SystemExit(stopped_by[0])
+
+
+class _ConsoleHandler(logging.Handler):
+    """Records as lines of the command's stderr console, which escapes control characters
+    (a record may quote a sender)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            stderr.print(self.format(record), markup=False, highlight=False)
+        except Exception:
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def _receiver_log_on_console(verbose: bool) -> Iterator[None]:
+    """The receiver's log lines on stderr, each once: a rejected notification is one
+    WARNING line by default (why, from which address; never the secret), and with -v the
+    receiver's DEBUG and INFO lines too, in the same format, not again through -v's or
+    PAYROLL_LOG's handlers."""
+    receiver = logging.getLogger("payroll_async.events")
+    handler = _ConsoleHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s  %(levelname)s %(message)s", "%H:%M:%S"))
+    handler.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    propagate = receiver.propagate
+    receiver.addHandler(handler)
+    receiver.propagate = False
+    try:
+        yield
+    finally:
+        receiver.propagate = propagate
+        receiver.removeHandler(handler)
 
 
 async def _listen_on_emulator(

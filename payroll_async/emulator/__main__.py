@@ -93,7 +93,8 @@ OPTIONS: tuple[Option, ...] = (
         "--webhook-secret",
         str,
         None,
-        "the 'whsec_...' secret deliveries are signed with (default: a random one)",
+        "the 'whsec_...' secret (v1) or 'whsk_...' Ed25519 private key (v1a) deliveries "
+        "are signed with (default: a random 'whsec_')",
         "SECRET",
     ),
     Option(
@@ -206,7 +207,9 @@ async def serve(
         if announce:
             print(f"  PAYROLL_BASE_URL={emulator.base_url}", flush=True)
             print(f"  PAYROLL_TOKEN={emulator.token}", flush=True)
-            print(f"  PAYROLL_WEBHOOK_SECRET={emulator.webhook_secret}", flush=True)
+            # what a receiver verifies with: the whsec_ itself, or the whpk_ of a whsk_
+            verify_with = emulator.webhook_public_key or emulator.webhook_secret
+            print(f"  PAYROLL_WEBHOOK_SECRET={verify_with}", flush=True)
             print(
                 f"  token without the webhook role: {emulator.token_without_webhook_role}",
                 flush=True,

@@ -3,9 +3,11 @@
 Every delivery is signed as Standard Webhooks says (ASSUMED: the interface document does
 not show the service's scheme): ``webhook-id`` is the event's id, ``webhook-timestamp`` the
 Unix seconds of this attempt, and ``webhook-signature`` is ``v1,`` and the base64
-HMAC-SHA256 of ``{id}.{timestamp}.{body}`` under the secret. Written here again, not taken
-from ``payroll_async.events``, so that the emulator cannot agree with the receiver by
-accident; the tests hold both to the third-party ``standardwebhooks`` package.
+HMAC-SHA256 of ``{id}.{timestamp}.{body}`` under the secret; with a ``whsk_`` private key
+it is ``v1a,`` and the base64 Ed25519 signature of the same content (``cryptography``,
+the ``webhooks`` extra). Written here again, not taken from ``payroll_async.events``, so
+that the emulator cannot agree with the receiver by accident; the tests hold both to the
+third-party ``standardwebhooks`` package (``v1``) and to a ``v1a`` check of their own.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import hmac
 import secrets
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -31,7 +33,7 @@ from .._core._json import dumps
 from ._http import is_loopback
 from ._store import Subscription
 
-__all__ = ["Delivery", "Deliverer", "new_secret", "notification", "secret_bytes"]
+__all__ = ["Delivery", "Deliverer", "new_secret", "notification", "public_key_of", "signer"]
 
 
 def new_secret() -> str:
@@ -39,25 +41,73 @@ def new_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
 
 
-def secret_bytes(secret: str) -> bytes:
-    """The key of a ``whsec_<base64>`` secret (or of its base64 without the prefix)."""
-    text = secret.removeprefix("whsec_").rstrip("=")
+def _base64(text: str, what: str) -> bytes:
+    text = text.rstrip("=")
     try:
         key = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
     except (binascii.Error, ValueError):
-        raise ValueError("webhook_secret must be 'whsec_' followed by base64") from None
+        raise ValueError(f"webhook_secret must be {what} followed by base64") from None
     if not key:
         raise ValueError("webhook_secret may not be empty")
     return key
 
 
-def _signed(key: bytes, event_id: str, body: bytes) -> dict[str, str]:
+Sign = Callable[[bytes], str]
+"""``sign(content) -> "v1,..."`` or ``"v1a,..."``: one signature entry."""
+
+
+def signer(secret: str) -> Sign:
+    """How deliveries are signed with ``secret``: ``whsec_<base64>`` (or its bare base64)
+    signs ``v1`` (HMAC-SHA256), ``whsk_<base64 seed>`` signs ``v1a`` (Ed25519)."""
+    if secret.startswith("whsk_"):
+        private = _private(secret)
+
+        def ed25519(content: bytes) -> str:
+            return "v1a," + base64.b64encode(private.sign(content)).decode()
+
+        return ed25519
+    if secret.startswith("whpk_"):
+        raise ValueError(
+            "webhook_secret 'whpk_...' is a public key, which cannot sign: pass its 'whsk_...'"
+        )
+    key = _base64(secret.removeprefix("whsec_"), "'whsec_' (or 'whsk_')")
+
+    def hmac_sha256(content: bytes) -> str:
+        return "v1," + base64.b64encode(hmac.new(key, content, hashlib.sha256).digest()).decode()
+
+    return hmac_sha256
+
+
+def _private(secret: str) -> Any:
+    try:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    except ImportError:
+        raise ValueError(
+            "a 'whsk_' webhook_secret (Ed25519) needs the 'cryptography' package: "
+            "python3 -m pip install 'payroll-async[webhooks]'"
+        ) from None
+    seed = _base64(secret.removeprefix("whsk_"), "'whsk_'")
+    if len(seed) not in (32, 64):  # the seed, or libsodium's seed and public key
+        raise ValueError("webhook_secret 'whsk_...' must hold a 32-byte Ed25519 seed")
+    return Ed25519PrivateKey.from_private_bytes(seed[:32])
+
+
+def public_key_of(secret: str) -> str | None:
+    """The ``whpk_`` key a receiver checks a ``whsk_`` secret's deliveries with (else None)."""
+    if not secret.startswith("whsk_"):
+        return None
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    raw = _private(secret).public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    return "whpk_" + base64.b64encode(raw).decode()
+
+
+def _signed(sign: Sign, event_id: str, body: bytes) -> dict[str, str]:
     stamp = str(int(time.time()))
-    mac = hmac.new(key, f"{event_id}.{stamp}.".encode() + body, hashlib.sha256).digest()
     return {
         "webhook-id": event_id,
         "webhook-timestamp": stamp,
-        "webhook-signature": "v1," + base64.b64encode(mac).decode(),
+        "webhook-signature": sign(f"{event_id}.{stamp}.".encode() + body),
     }
 
 
@@ -94,9 +144,9 @@ def notification(
 class Deliverer:
     """Sends notifications and records the latest deliveries in ``deliveries``."""
 
-    def __init__(self, headers: Mapping[str, str], key: bytes) -> None:
+    def __init__(self, headers: Mapping[str, str], sign: Sign) -> None:
         self.headers = dict(headers)
-        self.key = key
+        self.sign = sign
         # Bounded: an emulator that emits for hours (`listen --emulator`) stays flat.
         self.deliveries: deque[Delivery] = deque(maxlen=EMULATOR_DELIVERIES_KEPT)
         self._session: aiohttp.ClientSession | None = None
@@ -133,7 +183,7 @@ class Deliverer:
                 "Content-Type": "application/json",
                 "User-Agent": "payroll-emulator",
                 **self.headers,
-                **_signed(self.key, event_id, body),
+                **_signed(self.sign, event_id, body),
             }
             try:
                 async with self._session.post(

@@ -24,7 +24,7 @@ from . import (
     _routes_webhooks,
 )
 from ._data import Dataset
-from ._delivery import Deliverer, Delivery, new_secret, notification, secret_bytes
+from ._delivery import Deliverer, Delivery, new_secret, notification, public_key_of, signer
 from ._http import ApiError, is_loopback, json_response
 from ._state import STATE, WEBHOOK_ROLE, State, TokenBucket
 from ._store import SubscriptionStore
@@ -94,7 +94,9 @@ class Emulator:
 
     Deliveries are signed as Standard Webhooks says with ``webhook_secret`` (a fresh
     ``whsec_`` secret when None: read it as ``emu.webhook_secret``), so a receiver built
-    with ``EventRouter(secret=emu.webhook_secret)`` accepts them. ``delivery_headers`` are
+    with ``EventRouter(secret=emu.webhook_secret)`` accepts them. A ``whsk_`` Ed25519
+    private key signs ``v1a`` instead (extra ``webhooks``): the receiver is then given
+    ``emu.webhook_public_key``, its ``whpk_``. ``delivery_headers`` are
     added to every delivery. ``POST /_emulator/events`` emits from outside the process.
     """
 
@@ -157,8 +159,10 @@ class Emulator:
             max_page_size=max_page_size,
         )
         self.webhook_secret: str = webhook_secret or new_secret()
-        """The ``whsec_`` secret every delivery is signed with (Standard Webhooks)."""
-        self._deliverer = Deliverer(delivery_headers or {}, secret_bytes(self.webhook_secret))
+        """The ``whsec_`` secret (or ``whsk_`` private key) every delivery is signed with."""
+        self._deliverer = Deliverer(delivery_headers or {}, signer(self.webhook_secret))
+        self.webhook_public_key: str | None = public_key_of(self.webhook_secret)
+        """With a ``whsk_`` secret, the ``whpk_`` public key a receiver verifies with."""
         self._runner: web.AppRunner | None = None
         self._bound: list[tuple[str, int]] = []
         self.base_url: str = ""

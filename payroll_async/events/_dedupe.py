@@ -14,11 +14,10 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Literal, Protocol, runtime_checkable
 
-from aiohttp import web
-
 from .._core._clock import Clock
 from .._core._exceptions import CoordinationError
 from ..models import WebhookEvent
+from ._receive import Reply, answer
 
 __all__ = ["Claim", "Dedupe", "Handling", "LocalDedupe"]
 
@@ -152,7 +151,7 @@ class Handling:
         self._in_flight: dict[str, asyncio.Future[None]] = {}
         self._background: set[asyncio.Task[None]] = set()
 
-    async def answer(self, event: WebhookEvent) -> web.Response:
+    async def answer(self, event: WebhookEvent) -> Reply:
         """Handle ``event`` (or wait for the copy being handled) and answer the sender."""
         key = event.event_id
         if key is not None and self._dedupe is not None:
@@ -162,7 +161,7 @@ class Handling:
         return await self._run(event)
 
     @staticmethod
-    async def _outcome_of(pending: asyncio.Future[None]) -> web.Response:
+    async def _outcome_of(pending: asyncio.Future[None]) -> Reply:
         """The answer for a copy of an event whose first delivery is still being handled."""
         try:
             await asyncio.shield(pending)
@@ -170,18 +169,18 @@ class Handling:
             if not pending.cancelled():
                 raise  # this request itself was cancelled
             # the first delivery's handling was cancelled: the event was not handled
-            return web.json_response({"error": "handling was interrupted"}, status=503)
+            return answer({"error": "handling was interrupted"}, 503)
         except asyncio.TimeoutError:
-            return web.json_response({"error": "handler timed out"}, status=503)
+            return answer({"error": "handler timed out"}, 503)
         except _Busy:
             return _busy()
         except _Unreachable:
             return _unreachable()
         except Exception:
-            return web.json_response({"error": "handler failed"}, status=500)
-        return web.json_response({"status": "duplicate"})
+            return answer({"error": "handler failed"}, 500)
+        return answer({"status": "duplicate"})
 
-    async def _run(self, event: WebhookEvent) -> web.Response:
+    async def _run(self, event: WebhookEvent) -> Reply:
         key = event.event_id
         if key is None or self._dedupe is None:
             response, _ = await self._answered(event)
@@ -198,7 +197,7 @@ class Handling:
 
     async def _claimed_run(
         self, event: WebhookEvent, key: str, dedupe: Dedupe, done: asyncio.Future[None]
-    ) -> web.Response:
+    ) -> Reply:
         try:
             claim = await dedupe.claim(key)
         except Exception as exc:
@@ -211,7 +210,7 @@ class Handling:
         if claim == "done":
             logger.info("notification %s (%s) already handled: acknowledged", key, event.event_type)
             done.set_result(None)
-            return web.json_response({"status": "duplicate"})
+            return answer({"status": "duplicate"})
         if claim != "claimed":
             logger.info(
                 "notification %s (%s) is being handled by another receiver: answered 409",
@@ -250,7 +249,7 @@ class Handling:
         done.set_result(None)
         return response
 
-    async def _answered(self, event: WebhookEvent) -> tuple[web.Response, Exception | None]:
+    async def _answered(self, event: WebhookEvent) -> tuple[Reply, Exception | None]:
         """Run the handlers; the answer, and the failure (None after success)."""
         try:
             if self._handler_timeout is None:
@@ -265,13 +264,13 @@ class Handling:
                 event.event_type,
                 self._handler_timeout,
             )
-            return web.json_response({"error": "handler timed out"}, status=503), exc
+            return answer({"error": "handler timed out"}, 503), exc
         except Exception as exc:
             logger.exception(
                 "a handler of notification %s (%s) failed", event.event_id, event.event_type
             )
-            return web.json_response({"error": "handler failed"}, status=500), exc
-        return web.json_response({"status": "ok"}), None
+            return answer({"error": "handler failed"}, 500), exc
+        return answer({"status": "ok"}), None
 
     async def _renew_while_running(self, dedupe: Dedupe, key: str) -> None:
         while True:
@@ -301,19 +300,13 @@ class Handling:
 _RETRY_AFTER = "5"  # seconds: a busy claim or an unreachable store is asked again then
 
 
-def _busy() -> web.Response:
-    return web.json_response(
-        {"error": "being handled by another receiver"},
-        status=409,
-        headers={"Retry-After": _RETRY_AFTER},
-    )
+def _busy() -> Reply:
+    return answer({"error": "being handled by another receiver"}, 409, Retry_After=_RETRY_AFTER)
 
 
-def _unreachable() -> web.Response:
-    return web.json_response(
-        {"error": "the receivers' shared memory cannot be reached"},
-        status=503,
-        headers={"Retry-After": _RETRY_AFTER},
+def _unreachable() -> Reply:
+    return answer(
+        {"error": "the receivers' shared memory cannot be reached"}, 503, Retry_After=_RETRY_AFTER
     )
 
 

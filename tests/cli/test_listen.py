@@ -8,15 +8,20 @@ import signal
 import time
 
 import aiohttp
+import pytest
 
 from payroll_async.events import sign
-from tests.cli._run import start
+from tests.cli._run import invoke, start
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
-async def listen(*args: str) -> asyncio.subprocess.Process:
-    return await start(None, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+async def listen(
+    *args: str, env: dict[str, str | None] | None = None
+) -> asyncio.subprocess.Process:
+    return await start(
+        None, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
 
 
 async def test_with_the_emulator_it_subscribes_itself_and_prints_emitted_events() -> None:
@@ -100,3 +105,56 @@ async def test_with_the_emulator_and_a_secret_both_sides_use_that_secret() -> No
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, err.decode()
     assert len(out.decode().splitlines()) == 2  # signed with SECRET, verified with SECRET
+
+
+@pytest.mark.parametrize(
+    ("options", "log"), [((), None), (("-v",), "debug")], ids=["default", "verbose-and-env"]
+)
+async def test_a_rejected_notification_is_one_warning_line_on_the_console(
+    options: tuple[str, ...], log: str | None
+) -> None:
+    wrong = "whsec_YW5vdGhlciBrZXkgb2YgMjQgYnl0ZXMh"  # the sender's: not the listener's
+    command = ("webhooks", "listen", "--port", "0", "--secret", SECRET)
+    proc = await listen(*options, *command, env={"PAYROLL_LOG": log})
+    assert proc.stderr is not None
+    line = b""
+    while b"Listening" not in line:
+        line = await asyncio.wait_for(proc.stderr.readline(), 30)
+        assert line, "the command stopped before it listened"
+    url = line.decode().split(" on ")[1].split()[0]
+    body = json.dumps({"eventId": "e-1", "eventType": "PAYROLL_PROCESSED"}).encode()
+    async with aiohttp.ClientSession() as session:
+        headers = sign(wrong, "e-1", int(time.time()), body)
+        async with session.post(url, data=body, headers=headers) as response:
+            assert response.status == 401
+    proc.send_signal(signal.SIGINT)
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    rejected = [ln for ln in err.decode().splitlines() if "rejected" in ln]
+    assert len(rejected) == 1, rejected  # once, in one format
+    assert "WARNING" in rejected[0]
+    assert "from 127.0.0.1" in rejected[0]
+    assert "no signature matches" in rejected[0]
+    for secret in (SECRET, wrong):
+        assert secret.removeprefix("whsec_") not in err.decode()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--secret", "whxx_c2VjcmV0"), "unknown webhook key prefix 'whxx_'"),
+        (("--secret", "whpk_c2hvcnQ="), "32-byte Ed25519 public key"),
+        (("--secret", "whsk_" + "A" * 43 + "="), "give the receiver its 'whpk_' public key"),
+    ],
+    ids=["unknown-prefix", "short-whpk", "whsk"],
+)
+def test_a_bad_key_exits_2_before_anything_is_served(args: tuple[str, ...], says: str) -> None:
+    result = invoke(None, "webhooks", "listen", "--port", "0", *args)
+    assert result.exit_code == 2, result.output
+    assert says in result.output
+    assert "Listening" not in result.output
+
+
+def test_with_the_emulator_a_public_key_cannot_sign() -> None:
+    result = invoke(None, "--emulator", "webhooks", "listen", "--secret", "whpk_" + "A" * 43 + "=")
+    assert result.exit_code == 2, result.output
+    assert "cannot sign" in result.output

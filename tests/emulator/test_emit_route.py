@@ -19,7 +19,9 @@ from tests.conftest import Serve
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
-async def _shell_emulator(*args: str) -> tuple[asyncio.subprocess.Process, dict[str, str]]:
+async def _shell_emulator(
+    *args: str, secret: str = SECRET
+) -> tuple[asyncio.subprocess.Process, dict[str, str]]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -27,7 +29,7 @@ async def _shell_emulator(*args: str) -> tuple[asyncio.subprocess.Process, dict[
         "--port",
         "0",
         "--webhook-secret",
-        SECRET,
+        secret,
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -106,6 +108,35 @@ async def test_events_are_emitted_from_loopback_only() -> None:
                 headers=auth,
             ) as response:
                 assert response.status == 403
+    finally:
+        proc.send_signal(signal.SIGINT)
+        await asyncio.wait_for(proc.communicate(), 30)
+
+
+async def test_the_shell_signs_v1a_with_a_whsk_key_and_prints_its_whpk(serve: Serve) -> None:
+    # RFC 8032's TEST 1 seed and public key
+    whsk = "whsk_nWGxne/9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A="
+    whpk = "whpk_11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo="
+    proc, banner = await _shell_emulator(secret=whsk)
+    try:
+        assert banner["PAYROLL_WEBHOOK_SECRET"] == whpk  # what a receiver verifies with
+        router = EventRouter(secret=banner["PAYROLL_WEBHOOK_SECRET"])
+        got: list[str | None] = []
+
+        @router.on()
+        async def record(event: WebhookEvent) -> None:
+            got.append(event.event_id)
+
+        hook = await serve(router.app(path="/hooks")) + "/hooks"
+        base, token = banner["PAYROLL_BASE_URL"], banner["PAYROLL_TOKEN"]
+        async with PayrollClient(base, token) as client:
+            await client.webhooks.create(event_types=[EventType.PAYROLL_PROCESSED], path=hook)
+        async with aiohttp.ClientSession() as session:
+            event = {"eventType": "PAYROLL_PROCESSED", "eventId": "v1a-1"}
+            auth = {"Authorization": f"Bearer {token}"}
+            async with session.post(f"{base}/_emulator/events", json=event, headers=auth) as r:
+                assert await r.json() == {"eventId": "v1a-1", "delivered": 1}
+        assert got == ["v1a-1"]
     finally:
         proc.send_signal(signal.SIGINT)
         await asyncio.wait_for(proc.communicate(), 30)

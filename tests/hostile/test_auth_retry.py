@@ -19,10 +19,9 @@ from payroll_async import (
 )
 from payroll_async._http._status import parse_retry_after
 from tests import factories
-from tests.conftest import TOKEN, FakeClock, HeldClock, Serve
+from tests.conftest import ONCE, TOKEN, FakeClock, HeldClock, Serve
 from tests.hostile.conftest import RawServe, read_request
 
-ONCE = RetryPolicy(max_attempts=1)
 SUBS = "/v1/webhooks/subscriptions"
 
 

@@ -16,12 +16,9 @@ from payroll_async import (
     PayrollClient,
     PayrollError,
     ResponseDecodeError,
-    RetryPolicy,
 )
-from tests.conftest import TOKEN, Serve
+from tests.conftest import ONCE, TOKEN, Serve
 from tests.hostile.conftest import RawServe, assert_secret_free, read_request
-
-ONCE = RetryPolicy(max_attempts=1)
 
 
 def _counting(hits: list[str]) -> web.Application:

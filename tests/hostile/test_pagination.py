@@ -10,18 +10,11 @@ from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from payroll_async import (
-    PaginationError,
-    PayrollClient,
-    PayrollConnection,
-    PayrollError,
-    RetryPolicy,
-)
+from payroll_async import PaginationError, PayrollClient, PayrollConnection, PayrollError
 from tests import factories
-from tests.conftest import TOKEN, Serve
+from tests.conftest import ONCE, TOKEN, Serve
 
 PATH = "/v1/payroll-connections"
-ONCE = RetryPolicy(max_attempts=1)
 
 
 def _lying_total_app(n: int, total: object, hits: list[int]) -> web.Application:

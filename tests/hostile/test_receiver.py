@@ -176,6 +176,28 @@ async def _trickle(port: int, head: bytes, closed: list[bool]) -> None:
         writer.close()
 
 
+async def _body_trickle(port: int, head: bytes, body: bytes, closed: list[bool]) -> None:
+    """Send ``head`` at once, then ``body`` a byte at a time until the server answers 408
+    or closes the connection."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(head)
+    await writer.drain()
+    try:
+        for byte in body:
+            writer.write(bytes([byte]))
+            await writer.drain()
+            try:
+                answer = await asyncio.wait_for(reader.read(), 0.05)
+            except asyncio.TimeoutError:
+                continue
+            closed.append(answer == b"" or b" 408 " in answer.split(b"\r\n")[0])
+            return
+    except ConnectionError:
+        closed.append(True)
+    finally:
+        writer.close()
+
+
 @pytest.mark.parametrize("part", ["headers", "body"])
 async def test_200_trickling_uploads_are_closed(
     part: str, caplog: pytest.LogCaptureFixture
@@ -196,27 +218,7 @@ async def test_200_trickling_uploads_are_closed(
     started = time.monotonic()
     try:
         if part == "body":
-
-            async def body_trickle() -> None:
-                reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.write(head)
-                await writer.drain()
-                try:
-                    for byte in slow:
-                        writer.write(bytes([byte]))
-                        await writer.drain()
-                        try:
-                            answer = await asyncio.wait_for(reader.read(), 0.05)
-                        except asyncio.TimeoutError:
-                            continue
-                        closed.append(answer == b"" or b" 408 " in answer.split(b"\r\n")[0])
-                        return
-                except ConnectionError:
-                    closed.append(True)
-                finally:
-                    writer.close()
-
-            await asyncio.gather(*(body_trickle() for _ in range(200)))
+            await asyncio.gather(*(_body_trickle(port, head, slow, closed) for _ in range(200)))
         else:
             await asyncio.gather(*(_trickle(port, slow, closed) for _ in range(200)))
         assert closed == [True] * 200

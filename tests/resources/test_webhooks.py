@@ -14,10 +14,9 @@ from payroll_async import (
     WebhookSubscription,
 )
 from tests import factories
-from tests.conftest import BASE, TOKEN
+from tests.conftest import SUBS, TOKEN
 from tests.resources.helpers import body_of, calls, only_call
 
-SUBS = f"{BASE}/v1/webhooks/subscriptions"
 NEW_PATH = "https://hooks.example.test/new"
 
 
