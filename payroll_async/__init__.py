@@ -32,7 +32,7 @@ from ._core._exceptions import (
     ResponseDecodeError,
     ServerError,
 )
-from ._core._types import NOT_GIVEN, NotGiven
+from ._core._types import NOT_GIVEN, NotGiven, QueryLike, SortLike
 from ._core._version import __version__
 from ._http._gate import Gate, LocalGate
 from .models import (
@@ -49,6 +49,7 @@ if _TYPE_CHECKING:
     from ._client import ClientState, PayrollClient
     from ._core._converter import from_dict, to_dict, to_json
     from ._http._auth import TokenProvider
+    from ._http._options import CallOptions, ListOptions
     from ._http._raw import RawResponse
     from ._http._retry import RetryPolicy
     from ._paging._pagination import AsyncPaginator, Page
@@ -57,7 +58,9 @@ if _TYPE_CHECKING:
 # that `payroll_async.emulator` and `payroll_async.events` do not load the transport.
 _LAZY = {
     "AsyncPaginator": "._paging._pagination",
+    "CallOptions": "._http._options",
     "ClientState": "._client",
+    "ListOptions": "._http._options",
     "Page": "._paging._pagination",
     "PayrollClient": "._client",
     "RawResponse": "._http._raw",
@@ -93,6 +96,7 @@ __all__ = [
     "AsyncPaginator",
     "AuthenticationError",
     "BadRequestError",
+    "CallOptions",
     "ClientClosedError",
     "ClientState",
     "Clock",
@@ -103,6 +107,7 @@ __all__ = [
     "InvalidArgumentError",
     "InviteSession",
     "ListMeta",
+    "ListOptions",
     "LocalGate",
     "NOT_GIVEN",
     "NotFoundError",
@@ -113,12 +118,14 @@ __all__ = [
     "PayrollConnection",
     "PayrollError",
     "PermissionDeniedError",
+    "QueryLike",
     "RateLimitError",
     "RawResponse",
     "ReplaceIncompleteError",
     "ResponseDecodeError",
     "RetryPolicy",
     "ServerError",
+    "SortLike",
     "TokenProvider",
     "UpdateGroup",
     "WebhookSubscription",

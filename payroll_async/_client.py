@@ -21,6 +21,7 @@ from ._http._retry import RetryPolicy, check_retry
 from ._http._transport import DEFAULT_HEADERS, Transport
 from .resources import EmployerIdentifiers, PayrollConnections, Webhooks
 from .resources._base import Binding
+from .resources._generic import Generic, GenericCalls
 
 __all__ = ["ClientState", "PayrollClient"]
 
@@ -46,7 +47,7 @@ class ClientState(enum.Enum):
     """Closed: every call raises ClientClosedError."""
 
 
-class PayrollClient:
+class PayrollClient(GenericCalls):
     """The async client of the Payroll Onboarding and Webhook Service.
 
     ```pycon
@@ -57,6 +58,11 @@ class PayrollClient:
 
     Use the client from one event loop, and close it (``async with`` or
     ``await client.close()``).
+
+    An operation this SDK does not wrap is one call away, with the same token, retries,
+    gate and typed errors: ``await client.get(path, cast_to=...)`` (and ``post``, ``put``,
+    ``patch``, ``delete``, ``request``), and ``client.get_api_list(path, model=...)`` for
+    a listing.
 
     Args:
         base_url: The service's root URL; ``PAYROLL_BASE_URL`` when left out. Plain
@@ -148,6 +154,7 @@ class PayrollClient:
         self.webhooks = Webhooks(binding)
         self.employer_identifiers = EmployerIdentifiers(binding)
         self.payroll_connections = PayrollConnections(binding)
+        self._generic = Generic(binding)
 
     @classmethod
     def demo(cls, token: str | TokenProvider | None = None, **kwargs: object) -> PayrollClient:

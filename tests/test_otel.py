@@ -81,6 +81,22 @@ async def test_a_listing_is_one_span_over_its_attempts(
     assert points["http.client.request.duration"]
 
 
+async def test_generic_calls_and_listings_have_spans_of_their_own(
+    spans: InMemorySpanExporter, start_emulator: StartEmulator
+) -> None:
+    emu = await start_emulator(seed=3)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await client.get("/v1/payroll-platforms", cast_to=dict, params={"sort": "name"})
+        platforms = await client.get_api_list("/v1/payroll-platforms", model=dict).collect()
+    finished = spans.get_finished_spans()
+    (call,) = by_name(finished, "client.get")
+    assert call.attributes == {"url.path": "/v1/payroll-platforms"}
+    (walk,) = by_name(finished, "client.get_api_list")
+    assert walk.attributes == {"payroll_async.pages": 1, "payroll_async.items": len(platforms)}
+    parents = {s.parent.span_id for s in by_name(finished, "GET") if s.parent is not None}
+    assert parents == {call.context.span_id, walk.context.span_id}
+
+
 async def test_retries_and_429s_are_events_and_counted(
     spans: InMemorySpanExporter, serve: Serve
 ) -> None:

@@ -77,3 +77,17 @@ def test_models_as_data_are_public() -> None:
     for name in ("from_dict", "to_dict", "to_json"):
         assert name in payroll_async.__all__
         assert callable(getattr(payroll_async, name))
+
+
+def test_the_options_and_the_generic_calls_are_public() -> None:
+    for name in ("CallOptions", "ListOptions", "SortLike", "QueryLike"):
+        assert name in payroll_async.__all__
+        getattr(payroll_async, name)
+    assert {"max_items", "page_size", "start_offset", "concurrency", "timeout"} <= set(
+        payroll_async.ListOptions.__annotations__
+    )
+    client = payroll_async.PayrollClient
+    for name in ("request", "get", "post", "put", "patch", "delete", "get_api_list"):
+        assert inspect.getdoc(getattr(client, name))
+    assert callable(payroll_async.Page.has_next_page)
+    assert inspect.iscoroutinefunction(payroll_async.Page.get_next_page)

@@ -18,7 +18,9 @@ import ast
 import contextlib
 import io
 import re
+import sys
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
@@ -60,8 +62,16 @@ def python_blocks() -> list[tuple[str, str, str]]:
 def run_program(code: str) -> str:
     """What a complete program prints, run as ``python3 program.py`` would run it."""
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, "<example>", "exec"), {"__name__": "__main__"})
+    # A module of its own as __main__, so that what looks its names up there (the
+    # annotations of a class the example defines, resolved by cattrs) finds them.
+    module = types.ModuleType("__main__")
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = module
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "<example>", "exec"), module.__dict__)
+    finally:
+        sys.modules["__main__"] = main
     return out.getvalue()
 
 

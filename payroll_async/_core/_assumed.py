@@ -64,6 +64,12 @@ EMULATOR_MAX_SUBSCRIPTIONS: Final = 1_000
 EMULATOR_MAX_PATH_LENGTH: Final = 2_048
 EMULATOR_DELIVERIES_KEPT: Final = 1_000
 
+# ASSUMED (operation group payroll-platforms, named by the document, not shown): the
+# emulator serves a listing of the platforms the connections refer to (``{id, name,
+# createdAt}``) and a lookup by id, for the SDK's generic calls to run against. The SDK
+# wraps neither: ``client.get_api_list(PAYROLL_PLATFORMS_PATH, model=...)`` reaches it.
+PAYROLL_PLATFORMS_PATH: Final = "/v1/payroll-platforms"
+
 # ASSUMED (List envelope; operations 1, 5-7): the default order of every listing
 # (createdAt, uploadDate for update groups) is a stable total order: it never changes for
 # an existing item and never ties. The mirror's deletion proof rests on it (mirror/_walk.py):

@@ -4,20 +4,32 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
     import aiohttp
 
 
-__all__ = ["NOT_GIVEN", "IdLike", "NotGiven", "SortLike", "TimeoutLike", "given"]
+__all__ = [
+    "NOT_GIVEN",
+    "IdLike",
+    "NotGiven",
+    "QueryLike",
+    "SortLike",
+    "TimeoutLike",
+    "given",
+]
 
 IdLike: TypeAlias = uuid.UUID | str
 """An identifier: a ``uuid.UUID`` or its canonical string form."""
 
 SortLike: TypeAlias = str | Sequence[str]
 """``"-createdAt"``, ``"active,-createdAt"`` or ``["active", "-created_at"]``."""
+
+QueryLike: TypeAlias = Mapping[str, "str | int | float | bool"]
+"""Query parameters of a generic call: names to strings, numbers or booleans (sent as
+``true``/``false``)."""
 
 TimeoutLike: TypeAlias = "float | aiohttp.ClientTimeout | None"
 """Seconds per attempt, an ``aiohttp.ClientTimeout``, or None for no limit."""

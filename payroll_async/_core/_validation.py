@@ -13,6 +13,7 @@ import re
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 import aiohttp
 from yarl import URL
@@ -34,6 +35,8 @@ __all__ = [
     "check_max_items",
     "check_max_response_size",
     "check_page_size",
+    "check_path",
+    "check_query",
     "check_sort",
     "check_start_offset",
     "check_timeout",
@@ -261,32 +264,79 @@ def check_base_url(base_url: str) -> URL:
 
 
 def check_extra_query(extra_query: Mapping[str, Any] | None) -> dict[str, Any]:
-    if extra_query is None:
+    return check_query(extra_query, "extra_query", WALK_PARAMS)
+
+
+def check_query(
+    query: Mapping[str, Any] | None, name: str, reserved: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """Query parameters as the wire takes them; the ``reserved`` names (the walk's) refused."""
+    if query is None:
         return {}
-    if not isinstance(extra_query, Mapping):
-        raise InvalidArgumentError("extra_query must be a mapping of names to values")
+    if not isinstance(query, Mapping):
+        raise InvalidArgumentError(f"{name} must be a mapping of names to values")
     out: dict[str, Any] = {}
-    for key, value in extra_query.items():
+    for key, value in query.items():
         if not isinstance(key, str):
-            raise InvalidArgumentError(f"extra_query names must be strings, got {key!r}")
-        if key.lower() in WALK_PARAMS:
+            raise InvalidArgumentError(f"{name} names must be strings, got {key!r}")
+        if key.lower() in reserved:
             raise InvalidArgumentError(
-                f"extra_query cannot set {key!r}: the paginator sets it "
+                f"{name} cannot set {key!r}: the paginator sets it "
                 "(use start_offset=, page_size= or .skip())"
             )
         if isinstance(value, bool):
             value = "true" if value else "false"
         elif isinstance(value, float):
             if not math.isfinite(value):
-                raise InvalidArgumentError(f"extra_query[{key!r}] must be finite, got {value!r}")
+                raise InvalidArgumentError(f"{name}[{key!r}] must be finite, got {value!r}")
         elif isinstance(value, int):
             value = int(value)
         elif isinstance(value, str):
             value = str.__str__(value)
         else:
-            raise InvalidArgumentError(f"extra_query[{key!r}] must be a str, int, float or bool")
+            raise InvalidArgumentError(f"{name}[{key!r}] must be a str, int, float or bool")
         out[str.__str__(key)] = value
     return out
+
+
+def check_path(path: str) -> str:
+    """A path of the service, for the generic calls: it can only name a place on its origin.
+
+    Refused: anything but a string starting with one ``/`` (an absolute URL, a
+    protocol-relative ``//host``), a backslash, a fragment, spaces, control or non-ASCII
+    characters (percent-encoded ones included), and ``.`` or ``..`` segments, however
+    they are encoded, that would climb out of the base URL once normalised.
+    """
+    if not isinstance(path, str):
+        raise InvalidArgumentError(f"path must be a string, not {type(path).__name__}")
+    path = str.__str__(path)
+    shown = repr(redact_url(path[:200]))
+    if not path.startswith("/") or path.startswith("//"):
+        raise InvalidArgumentError(
+            f"path must start with a single '/' and stay on the client's base URL "
+            f"(no absolute or protocol-relative URL), got {shown}"
+        )
+    if not path.isascii() or any(ch.isspace() or not ch.isprintable() for ch in path):
+        raise InvalidArgumentError(
+            f"path must be ASCII without spaces or control characters "
+            f"(percent-encode them), got {shown}"
+        )
+    if "\\" in path or "#" in path:
+        raise InvalidArgumentError(f"path must not contain a backslash or a fragment, got {shown}")
+    where, _, _ = path.partition("?")
+    decoded = where
+    for _ in range(4):  # %252e%252e: encoded twice is still a dot segment to somebody
+        unquoted = unquote(decoded)
+        if unquoted == decoded:
+            break
+        decoded = unquoted
+    if any(not ch.isprintable() for ch in decoded) or "\\" in decoded:
+        raise InvalidArgumentError(
+            f"path must not encode control characters or backslashes, got {shown}"
+        )
+    if any(segment in (".", "..") for segment in decoded.split("/")):
+        raise InvalidArgumentError(f"path must not contain '.' or '..' segments, got {shown}")
+    return path
 
 
 def check_extra_headers(extra_headers: Mapping[str, str] | None) -> dict[str, str]:

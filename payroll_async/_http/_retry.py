@@ -31,7 +31,8 @@ __all__ = ["Retries", "RetryPolicy", "backoff", "check_retry", "is_retryable"]
 
 logger: logging.Logger = logging.getLogger("payroll_async")
 
-# The methods this SDK sends that are safe to repeat (it sends no PUT, HEAD or OPTIONS).
+# The methods safe to send again after a lost answer. PUT and PATCH (which only the generic
+# calls send) are treated as POST is: the SDK cannot tell what a generic write did.
 IDEMPOTENT_METHODS = frozenset({"GET", "DELETE"})
 RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
 

@@ -7,16 +7,26 @@ of the body) for a body that is not JSON or not of the model's shape.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
+
+import attrs
 
 from .._core._converter import converter, to_dict
-from .._core._exceptions import ResponseDecodeError
+from .._core._exceptions import InvalidArgumentError, ResponseDecodeError
 from .._core._json import dumps, loads
 from .._http._response import Response
 from .._http._status import excerpt, redact, request_id
 from ..models import ListMeta
 
-__all__ = ["PageDecoder", "RawPageDecoder", "decode_error", "structure_body"]
+__all__ = [
+    "CASTS",
+    "PageDecoder",
+    "RawPageDecoder",
+    "cast_body",
+    "check_cast",
+    "decode_error",
+    "structure_body",
+]
 
 T = TypeVar("T")
 
@@ -74,6 +84,65 @@ def structure_body_slow(model: type[T], response: Response) -> T:
     raise decode_error(f"response is not a {model.__name__} ({reason})", response)
 
 
+CASTS: Final = (dict, list, str, bytes, None)
+"""What ``cast_to`` takes besides an attrs class."""
+
+
+def check_cast(cast_to: object, name: str = "cast_to") -> Any:
+    """``cast_to`` if a generic call can give it (InvalidArgumentError before any request)."""
+    if any(cast_to is cast for cast in CASTS) or (isinstance(cast_to, type) and attrs.has(cast_to)):
+        return cast_to
+    raise InvalidArgumentError(
+        f"{name} must be an attrs class, dict, list, str, bytes or None, got {cast_to!r}"
+    )
+
+
+def cast_body(cast_to: Any, response: Response) -> Any:
+    """The body of a generic call's 2xx as ``cast_to`` (checked by ``check_cast``).
+
+    None ignores the body; bytes are the body as read; str is the body decoded by its
+    charset (UTF-8 when none is given); dict and list are its JSON, which must be an object
+    or an array; an attrs class is structured as every model is.
+    """
+    if cast_to is None:
+        return None
+    if cast_to is bytes:
+        return response.body
+    if cast_to is str:
+        return _text(response)
+    if cast_to is dict or cast_to is list:
+        data = _json(response)
+        if type(data) is not cast_to:
+            raise decode_error(
+                f"response is not a JSON {'object' if cast_to is dict else 'array'} "
+                f"(got {type(data).__name__})",
+                response,
+            )
+        return data
+    return structure_body(cast_to, response)
+
+
+def _text(response: Response) -> str:
+    charset = "utf-8"
+    content_type = response.headers.get("Content-Type", "")
+    for part in content_type.split(";")[1:]:
+        key, _, value = part.strip().partition("=")
+        if key.lower() == "charset" and value:
+            charset = value.strip('"')
+    try:
+        return response.body.decode(charset)
+    except (LookupError, UnicodeDecodeError) as exc:
+        reason = f"{type(exc).__name__}: {str(exc)[:100]}"
+    raise decode_error(f"response is not text in {charset[:40]!r} ({reason})", response)
+
+
+def _plain_dict(data: Any, model: Any) -> dict[str, Any]:
+    """An item of a listing of ``dict``: a JSON object as it came (no conversion)."""
+    if type(data) is not dict:
+        raise TypeError(f"an item is a {type(data).__name__}, not an object")
+    return data
+
+
 def _fast(model: type[Any]) -> Any:
     """The msgspec decoder of ``model`` when msgspec is installed (else None), made once."""
     if _FAST is None:
@@ -96,7 +165,9 @@ class PageDecoder(Generic[T]):
 
     def __init__(self, model: type[T]) -> None:
         self._model = model
-        self._structure: Callable[[Any, type[T]], T] = converter.get_structure_hook(model)
+        self._structure: Callable[[Any, type[T]], T] = (
+            _plain_dict if model is dict else converter.get_structure_hook(model)  # type: ignore[assignment]
+        )
         self._fast = _fast(model)
 
     def decode(self, response: Response) -> tuple[list[T], ListMeta]:
@@ -134,6 +205,7 @@ class RawPageDecoder(Generic[T]):
     def __init__(self, model: type[T]) -> None:
         self._models = PageDecoder(model)
         self._fast = _fast(model)
+        self._plain = model is dict  # a listing of dict (get_api_list): items as they came
 
     def decode(self, response: Response) -> tuple[list[Any], ListMeta]:
         fast = self._fast
@@ -144,5 +216,6 @@ class RawPageDecoder(Generic[T]):
         items, meta = self._models.decode_slow(response)  # the errors, as for models
         raw = None if fast is None else fast.raw_items(response.body)
         if raw is None or len(raw) != len(items):
-            raw = [dumps(to_dict(item)) for item in items]
+            encode = dumps if self._plain else lambda item: dumps(to_dict(item))
+            raw = [encode(item) for item in items]
         return raw, meta

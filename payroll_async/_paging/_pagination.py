@@ -376,4 +376,5 @@ def _listing(paginator: AsyncPaginator[T]) -> Listing[T]:
         options=paginator._options,
         decoder=paginator._decoder,
         name=paginator._path,
+        end=None if (want := paginator._max_items) is None else paginator._start_offset + want,
     )

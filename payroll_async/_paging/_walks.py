@@ -65,7 +65,14 @@ class Sender(Protocol):
 
 @attrs.frozen
 class Page(Generic[T]):
-    """One page of a listing."""
+    """One page of a listing.
+
+    ```pycon
+    >>> page = await client.payroll_connections.list(page_size=50)
+    >>> while page.has_next_page():
+    ...     page = await page.get_next_page()
+    ```
+    """
 
     items: Sequence[T]
     """The page's items, structured."""
@@ -75,6 +82,89 @@ class Page(Generic[T]):
     """rel -> absolute URL, from the Link header (empty without one)."""
     headers: Mapping[str, str]
     """The response headers."""
+    _turn: _Turn | None = attrs.field(default=None, init=False, eq=False, repr=False)
+
+    def has_next_page(self) -> bool:
+        """Whether the listing goes on after this page, as its walk would decide.
+
+        With Link headers: whether this page has a ``rel="next"`` link. Without: whether
+        items came and the offset after them is below a ``totalCount`` that agrees with
+        them (a total that does not agree is not believed: the next page is then asked
+        for, and an empty one ends the listing). An empty page, the last page, and the
+        page that reaches the listing's ``max_items`` say no.
+        """
+        turn = self._turn
+        return turn is not None and turn.following(self) is not None
+
+    async def get_next_page(self) -> Page[T]:
+        """The page after this one, in one request, with the listing's options.
+
+        Raises [`PaginationError`][payroll_async.PaginationError] when there is none
+        (check [`has_next_page()`][payroll_async.Page.has_next_page] first), or when the
+        next link leaves the client's origin or leads back to this page.
+        """
+        turn = self._turn
+        following = None if turn is None else turn.following(self)
+        if turn is None or following is None:
+            raise PaginationError("this is the last page of its listing: there is no next page")
+        listing = turn.listing
+        if isinstance(following, URL):
+            page, _ = await listing.fetch(
+                follow(listing, following, {link_key(turn.url)}), None, turn.end
+            )
+            return page
+        offset, limit = following
+        page, _ = await listing.fetch(listing.url, listing.query(offset, limit), turn.end)
+        return page
+
+
+class _Turn:
+    """What a page needs to know to ask for the one after it, as the walks would.
+
+    Kept as the answer left it (the URL answered, its links) and read only when asked:
+    a walk's pages pay nothing for it.
+    """
+
+    __slots__ = ("end", "links", "listing", "url")
+
+    def __init__(
+        self, listing: Listing[Any], url: URL, links: Mapping[str, URL], end: int | None
+    ) -> None:
+        self.listing = listing
+        self.url = url
+        """The URL the page was answered from, its query included."""
+        self.links = links
+        self.end = end
+        """The offset at which the listing's ``max_items`` ends it."""
+
+    def offset(self, meta: ListMeta) -> int | None:
+        """Where the page starts in the listing: the request's offset, else ``meta.offset``."""
+        offset = _number(self.url.query.get("offset"))
+        if offset is None and type(meta.offset) is int:
+            return meta.offset
+        return offset
+
+    def following(self, page: Page[Any]) -> URL | tuple[int, int | None] | None:
+        """The next page's link, or its (offset, limit); None when there is none."""
+        got = len(page.items)
+        if not got:
+            return None
+        offset = self.offset(page.meta)
+        after = None if offset is None else offset + got
+        end = self.end
+        if end is not None and after is not None and after >= end:
+            return None
+        if self.links:  # with Link headers, only rel="next" says there is more
+            return self.links.get("next")
+        if after is None:
+            return None
+        total = trusted(page.meta.total_count, after)
+        if total is not None and after >= total:
+            return None
+        limit = _number(self.url.query.get("limit"))  # None: the service's own page size
+        if end is not None and limit is not None:
+            limit = min(limit, end - after)
+        return after, limit
 
 
 async def download(
@@ -102,6 +192,8 @@ class Listing(Generic[T]):
     decoder: PageDecoder[T]
     name: str
     span: Any = None
+    end: int | None = None
+    """The offset at which ``max_items`` ends the listing (None: no such end)."""
 
     def query(self, offset: int, limit: int | None) -> dict[str, Any]:
         if limit is None:  # the service's own page size
@@ -118,16 +210,26 @@ class Listing(Generic[T]):
         task.add_done_callback(_retrieve)
         return task
 
-    async def fetch(self, url: URL, params: Mapping[str, Any] | None) -> tuple[Page[T], Response]:
+    async def fetch(
+        self, url: URL, params: Mapping[str, Any] | None, end: int | None = None
+    ) -> tuple[Page[T], Response]:
+        """One page; with ``end``, its items past that offset left out (``max_items``)."""
         response = await download(self.sender, url, self.options, params, self.span)
-        return self.parse(response), response
+        page = self.parse(response)
+        if end is not None and page._turn is not None:
+            offset = page._turn.offset(page.meta)
+            if offset is not None and offset + len(page.items) > end:
+                page = with_items(page, page.items[: max(0, end - offset)])
+        return page, response
 
     def parse(self, response: Response) -> Page[T]:
         items, meta = self.decoder.decode(response)
         if response.link_error is not None:
             raise PaginationError(f"the Link header of {response.url} {response.link_error}")
         links = {rel: str(url) for rel, url in response.links.items()} if response.links else {}
-        return Page(items=items, meta=meta, links=links, headers=response.headers)
+        page = Page(items=items, meta=meta, links=links, headers=response.headers)
+        object.__setattr__(page, "_turn", _Turn(self, response.url, response.links, self.end))
+        return page
 
 
 class LinkWalk(Generic[T]):
@@ -171,18 +273,7 @@ class LinkWalk(Generic[T]):
         return with_items(page, items)
 
     def _target(self, link: URL) -> URL:
-        target = next_target(link)
-        origin = self._listing.sender.origin
-        if target.origin() != origin:
-            raise PaginationError(
-                f"refusing to follow a next link to another origin ({target.origin()}); "
-                f"the client only talks to {origin}"
-            )
-        key = link_key(target)
-        if key in self._visited:
-            raise PaginationError(f"the next link {link} was already visited (a loop)")
-        self._visited.add(key)
-        return target
+        return follow(self._listing, link, self._visited)
 
     def close(self) -> list[asyncio.Task[Response]]:
         self._page = self._link = None
@@ -366,6 +457,26 @@ class OffsetWalk(Generic[T]):
         return cancelled
 
 
+def follow(listing: Listing[Any], link: URL, visited: set[LinkKey]) -> URL:
+    """A next link to follow: on the client's origin, and not a page already ``visited``."""
+    target = next_target(link)
+    origin = listing.sender.origin
+    if target.origin() != origin:
+        raise PaginationError(
+            f"refusing to follow a next link to another origin ({target.origin()}); "
+            f"the client only talks to {origin}"
+        )
+    key = link_key(target)
+    if key in visited:
+        raise PaginationError(f"the next link {link} was already visited (a loop)")
+    visited.add(key)
+    return target
+
+
+def _number(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isascii() and text.isdigit() else None
+
+
 def _retrieve(task: asyncio.Task[Response]) -> None:
     """Mark a cancelled page's outcome as seen: it is not anyone's error any more."""
     if not task.cancelled():
@@ -399,4 +510,8 @@ def trusted(total: object, seen: int) -> int | None:
 
 
 def with_items(page: Page[T], items: Sequence[T]) -> Page[T]:
-    return page if len(items) == len(page.items) else attrs.evolve(page, items=items)
+    if len(items) == len(page.items):
+        return page
+    trimmed = attrs.evolve(page, items=items)
+    object.__setattr__(trimmed, "_turn", page._turn)  # not an __init__ argument
+    return trimmed

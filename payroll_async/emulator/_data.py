@@ -57,6 +57,16 @@ _COMPANIES = (
 )
 _SUFFIXES = ("Inc.", "LLC", "Corp.", "Group", "Holdings", "& Co.")
 _PLATFORMS = 7
+# ASSUMED (operation group payroll-platforms, not shown): the platforms' names.
+_PLATFORM_NAMES = (
+    "Ledgerly",
+    "PayPoint",
+    "Wagewise",
+    "Crewpay",
+    "Stubhouse",
+    "Salaria",
+    "Tallyroll",
+)
 
 
 def uuid4_text(hexdigits: str) -> str:
@@ -228,6 +238,17 @@ class Dataset:
             "createdAt",
         )
 
+        self.payroll_platforms: Collection = Collection(
+            _PLATFORMS,
+            self.payroll_platform,
+            {
+                "createdAt": lambda k: k,
+                "id": lambda k: derived_uuid(seed, "pp", k),
+                "name": lambda k: _PLATFORM_NAMES[k],
+            },
+            "createdAt",
+        )
+
     # -- churn ------------------------------------------------------------------------------
 
     def churn(
@@ -281,6 +302,23 @@ class Dataset:
             "status": STATUSES[(i * 7 + seed) % len(STATUSES)],
             "product": PRODUCTS[(i * 3 + seed) % len(PRODUCTS)],
         }
+
+    # -- payroll platforms (ASSUMED: the document does not show this operation group) ----
+
+    def payroll_platform(self, k: int) -> dict[str, Any]:
+        """Platform ``k`` of seven, as ``GET /v1/payroll-platforms`` shows it."""
+        return {
+            "id": derived_uuid(self.seed, "pp", k),
+            "name": _PLATFORM_NAMES[k],
+            "createdAt": timestamp(k * 86_400 - 40_000_000),
+        }
+
+    def platform_index(self, platform_id: str) -> int | None:
+        """The index of the platform with this id, or None."""
+        for k in range(_PLATFORMS):
+            if derived_uuid(self.seed, "pp", k) == platform_id:
+                return k
+        return None
 
     # -- employer identifiers -------------------------------------------------------------
 

@@ -16,7 +16,13 @@ from aiohttp import web
 from .._core._assumed import EMULATOR_MAX_PAGE_SIZE, EMULATOR_MAX_SUBSCRIPTIONS
 from .._core._json import loads
 from ..models import EventType
-from . import _middleware, _routes_connections, _routes_employers, _routes_webhooks
+from . import (
+    _middleware,
+    _routes_connections,
+    _routes_employers,
+    _routes_platforms,
+    _routes_webhooks,
+)
 from ._data import Dataset
 from ._delivery import Deliverer, Delivery, new_secret, notification, public_key_of, signer
 from ._http import ApiError, is_loopback, json_response
@@ -166,7 +172,7 @@ class Emulator:
         )
         """The ``aiohttp.web.Application``, to mount in a server of your own."""
         self.app[STATE] = self._state
-        for module in (_routes_webhooks, _routes_employers, _routes_connections):
+        for module in (_routes_webhooks, _routes_employers, _routes_connections, _routes_platforms):
             self.app.router.add_routes(module.routes)
         self.app.router.add_post(EMIT_PATH, self._emit_route)
 

@@ -138,13 +138,19 @@ async def export_to_file(
         raise ExportError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     if not isinstance(source, AsyncPaginator):
         raise ExportError(f"source must be an AsyncPaginator, got {type(source).__name__}")
+    modelled = attrs.has(source.model)  # a listing of dict (get_api_list) has no columns
+    if not modelled and fmt.name.startswith("csv"):
+        raise ExportError(
+            "CSV needs the items' fields: export a listing of an attrs model as CSV, or this "
+            "one as jsonl or json"
+        )
     if path is None:
         if stream is None:
             raise ExportError("export_to_file needs a path, or a stream with path=None")
         target, opened = None, None
     else:
         target, opened = open_target(os.fspath(path))
-    columns = [to_camel(field.name) for field in attrs.fields(source.model)]
+    columns = [to_camel(field.name) for field in attrs.fields(source.model)] if modelled else []
     state = progress if progress is not None else ExportProgress()
     listing = source._with_decoder(RawPageDecoder(source.model)) if fmt.raw else source
     base_url, token = source._account()

@@ -132,10 +132,11 @@ class Resource:
         sort: SortLike | None = None,
         sort_fields: frozenset[str] | None = None,
         page_size_max: int | None = None,
+        where: str = "list",
     ) -> AsyncPaginator[T]:
         """A listing, every option validated now, so bad input fails before iteration."""
         binding = self._binding
-        call = parse_list(f"{self._name}.list", keywords)
+        call = parse_list(f"{self._name}.{where}", keywords)
         page_size = keywords.get("page_size", NOT_GIVEN)
         if isinstance(page_size, NotGiven):
             size = binding.options.page_size
@@ -176,7 +177,7 @@ class Resource:
             max_items=check.check_max_items(keywords.get("max_items")),
             start_offset=check.check_start_offset(keywords.get("start_offset", 0)),
             options=binding.resolve(options),
-            operation=f"{self._name}.list",
+            operation=f"{self._name}.{where}",
         )
 
     async def _send(

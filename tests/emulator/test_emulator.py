@@ -50,6 +50,7 @@ async def test_list_envelope_has_exactly_the_documented_shape(http: aiohttp.Clie
         "/v1/payroll-connections",
         "/v1/employer-identifiers",
         "/v1/webhooks/subscriptions",
+        "/v1/payroll-platforms",  # ASSUMED: not shown by the document
     ):
         body = await get_json(http, path)
         assert set(body) == {"data", "meta"}

@@ -41,6 +41,8 @@ def test_the_document_describes_every_operation() -> None:
         "GET /v1/employer-identifiers/{employer_identifier}/update-groups",
         "GET /v1/payroll-connections",
         "GET /v1/employer-identifiers",
+        "GET /v1/payroll-platforms",
+        "GET /v1/payroll-platforms/{payroll_platform}",
     }
 
 

@@ -15,7 +15,13 @@ import pytest
 from aiohttp import web
 from redis.asyncio import Redis
 
-from payroll_async import CoordinationError, InvalidArgumentError, PayrollClient, RetryPolicy
+from payroll_async import (
+    CoordinationError,
+    InvalidArgumentError,
+    PayrollClient,
+    RateLimitError,
+    RetryPolicy,
+)
 from payroll_async.fleet import RedisGate
 from tests.conftest import TOKEN, FakeClock, Serve, StartEmulator
 from tests.fleet.conftest import RedisServer
@@ -388,3 +394,24 @@ async def test_a_malformed_reply_under_the_pure_python_parser_falls_back(
     warnings = [r for r in caplog.records if "cannot reach Redis" in r.getMessage()]
     assert len(warnings) == 1
     assert failure in warnings[0].getMessage()
+
+
+async def test_a_generic_call_passes_the_fleets_gate_and_pauses_it(
+    redis_server: RedisServer, serve: Serve
+) -> None:
+    async def handle(request: web.Request) -> web.Response:
+        return web.json_response(
+            {"message": "slow down", "errors": []}, status=429, headers={"Retry-After": "3"}
+        )
+
+    app = web.Application()
+    app.router.add_get("/v1/users", handle)
+    base = await serve(app)
+    key = f"test:{uuid.uuid4().hex}"
+    async with Redis.from_url(redis_server.url) as redis:
+        gate = RedisGate(redis, key=key, rate=50)
+        async with PayrollClient(base, TOKEN, gate=gate, retry=RetryPolicy(max_attempts=1)) as c:
+            with pytest.raises(RateLimitError, match="slow down"):
+                await c.get("/v1/users", cast_to=dict)
+        assert await redis.exists(f"{key}:tat")  # the rate budget was drawn from
+        assert 2000 < await redis.pttl(f"{key}:pause") <= 4000  # every process holds back
