@@ -366,3 +366,29 @@ def check_extra_headers(extra_headers: Mapping[str, str] | None) -> dict[str, st
             )
         out[key] = value
     return out
+
+
+def check_seconds(value: object, name: str, *, zero: bool = False) -> float:
+    """Finite seconds > 0 (or >= 0 with ``zero``), as a float; else InvalidArgumentError."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+        or (value == 0 and not zero)
+    ):
+        bound = ">= 0" if zero else "> 0"
+        raise InvalidArgumentError(f"{name} must be finite seconds {bound}, got {value!r}")
+    return float(value)
+
+
+_REDIS_KEY = re.compile(r"[\x21-\x7e]{1,200}\Z")  # printable ASCII, no spaces
+
+
+def check_redis_key(value: object) -> str:
+    """A prefix of Redis keys: 1-200 printable ASCII characters without spaces."""
+    if not isinstance(value, str) or not _REDIS_KEY.match(value):
+        raise InvalidArgumentError(
+            f"key must be 1-200 printable ASCII characters without spaces, got {value!r}"
+        )
+    return value

@@ -32,16 +32,16 @@ the gate never closes it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
-import re
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._core._clock import SYSTEM_CLOCK, Clock
 from .._core._exceptions import CoordinationError, InvalidArgumentError
+from .._core._validation import check_redis_key, check_seconds
 from .._http._gate import LocalGate, check_rate
 from .._http._retry import RetryPolicy
+from ._redis import bounded, redis_failures
 from ._redis_dedupe import RedisDedupe
 
 if TYPE_CHECKING:
@@ -82,7 +82,6 @@ return current
 
 _RETRY_REDIS_AFTER = 1.0  # seconds between tries of a Redis that is down
 _LONGEST_WAIT_US = 60_000_000  # a wait Redis asks for is checked again at least every minute
-_KEY = re.compile(r"[\x21-\x7e]{1,200}\Z")  # printable ASCII, no spaces
 
 
 def default_key(base_url: str) -> str:
@@ -131,26 +130,11 @@ class RedisGate:
         max_wait: float = RetryPolicy().max_retry_after,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        if not isinstance(key, str) or not _KEY.match(key):
-            raise InvalidArgumentError(
-                f"key must be 1-200 printable ASCII characters without spaces, got {key!r}"
-            )
+        check_redis_key(key)
         if on_error not in ("local", "raise"):
             raise InvalidArgumentError(f'on_error must be "local" or "raise", got {on_error!r}')
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, (int, float))
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
-            raise InvalidArgumentError(f"timeout must be finite seconds > 0, got {timeout!r}")
-        if (
-            isinstance(max_wait, bool)
-            or not isinstance(max_wait, (int, float))
-            or not math.isfinite(max_wait)
-            or max_wait < 0
-        ):
-            raise InvalidArgumentError(f"max_wait must be finite seconds >= 0, got {max_wait!r}")
+        timeout = check_seconds(timeout, "timeout")
+        max_wait = check_seconds(max_wait, "max_wait", zero=True)
         self.key: str = key
         """The prefix of the gate's Redis keys."""
         self.rate: float | None = check_rate(rate)
@@ -230,12 +214,9 @@ class RedisGate:
             raise _Unavailable
         failure: str | None = None
         try:
-            result = await asyncio.wait_for(script(keys=keys, args=args), self.timeout)
-        except (asyncio.TimeoutError, OSError, _redis_errors(), ValueError, RecursionError) as exc:
-            # Only the kind of failure is kept: Redis's text may hold its URL, password
-            # included, and no exception of ours chains it. ValueError and RecursionError:
-            # redis-py's pure-Python parser on a malformed or endlessly nested reply.
-            failure = type(exc).__name__
+            result = await bounded(script(keys=keys, args=args), self.timeout)
+        except redis_failures() as exc:
+            failure = type(exc).__name__  # only its kind: see redis_failures()
         if failure is not None:
             self._failed(failure)
             raise _Unavailable
@@ -267,9 +248,3 @@ class RedisGate:
 
 class _Unavailable(Exception):
     """Redis did not answer in time or failed; the local gate decides."""
-
-
-def _redis_errors() -> type[BaseException]:
-    from redis.exceptions import RedisError
-
-    return RedisError

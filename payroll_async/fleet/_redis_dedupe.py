@@ -10,18 +10,16 @@ extends or deletes the claim of the process that took over.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
-import re
 import secrets
-import sys
-from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .._core._clock import SYSTEM_CLOCK, Clock
-from .._core._exceptions import CoordinationError, InvalidArgumentError
+from .._core._exceptions import CoordinationError
+from .._core._validation import check_redis_key, check_seconds
 from .._core._visible import visible
+from ._redis import bounded, redis_failures
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -58,7 +56,6 @@ return 0
 
 _CLAIMS: dict[int, Claim] = {0: "claimed", 1: "done", 2: "busy"}
 _RETRY_REDIS_AFTER = 1.0  # seconds between claims sent to a Redis that is down
-_KEY = re.compile(r"[\x21-\x7e]{1,200}\Z")  # printable ASCII, no spaces (as RedisGate's)
 
 
 class RedisDedupe:
@@ -104,18 +101,10 @@ class RedisDedupe:
         timeout: float = 1.0,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        if not isinstance(key, str) or not _KEY.match(key):
-            raise InvalidArgumentError(
-                f"key must be 1-200 printable ASCII characters without spaces, got {key!r}"
-            )
-        for name, value in (("window", window), ("lease", lease), ("timeout", timeout)):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not math.isfinite(value)
-                or value <= 0
-            ):
-                raise InvalidArgumentError(f"{name} must be finite seconds > 0, got {value!r}")
+        check_redis_key(key)
+        window = check_seconds(window, "window")
+        lease = check_seconds(lease, "lease")
+        timeout = check_seconds(timeout, "timeout")
         self.key: str = key
         """The prefix of the Redis keys."""
         self.window: float = float(window)
@@ -189,11 +178,9 @@ class RedisDedupe:
     async def _call(self, command: Any) -> Any:
         failure: str | None = None
         try:
-            result = await _bounded(command, self.timeout)
-        except (asyncio.TimeoutError, OSError, _redis_errors()) as exc:
-            # Only the kind of failure is kept: Redis's text may hold its URL, password
-            # included, and no exception of ours chains it.
-            failure = type(exc).__name__
+            result = await bounded(command, self.timeout)
+        except redis_failures() as exc:
+            failure = type(exc).__name__  # only its kind: see redis_failures()
         if failure is not None:
             self._failed(failure)
         if self._down:
@@ -212,18 +199,3 @@ class RedisDedupe:
                 reason,
             )
         raise CoordinationError(f"the receivers' memory {self.key!r} cannot reach Redis ({reason})")
-
-
-async def _bounded(command: Awaitable[Any], seconds: float) -> Any:
-    if sys.version_info >= (3, 11):
-        # asyncio.timeout runs the call in this task; wait_for makes a task of it, which
-        # costs about 0.05 ms a call, a tenth of a claim on loopback
-        async with asyncio.timeout(seconds):
-            return await command
-    return await asyncio.wait_for(command, seconds)
-
-
-def _redis_errors() -> type[BaseException]:
-    from redis.exceptions import RedisError
-
-    return RedisError
