@@ -46,17 +46,8 @@ from .._http._options import FinalOptions
 from .._http._response import Response
 from ._decode import PageDecoder
 from ._links import offset_link
-from ._walks import (
-    LinkWalk,
-    Listing,
-    OffsetWalk,
-    Page,
-    Sender,
-    download,
-    more,
-    step,
-    with_items,
-)
+from ._page import Listing, Page, Quota, Sender, download, with_items
+from ._walks import LinkWalk, OffsetWalk, more, step
 
 __all__ = ["AsyncPaginator", "Page", "Sender"]
 
@@ -97,14 +88,14 @@ class AsyncPaginator(Generic[T]):
         self._model = model
         self._decoder = PageDecoder(model)
         self._params = params
-        self._max_items = max_items
+        self._quota = Quota(max_items)
         self._start_offset = start_offset
         self._options = options
 
     def __repr__(self) -> str:
         return (
             f"<AsyncPaginator {self._path} page_size={self._options.page_size} "
-            f"max_items={self._max_items} start_offset={self._start_offset}>"
+            f"max_items={self._quota.wanted} start_offset={self._start_offset}>"
         )
 
     @property
@@ -124,7 +115,7 @@ class AsyncPaginator(Generic[T]):
             "path": self._path,
             "query": {str(k): str(v) for k, v in sorted(self._params.items())},
             "start_offset": self._start_offset,
-            "max_items": self._max_items,
+            "max_items": self._quota.wanted,
         }
 
     def skip(self, count: int) -> AsyncPaginator[T]:
@@ -140,9 +131,20 @@ class AsyncPaginator(Generic[T]):
             return self
         clone = copy.copy(self)
         clone._start_offset = self._start_offset + count
-        if self._max_items is not None:
-            clone._max_items = max(0, self._max_items - count)
+        clone._quota = self._quota.after(count)
         return clone
+
+    def _listing(self) -> Listing[T]:
+        """What every page request of one walk of this listing shares."""
+        return Listing(
+            sender=self._sender,
+            url=self._sender.url(self._path),
+            params=self._params,
+            options=self._options,
+            decoder=self._decoder,
+            name=self._path,
+            end=self._quota.end(self._start_offset),
+        )
 
     def _with_decoder(self, decoder: Any) -> AsyncPaginator[Any]:
         """The same listing, its pages decoded by ``decoder`` (an export's raw item bytes)."""
@@ -175,15 +177,11 @@ class AsyncPaginator(Generic[T]):
 
     async def _first_page(self) -> Page[T]:
         # One request, as the walk's first: no fetch-ahead of the pages after it.
-        want = self._max_items
-        limit = self._options.page_size
-        if want is not None and limit is not None:
-            limit = max(1, min(limit, want))
-        listing = _listing(self)
+        quota = self._quota
+        limit = quota.limit(self._options.page_size)
+        listing = self._listing()
         page, _ = await listing.fetch(listing.url, listing.query(self._start_offset, limit))
-        if want is not None and len(page.items) > want:
-            page = with_items(page, page.items[:want])
-        return page
+        return with_items(page, quota.take(page.items))
 
     async def collect(self) -> list[T]:
         """Every item in a list (mind the memory for large collections)."""
@@ -228,14 +226,14 @@ class _Walker(Generic[T]):
 
     async def _first(self) -> OffsetWalk[T] | LinkWalk[T] | None:
         p = self._paginator
-        want = p._max_items
-        listing = self._listing = _listing(p)
-        if want == 0:
+        quota = p._quota
+        listing = self._listing = p._listing()
+        if quota.reached(0):
             return None
         listing.span = _otel.start(p._operation)
         offset = p._start_offset
         page_size = p._options.page_size
-        limit = page_size if want is None or page_size is None else min(page_size, want)
+        limit = quota.limit(page_size)
         response = await download(
             listing.sender, listing.url, listing.options, listing.query(offset, limit), listing.span
         )
@@ -249,7 +247,7 @@ class _Walker(Generic[T]):
         if next_link is not None and not offset_link(
             next_link, response.url, offset + got, page_step
         ):
-            strategy = LinkWalk(listing, (first, response), want)
+            strategy = LinkWalk(listing, (first, response), quota)
         else:
             # No Link header, or next links that say exactly what the offset walk would ask
             # next: the pages are fetched by offset, concurrently once a total is known.
@@ -259,7 +257,7 @@ class _Walker(Generic[T]):
                 offset,
                 limit,
                 page_step,
-                want,
+                quota,
                 linked=next_link is not None,
             )
         self._strategy = strategy
@@ -365,16 +363,3 @@ class _Pages(_Iterator, Generic[T]):
         if page is None:
             raise StopAsyncIteration
         return page
-
-
-def _listing(paginator: AsyncPaginator[T]) -> Listing[T]:
-    """What every page request of one walk of ``paginator`` shares."""
-    return Listing(
-        sender=paginator._sender,
-        url=paginator._sender.url(paginator._path),
-        params=paginator._params,
-        options=paginator._options,
-        decoder=paginator._decoder,
-        name=paginator._path,
-        end=None if (want := paginator._max_items) is None else paginator._start_offset + want,
-    )

@@ -1,0 +1,305 @@
+"""One page of a listing, and how one is fetched: ``Page`` (with its way to the next one),
+``Listing`` (what every request of a walk shares), ``Quota`` (``max_items`` and its
+arithmetic) and ``Sender`` (what the requests go through).
+
+The walks over many pages are ``_walks``'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+import attrs
+from yarl import URL
+
+from .._core._exceptions import PaginationError
+from .._http import _otel
+from .._http._response import Response
+from ..models import ListMeta
+from ._links import LinkKey, link_key, next_target
+
+if TYPE_CHECKING:
+    from .._http._options import FinalOptions
+    from ._decode import PageDecoder
+
+__all__ = [
+    "Listing",
+    "Page",
+    "Quota",
+    "Sender",
+    "download",
+    "follow",
+    "trusted",
+    "with_items",
+]
+
+T = TypeVar("T")
+
+
+@attrs.frozen(slots=True)
+class Quota:
+    """A walk's ``max_items`` and all its arithmetic: what to ask for, what to keep."""
+
+    wanted: int | None
+    """Items the walk yields at most (None: every item)."""
+
+    def left(self, emitted: int) -> int | None:
+        """Items still wanted after ``emitted`` (None: no limit)."""
+        return None if self.wanted is None else max(0, self.wanted - emitted)
+
+    def reached(self, emitted: int) -> bool:
+        """Whether ``emitted`` items are all that is wanted."""
+        return self.wanted is not None and emitted >= self.wanted
+
+    def limit(self, page_size: int | None, emitted: int = 0) -> int | None:
+        """A request's limit: the page size, no more than the items still wanted (>= 1)."""
+        left = self.left(emitted)
+        if left is None or page_size is None:
+            return page_size
+        return max(1, min(page_size, left))
+
+    def take(self, items: Sequence[T], emitted: int = 0) -> Sequence[T]:
+        """The part of ``items`` still wanted after ``emitted``."""
+        left = self.left(emitted)
+        return items if left is None or len(items) <= left else items[:left]
+
+    def end(self, start: int) -> int | None:
+        """The offset past the last wanted item of a walk from ``start`` (None: none)."""
+        return None if self.wanted is None else start + self.wanted
+
+    def after(self, emitted: int) -> Quota:
+        """What is left to want once ``emitted`` items were yielded."""
+        return self if self.wanted is None else Quota(self.left(emitted))
+
+
+class Sender(Protocol):
+    """What a paginator sends its GETs through: one client's transport, options and state."""
+
+    @property
+    def origin(self) -> URL: ...
+
+    def url(self, path: str) -> URL: ...
+
+    def account(self) -> tuple[str, str | None]: ...
+
+    def send(
+        self,
+        method: str,
+        url: URL,
+        *,
+        options: FinalOptions,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+    ) -> Awaitable[Response]: ...
+
+
+@attrs.frozen
+class Page(Generic[T]):
+    """One page of a listing.
+
+    ```pycon
+    >>> page = await client.payroll_connections.list(page_size=50)
+    >>> while page.has_next_page():
+    ...     page = await page.get_next_page()
+    ```
+    """
+
+    items: Sequence[T]
+    """The page's items, structured."""
+    meta: ListMeta
+    """The list envelope's ``meta``: offset, limit, totalCount, sort, filters."""
+    links: Mapping[str, str]
+    """rel -> absolute URL, from the Link header (empty without one)."""
+    headers: Mapping[str, str]
+    """The response headers."""
+    _turn: _Turn | None = attrs.field(default=None, init=False, eq=False, repr=False)
+
+    def has_next_page(self) -> bool:
+        """Whether the listing goes on after this page, as its walk would decide.
+
+        With Link headers: whether this page has a ``rel="next"`` link. Without: whether
+        items came and the offset after them is below a ``totalCount`` that agrees with
+        them (a total that does not agree is not believed: the next page is then asked
+        for, and an empty one ends the listing). An empty page, the last page, and the
+        page that reaches the listing's ``max_items`` say no.
+        """
+        turn = self._turn
+        return turn is not None and turn.following(self) is not None
+
+    async def get_next_page(self) -> Page[T]:
+        """The page after this one, in one request, with the listing's options.
+
+        Raises [`PaginationError`][payroll_async.PaginationError] when there is none
+        (check [`has_next_page()`][payroll_async.Page.has_next_page] first), or when the
+        next link leaves the client's origin or leads back to this page.
+        """
+        turn = self._turn
+        following = None if turn is None else turn.following(self)
+        if turn is None or following is None:
+            raise PaginationError("this is the last page of its listing: there is no next page")
+        listing = turn.listing
+        if isinstance(following, URL):
+            page, _ = await listing.fetch(
+                follow(listing, following, {link_key(turn.url)}), None, turn.end
+            )
+            return page
+        offset, limit = following
+        page, _ = await listing.fetch(listing.url, listing.query(offset, limit), turn.end)
+        return page
+
+
+class _Turn:
+    """What a page needs to know to ask for the one after it, as the walks would.
+
+    Kept as the answer left it (the URL answered, its links) and read only when asked:
+    a walk's pages pay nothing for it.
+    """
+
+    __slots__ = ("end", "links", "listing", "url")
+
+    def __init__(
+        self, listing: Listing[Any], url: URL, links: Mapping[str, URL], end: int | None
+    ) -> None:
+        self.listing = listing
+        self.url = url
+        """The URL the page was answered from, its query included."""
+        self.links = links
+        self.end = end
+        """The offset at which the listing's ``max_items`` ends it."""
+
+    def offset(self, meta: ListMeta) -> int | None:
+        """Where the page starts in the listing: the request's offset, else ``meta.offset``."""
+        offset = _number(self.url.query.get("offset"))
+        if offset is None and type(meta.offset) is int:
+            return meta.offset
+        return offset
+
+    def following(self, page: Page[Any]) -> URL | tuple[int, int | None] | None:
+        """The next page's link, or its (offset, limit); None when there is none."""
+        got = len(page.items)
+        if not got:
+            return None
+        offset = self.offset(page.meta)
+        after = None if offset is None else offset + got
+        end = self.end
+        if end is not None and after is not None and after >= end:
+            return None
+        if self.links:  # with Link headers, only rel="next" says there is more
+            return self.links.get("next")
+        if after is None:
+            return None
+        total = trusted(page.meta.total_count, after)
+        if total is not None and after >= total:
+            return None
+        limit = _number(self.url.query.get("limit"))  # None: the service's own page size
+        if end is not None and limit is not None:
+            limit = min(limit, end - after)
+        return after, limit
+
+
+async def download(
+    sender: Sender,
+    url: URL,
+    options: FinalOptions,
+    params: Mapping[str, Any] | None,
+    span: Any,
+) -> Response:
+    """One GET of a walk; its request spans are children of the walk's span."""
+    if span is None:
+        return await sender.send("GET", url, options=options, params=params)
+    with _otel.using(span):
+        return await sender.send("GET", url, options=options, params=params)
+
+
+@attrs.define(slots=True)
+class Listing(Generic[T]):
+    """What every page request of one walk shares: where, how, and how to read a page."""
+
+    sender: Sender
+    url: URL
+    params: Mapping[str, Any]
+    options: FinalOptions
+    decoder: PageDecoder[T]
+    name: str
+    span: Any = None
+    end: int | None = None
+    """The offset at which ``max_items`` ends the listing (None: no such end)."""
+
+    def query(self, offset: int, limit: int | None) -> dict[str, Any]:
+        if limit is None:  # the service's own page size
+            return {**self.params, "offset": offset}
+        return {**self.params, "limit": limit, "offset": offset}
+
+    def start(self, url: URL, params: Mapping[str, Any] | None) -> asyncio.Task[Response]:
+        task = asyncio.create_task(
+            download(self.sender, url, self.options, params, self.span),
+            name=f"payroll_async page {self.name}",
+        )
+        # A page fetched ahead that fails is the walk's error when its turn comes (awaiting
+        # it raises); if the walk is abandoned first, nobody is left to be told.
+        task.add_done_callback(_retrieve)
+        return task
+
+    async def fetch(
+        self, url: URL, params: Mapping[str, Any] | None, end: int | None = None
+    ) -> tuple[Page[T], Response]:
+        """One page; with ``end``, its items past that offset left out (``max_items``)."""
+        response = await download(self.sender, url, self.options, params, self.span)
+        page = self.parse(response)
+        if end is not None and page._turn is not None:
+            offset = page._turn.offset(page.meta)
+            if offset is not None and offset + len(page.items) > end:
+                page = with_items(page, page.items[: max(0, end - offset)])
+        return page, response
+
+    def parse(self, response: Response) -> Page[T]:
+        items, meta = self.decoder.decode(response)
+        if response.link_error is not None:
+            raise PaginationError(f"the Link header of {response.url} {response.link_error}")
+        links = {rel: str(url) for rel, url in response.links.items()} if response.links else {}
+        page = Page(items=items, meta=meta, links=links, headers=response.headers)
+        object.__setattr__(page, "_turn", _Turn(self, response.url, response.links, self.end))
+        return page
+
+
+def follow(listing: Listing[Any], link: URL, visited: set[LinkKey]) -> URL:
+    """A next link to follow: on the client's origin, and not a page already ``visited``."""
+    target = next_target(link)
+    origin = listing.sender.origin
+    if target.origin() != origin:
+        raise PaginationError(
+            f"refusing to follow a next link to another origin ({target.origin()}); "
+            f"the client only talks to {origin}"
+        )
+    key = link_key(target)
+    if key in visited:
+        raise PaginationError(f"the next link {link} was already visited (a loop)")
+    visited.add(key)
+    return target
+
+
+def _number(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isascii() and text.isdigit() else None
+
+
+def _retrieve(task: asyncio.Task[Response]) -> None:
+    """Mark a cancelled page's outcome as seen: it is not anyone's error any more."""
+    if not task.cancelled():
+        task.exception()
+
+
+def trusted(total: object, seen: int) -> int | None:
+    """``totalCount`` if it agrees with the ``seen`` items so far, else None (unknown)."""
+    if type(total) is not int or total < seen:
+        return None
+    return total
+
+
+def with_items(page: Page[T], items: Sequence[T]) -> Page[T]:
+    if len(items) == len(page.items):
+        return page
+    trimmed = attrs.evolve(page, items=items)
+    object.__setattr__(trimmed, "_turn", page._turn)  # not an __init__ argument
+    return trimmed
