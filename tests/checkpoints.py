@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from payroll_async._http._auth import Identity
 from payroll_async.export._checkpoint import Checkpoint, Service, write_checkpoint
 
 JOB = {"collection": "payroll-connections", "format": "jsonl", "sort": None, "employer": None}
@@ -31,7 +32,7 @@ def forge(
         os.chmod(partial, 0o600)
     checkpoint = Checkpoint(
         job=JOB if job is None else job,
-        service=Service.of(base_url, token),
+        service=Service.of(Identity(base_url, token=token)),
         items=items,
         writer={"partial": name, "bytes": len(data)},
         done=done,

@@ -114,3 +114,16 @@ async def test_a_stream_gets_the_items_straight(emu: Emulator) -> None:
         )
     assert result.path is None
     assert len(json.loads(out.getvalue())) == result.items == 10
+
+
+async def test_a_listing_says_who_it_is_sent_as_without_showing_the_token() -> None:
+    token = "tok_identity_SECRET"
+    async with PayrollClient("https://api.example.test", token) as client:
+        identity = client.payroll_connections.list().identity
+    assert identity.base_url == "https://api.example.test"
+    assert token not in repr(identity)
+    assert not identity.rotating
+    salt = b"0123456789abcdef"
+    assert identity.fingerprint(salt) == identity.fingerprint(salt)
+    assert token not in (identity.fingerprint(salt) or "")
+    assert identity.fingerprint(salt) != identity.fingerprint(b"another salt....")

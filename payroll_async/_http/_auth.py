@@ -9,8 +9,12 @@ Neither message ever includes what the provider returned.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import re
 from typing import Protocol, runtime_checkable
+
+import attrs
 
 from .._core._exceptions import APITimeoutError, InvalidArgumentError
 
@@ -138,3 +142,25 @@ class Auth:
 
     def __repr__(self) -> str:
         return f"<Auth provider={type(self._provider).__name__}>"
+
+
+@attrs.frozen
+class Identity:
+    """Who requests are sent as: the service's root URL and the client's credentials, which
+    it can fingerprint but never show (an export's checkpoint records the fingerprint)."""
+
+    base_url: str
+    """The service's root URL, as the client sends to it."""
+    _token: str | None = attrs.field(repr=False, alias="token")
+    """The fixed token (None with a TokenProvider, whose tokens rotate): never shown."""
+
+    @property
+    def rotating(self) -> bool:
+        """Whether the credentials are a TokenProvider's (nothing fixed to fingerprint)."""
+        return self._token is None
+
+    def fingerprint(self, salt: bytes) -> str | None:
+        """HMAC-SHA256 of the fixed token under ``salt`` (hex); None for a TokenProvider."""
+        if self._token is None:
+            return None
+        return hmac.new(salt, self._token.encode(), hashlib.sha256).hexdigest()

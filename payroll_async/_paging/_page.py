@@ -16,6 +16,7 @@ from yarl import URL
 
 from .._core._exceptions import PaginationError
 from .._http import _otel
+from .._http._auth import Identity
 from .._http._response import Response
 from ..models import ListMeta
 from ._links import LinkKey, link_key, next_target
@@ -82,7 +83,7 @@ class Sender(Protocol):
 
     def url(self, path: str) -> URL: ...
 
-    def account(self) -> tuple[str, str | None]: ...
+    def identity(self) -> Identity: ...
 
     def send(
         self,

@@ -42,6 +42,7 @@ from typing import Any, Generic, TypeVar
 
 from .._core._exceptions import InvalidArgumentError
 from .._http import _otel
+from .._http._auth import Identity
 from .._http._options import FinalOptions
 from .._http._response import Response
 from ._decode import PageDecoder
@@ -152,10 +153,12 @@ class AsyncPaginator(Generic[T]):
         clone._decoder = decoder
         return clone
 
-    def _account(self) -> tuple[str, str | None]:
-        """The base URL this listing is sent to and the client's fixed token (None with a
-        TokenProvider): what an export's checkpoint fingerprints. Never stored as such."""
-        return self._sender.account()
+    @property
+    def identity(self) -> Identity:
+        """The service this listing is sent to and the credentials it is sent with (never
+        shown: an export's checkpoint records their fingerprint, to resume only from the
+        same service and account)."""
+        return self._sender.identity()
 
     def __aiter__(self) -> AsyncGenerator[T, None]:
         """A fresh walk; ``contextlib.aclosing(aiter(paginator))`` closes it on exit."""

@@ -153,11 +153,9 @@ async def export_to_file(
     columns = [to_camel(field.name) for field in attrs.fields(source.model)] if modelled else []
     state = progress if progress is not None else ExportProgress()
     listing = source._with_decoder(RawPageDecoder(source.model)) if fmt.raw else source
-    base_url, token = source._account()
     exporter = Exporter(
         job=job if job is not None else _default_job(source, format, csv_raw),
-        base_url=base_url,
-        token=token,
+        identity=source.identity,
         progress=state,
         on_page=on_page,
     )

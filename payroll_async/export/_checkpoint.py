@@ -22,7 +22,6 @@ user, bounded in size, and every field checked for type and range. Anything else
 from __future__ import annotations
 
 import errno
-import hashlib
 import hmac
 import json
 import os
@@ -36,6 +35,7 @@ from typing import Any, Protocol
 import attrs
 
 from .._core._exceptions import PayrollError
+from .._http._auth import Identity
 
 __all__ = [
     "CHECKPOINT_VERSION",
@@ -138,27 +138,24 @@ class Service:
     credentials: str | None  # None: a TokenProvider, whose tokens rotate
 
     @classmethod
-    def of(cls, base_url: str, token: str | None) -> Service:
+    def of(cls, identity: Identity) -> Service:
         salt = secrets.token_hex(16)
-        return cls(base_url, salt, None if token is None else _fingerprint(salt, token))
+        return cls(identity.base_url, salt, identity.fingerprint(bytes.fromhex(salt)))
 
-    def mismatch(self, base_url: str, token: str | None) -> str | None:
-        """Why a client on ``base_url`` with ``token`` may not resume this, or None."""
-        if base_url != self.base_url:
-            return f"it was written from {self.base_url}, not {base_url}"
-        if (token is None) != (self.credentials is None):
+    def mismatch(self, identity: Identity) -> str | None:
+        """Why a client sending as ``identity`` may not resume this, or None."""
+        if identity.base_url != self.base_url:
+            return f"it was written from {self.base_url}, not {identity.base_url}"
+        if identity.rotating != (self.credentials is None):
             return "it was written with another kind of credentials"
+        fingerprint = identity.fingerprint(bytes.fromhex(self.salt))
         if (
-            token is not None
+            fingerprint is not None
             and self.credentials is not None
-            and not hmac.compare_digest(_fingerprint(self.salt, token), self.credentials)
+            and not hmac.compare_digest(fingerprint, self.credentials)
         ):
             return "it was written with another token (another account)"
         return None
-
-
-def _fingerprint(salt: str, token: str) -> str:
-    return hmac.new(bytes.fromhex(salt), token.encode(), hashlib.sha256).hexdigest()
 
 
 @attrs.frozen

@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from .._http._auth import Identity
 from .._paging._pagination import AsyncPaginator, Page
 from ._checkpoint import (
     Checkpoint,
@@ -55,11 +56,10 @@ class ExportProgress:
 
 @attrs.define
 class Exporter:
-    """One run of an export of ``job``, from ``base_url`` with ``token`` (never stored)."""
+    """One run of an export of ``job``, as ``identity`` (its credentials never stored)."""
 
     job: dict[str, Any]
-    base_url: str
-    token: str | None = attrs.field(repr=False)
+    identity: Identity
     progress: ExportProgress
     on_page: Callable[[Page[Any], ExportProgress], None] | None = None
     _service: Service | None = None
@@ -123,11 +123,7 @@ class Exporter:
         path = checkpoint_path(target)
         state = read_checkpoint(path)
         if state is not None and state.done:
-            same = (
-                state.service.mismatch(self.base_url, self.token)
-                if state.job == self.job
-                else "another job"
-            )
+            same = state.service.mismatch(self.identity) if state.job == self.job else "another job"
             if writer.finished(state.writer, state.items):
                 path.unlink(missing_ok=True)  # killed between the rename and this removal
                 if resume and same is None:
@@ -142,7 +138,7 @@ class Exporter:
                 )
         if state is None:
             self.progress.nothing_to_resume = resume
-            self._service = Service.of(self.base_url, self.token)
+            self._service = Service.of(self.identity)
             try:
                 writer.begin()
             except OSError as exc:
@@ -170,7 +166,7 @@ class Exporter:
                 f"one ({_describe_job(self.job)}); run that export with resume=True, or "
                 f"delete {path} and the partial file beside it to start over"
             )
-        reason = state.service.mismatch(self.base_url, self.token)
+        reason = state.service.mismatch(self.identity)
         if reason is not None:
             raise ResumeMismatchError(
                 f"{path} cannot be resumed here: {reason}. Nothing was written; resume it "

@@ -21,6 +21,7 @@ from .._core import _validation as check
 from .._core._exceptions import InvalidArgumentError
 from .._core._types import NOT_GIVEN, NotGiven, SortLike
 from .._http import _otel
+from .._http._auth import Identity
 from .._http._options import FinalOptions, ListOptions, Options, parse, parse_list
 from .._http._raw import RawResponse, call_raw, record
 from .._http._response import Response
@@ -59,9 +60,9 @@ class Binding:
     def url(self, path: str) -> URL:
         return self.transport.url(path)
 
-    def account(self) -> tuple[str, str | None]:
-        """The service root and the fixed token (None with a TokenProvider)."""
-        return str(self.transport.url("")), self.transport.auth.static
+    def identity(self) -> Identity:
+        """The service root and the client's credentials, fingerprintable, never shown."""
+        return Identity(str(self.transport.url("")), token=self.transport.auth.static)
 
     def resolve(self, options: Options) -> FinalOptions:
         """A call's options over this client's: the record its requests read."""
