@@ -48,6 +48,7 @@ __all__ = [
     "Service",
     "Writer",
     "read_checkpoint",
+    "replace_file",
     "write_checkpoint",
 ]
 
@@ -244,7 +245,9 @@ def _parse(state: object) -> Checkpoint:
     )
 
 
-def checked_open(path: Path, flags: int, what: str) -> tuple[int, os.stat_result]:
+def checked_open(
+    path: Path, flags: int, what: str, writer: str = "an export"
+) -> tuple[int, os.stat_result]:
     """Open an existing ``path`` never through a link: a regular file of this user's, alone.
 
     Raises FileNotFoundError when it is not there, CheckpointError when it is not such a
@@ -257,7 +260,7 @@ def checked_open(path: Path, flags: int, what: str) -> tuple[int, os.stat_result
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise CheckpointError(
-                f"{path} is a symbolic link, not the {what} an export wrote; "
+                f"{path} is a symbolic link, not the {what} {writer} wrote; "
                 f"nothing was written through it: delete it to go on"
             ) from None
         raise CheckpointError(f"cannot open {path}: {exc.strerror or exc}") from None
@@ -271,7 +274,7 @@ def checked_open(path: Path, flags: int, what: str) -> tuple[int, os.stat_result
         problem = "has other hard links"
     if problem is not None:
         os.close(fd)
-        raise CheckpointError(f"{path} {problem}, so it is not the {what} an export wrote")
+        raise CheckpointError(f"{path} {problem}, so it is not the {what} {writer} wrote")
     return fd, info
 
 
@@ -306,7 +309,12 @@ def read_checkpoint(path: Path) -> Checkpoint | None:
 
 
 def write_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
-    """Replace ``path`` with ``checkpoint`` atomically: a new 0600 file, fsynced, renamed.
+    """Replace ``path`` with ``checkpoint`` atomically (see `replace_file`)."""
+    replace_file(path, checkpoint.to_json())
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: a new 0600 file, fsynced, renamed.
 
     The file is created under a random name (O_EXCL, never through a link) and renamed over
     ``path``, which replaces a link planted there instead of writing through it.
@@ -314,7 +322,7 @@ def write_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as file:
-            file.write(checkpoint.to_json())
+            file.write(data)
             file.flush()
             os.fsync(file.fileno())
         os.replace(tmp, path)
