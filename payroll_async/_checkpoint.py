@@ -265,17 +265,22 @@ def checked_open(
             ) from None
         raise CheckpointError(f"cannot open {path}: {exc.strerror or exc}") from None
     info = os.fstat(fd)
-    problem = None
-    if not stat.S_ISREG(info.st_mode):
-        problem = "is not a regular file"
-    elif info.st_uid != os.geteuid():
-        problem = "belongs to another user"
-    elif info.st_nlink != 1:
-        problem = "has other hard links"
+    problem = not_alone(info)
     if problem is not None:
         os.close(fd)
         raise CheckpointError(f"{path} {problem}, so it is not the {what} {writer} wrote")
     return fd, info
+
+
+def not_alone(info: os.stat_result) -> str | None:
+    """What keeps an open file from being a regular file of this user's, alone, or None."""
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file"
+    if info.st_uid != os.geteuid():
+        return "belongs to another user"
+    if info.st_nlink != 1:
+        return "has other hard links"
+    return None
 
 
 def read_checkpoint(path: Path) -> Checkpoint | None:

@@ -40,6 +40,7 @@ from payroll_async._checkpoint import (
     OutputLockedError,
     checked_open,
     count,
+    not_alone,
     replace_file,
 )
 from payroll_async._output import lock_output, unlock_output
@@ -333,11 +334,7 @@ def open_changes(path: str) -> ChangesFile:
     if not stat.S_ISREG(info.st_mode):  # a pipe, a device: streamed
         os.set_blocking(fd, True)
         return ChangesFile(None, fd)
-    problem = None
-    if info.st_uid != os.geteuid():
-        problem = "belongs to another user"
-    elif info.st_nlink != 1:
-        problem = "has other hard links"
+    problem = not_alone(info)
     if problem is not None:
         os.close(fd)
         raise BadInput(f"--changes: {path} {problem}; give a file of your own")
