@@ -225,3 +225,82 @@ def test_one_run_writes_to_a_changes_file_at_a_time(tmp_path: Path) -> None:
     assert result.exit_code == ExitCode.BAD_INPUT, result.output
     assert f"another mirror is writing to {changes}" in result.output
     assert "--wait" in result.output
+
+
+async def test_a_rotated_file_gets_the_changes_after_its_cursor(tmp_path: Path) -> None:
+    into = f"sqlite:///{tmp_path / 'm.db'}"
+    changes = tmp_path / "changes.jsonl"
+    async with Emulator(seed=25, payroll_connections=40) as emu:
+        await whole_run(emu, into, changes)
+        changes.rename(tmp_path / "changes.jsonl.1")  # as logrotate moves it away
+        emu.churn("payroll-connections", inserted=2, updated=3, deleted=0)
+        await whole_run(emu, into, changes)
+    old = file_changes(tmp_path / "changes.jsonl.1")
+    new = file_changes(changes)
+    assert (len(old), len(new)) == (40, 5)
+    assert sorted(old + new) == sorted(await recorded(into, "payroll-connections"))
+
+
+@pytest.mark.parametrize(
+    ("cursor", "message"),
+    [
+        (b"not json", "is not the cursor of changes.jsonl (it is not JSON)"),
+        (b'{"version": 1, "bytes": -1, "file": [1, 2], "feeds": {}}', "bytes is -1"),
+        (None, "is a symbolic link"),
+    ],
+)
+def test_a_cursor_that_is_not_one_is_refused_with_exit_2(
+    tmp_path: Path, cursor: bytes | None, message: str
+) -> None:
+    changes = tmp_path / "changes.jsonl"
+    path = tmp_path / "changes.jsonl.cursor"
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep")
+    if cursor is None:
+        path.symlink_to(victim)
+    else:
+        path.write_bytes(cursor)
+    with EmulatorThread(seed=26, webhook_subscriptions=2) as emu:
+        result = invoke(
+            emu,
+            "mirror",
+            "webhooks",
+            "--into",
+            f"sqlite:///{tmp_path / 'm.db'}",
+            "--changes",
+            str(changes),
+        )
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+    assert victim.read_bytes() == b"keep"
+
+
+async def test_changes_to_standard_output_are_the_runs_lines(tmp_path: Path) -> None:
+    into = f"sqlite:///{tmp_path / 'm.db'}"
+    async with Emulator(seed=27, webhook_subscriptions=3) as emu:
+        process = await start(
+            emu,
+            "mirror",
+            "webhooks",
+            "--into",
+            into,
+            "--changes",
+            "-",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0, err.decode()
+    lines = [json.loads(text) for text in out.decode().splitlines()]
+    assert [line["change"] for line in lines] == ["inserted"] * 3
+    assert not [
+        name
+        for name in names(tmp_path)
+        if "cursor" in name or (name.endswith(".lock") and not name.startswith("m.db"))
+    ]
+
+
+def names(folder: Path) -> list[str]:
+    """The files in ``folder``: a stream leaves no cursor or lock beside anything."""
+    return [path.name for path in folder.iterdir()]
