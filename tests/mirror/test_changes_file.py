@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import Result
 
 from payroll_async.cli._errors import ExitCode
 from payroll_async.emulator import Emulator
@@ -204,22 +205,20 @@ def whole_lines(path: Path) -> bool:
     return data == b"" or data.endswith(b"\n")
 
 
+def mirror_webhooks(tmp_path: Path, changes: Path) -> Result:
+    """The command, in this process, mirroring webhooks into SQLite with ``--changes``."""
+    into = f"sqlite:///{tmp_path / 'm.db'}"
+    with EmulatorThread(seed=24, webhook_subscriptions=2) as emu:
+        return invoke(emu, "mirror", "webhooks", "--into", into, "--changes", str(changes))
+
+
 def test_one_run_writes_to_a_changes_file_at_a_time(tmp_path: Path) -> None:
     changes = tmp_path / "changes.jsonl"
     lock = tmp_path / "changes.jsonl.lock"
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)  # as a run writing to it holds it
     try:
-        with EmulatorThread(seed=24, webhook_subscriptions=2) as emu:
-            result = invoke(
-                emu,
-                "mirror",
-                "webhooks",
-                "--into",
-                f"sqlite:///{tmp_path / 'm.db'}",
-                "--changes",
-                str(changes),
-            )
+        result = mirror_webhooks(tmp_path, changes)
     finally:
         os.close(fd)
     assert result.exit_code == ExitCode.BAD_INPUT, result.output
@@ -260,16 +259,7 @@ def test_a_cursor_that_is_not_one_is_refused_with_exit_2(
         path.symlink_to(victim)
     else:
         path.write_bytes(cursor)
-    with EmulatorThread(seed=26, webhook_subscriptions=2) as emu:
-        result = invoke(
-            emu,
-            "mirror",
-            "webhooks",
-            "--into",
-            f"sqlite:///{tmp_path / 'm.db'}",
-            "--changes",
-            str(changes),
-        )
+    result = mirror_webhooks(tmp_path, changes)
     assert result.exit_code == ExitCode.BAD_INPUT, result.output
     assert message in result.output
     assert "Traceback" not in result.output
