@@ -294,3 +294,49 @@ async def test_changes_to_standard_output_are_the_runs_lines(tmp_path: Path) -> 
 def names(folder: Path) -> list[str]:
     """The files in ``folder``: a stream leaves no cursor or lock beside anything."""
     return [path.name for path in folder.iterdir()]
+
+
+async def test_one_employers_file_holds_that_employers_changes_only(
+    into: str, tmp_path: Path
+) -> None:
+    changes = tmp_path / "changes.jsonl"
+    async with Emulator(seed=28, payroll_connections=5, employer_identifiers=3) as emu:
+        first, second = emu.data.employer_id(0), emu.data.employer_id(1)
+        for employer, file in ((first, changes), (second, None), (first, changes)):
+            args = ["mirror", "update-groups", "--employer", employer, "--into", into]
+            process = await start(
+                emu,
+                *args,
+                *(["--changes", str(file)] if file else []),
+                stderr=asyncio.subprocess.PIPE,
+            )
+            _, err = await asyncio.wait_for(process.communicate(), 120)
+            assert process.returncode == 0, err.decode()
+    ids = await query(
+        into,
+        "SELECT update_group_id FROM update_groups WHERE employer_identifier_id = :e",
+        e=first.replace("-", "") if into.startswith("sqlite") else uuid.UUID(first),
+    )
+    in_file = file_changes(changes)
+    assert len(ids) == 5
+    assert sorted(item for _, item, _, _ in in_file) == sorted(_uuid(i) for (i,) in ids)
+
+
+async def test_with_wait_a_run_waits_for_the_one_writing_to_the_file(tmp_path: Path) -> None:
+    changes = tmp_path / "changes.jsonl"
+    fd = os.open(tmp_path / "changes.jsonl.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # as a run writing to it holds it
+    async with Emulator(seed=29, webhook_subscriptions=3) as emu:
+        args = mirror_args(f"sqlite:///{tmp_path / 'm.db'}", changes)
+        args[1] = "webhooks"
+        process = await start(emu, *args, "--wait", stderr=asyncio.subprocess.PIPE)
+        assert process.stderr is not None
+        try:
+            waiting = await asyncio.wait_for(process.stderr.readline(), 60)
+        finally:
+            os.close(fd)  # the other run ends
+        assert b"another mirror is writing to" in waiting
+        assert b"waiting for it to finish" in waiting
+        rest = await asyncio.wait_for(process.stderr.read(), 60)
+        assert await process.wait() == 0, rest.decode()
+    assert len(file_changes(changes)) == 3
