@@ -132,6 +132,7 @@ class ChangesFile:
         self._key = ""
         self._after = 0  # the feed's change the cursor is at
         self._live = 0  # lines written live by this run since the cursor
+        self._run: uuid.UUID | None = None  # the run whose changes they are
         self.failed: OSError | None = None
         """The first write that failed (a full disk): FILE is behind until the next run."""
 
@@ -146,6 +147,7 @@ class ChangesFile:
         """``on_change``: the line of a committed change, written at the next ``flush``."""
         self._pending += line(change)
         self._live += 1
+        self._run = change.run_id
 
     def flush(self) -> None:
         """Write the pending lines (after each transaction of the run)."""
@@ -191,13 +193,17 @@ class ChangesFile:
         except OSError as exc:
             self._failed(exc)
 
-    async def finish(self, feed: Feed, run_id: uuid.UUID) -> None:
-        """After the run: its live lines checked, the rest caught up, the cursor moved."""
+    async def finish(self, feed: Feed) -> None:
+        """After the run (or its failure): its live lines checked, the rest caught up, the
+        cursor moved."""
         assert self._cursor is not None
         self.flush()
+        run_id = self._run
         try:
             if self.failed is None:
-                recorded, last = await feed.recorded(run_id, self._after)
+                recorded, last = 0, None  # no change told: none recorded
+                if run_id is not None:
+                    recorded, last = await feed.recorded(run_id, self._after)
                 if recorded == self._live:
                     # Every change of the run is in FILE, after the cursor: FILE is complete
                     # up to the run's last change once what others committed meanwhile is
@@ -209,15 +215,6 @@ class ChangesFile:
             else:
                 self._redo()
                 self.failed = None  # a second chance: space may have been freed
-            await self._catch_up(feed)
-        except OSError as exc:
-            self._failed(exc)
-
-    async def recover(self, feed: Feed) -> None:
-        """After a run that failed: its live lines written again from the database."""
-        self.flush()
-        try:
-            self._redo()
             await self._catch_up(feed)
         except OSError as exc:
             self._failed(exc)

@@ -134,11 +134,11 @@ def mirror(
                         # What the run committed before it failed, if the database answers.
                         with contextlib.suppress(Exception):
                             async with open_feed(into, collection, scope) as feed:
-                                await out.recover(feed)
+                                await out.finish(feed)
                     raise
                 if out is not None and out.catches_up:
                     async with open_feed(into, collection, scope) as feed:
-                        await out.finish(feed, result.run_id)
+                        await out.finish(feed)
                 return result, out.error() if out is not None else None
         except (MirrorBusyError, MirrorURLError) as exc:
             raise BadInput(str(exc)) from None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from click.testing import Result
 
 from payroll_async.cli._errors import ExitCode
@@ -340,3 +341,33 @@ async def test_with_wait_a_run_waits_for_the_one_writing_to_the_file(tmp_path: P
         rest = await asyncio.wait_for(process.stderr.read(), 60)
         assert await process.wait() == 0, rest.decode()
     assert len(file_changes(changes)) == 3
+
+
+class RefuseAfter:
+    """A middleware that refuses (403) every request after the first ``requests``."""
+
+    __middleware_version__ = 1
+
+    def __init__(self, requests: int) -> None:
+        self.requests = requests
+
+    async def __call__(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        self.requests -= 1
+        if self.requests < 0:
+            raise web.HTTPForbidden
+        return await handler(request)
+
+
+async def test_a_run_that_fails_leaves_what_it_committed_in_the_file(
+    into: str, tmp_path: Path
+) -> None:
+    changes = tmp_path / "changes.jsonl"
+    emu = Emulator(seed=30, payroll_connections=400)
+    emu.app.middlewares.append(RefuseAfter(8))
+    async with emu:
+        process = await start(
+            emu, *mirror_args(into, changes), "--page-size", "20", stderr=asyncio.subprocess.PIPE
+        )
+        _, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == ExitCode.AUTH, err.decode()
+    assert 0 < await assert_every_change_once(into, changes) < 400
