@@ -2,39 +2,24 @@
 
 from __future__ import annotations
 
-import errno
-import json
-import os
-import sys
-from typing import IO, Any
+import contextlib
+import uuid
+from typing import Any
 
 import click
 
 from payroll_async import PayrollClient
 from payroll_async._core._env import MIRROR_URL
+from payroll_async._core._validation import check_id
 
 from ._app import Settings, run
 from ._collections import COLLECTIONS
-from ._errors import BadInput, in_cli_terms, stderr
+from ._errors import BadInput, error_for, in_cli_terms, stderr
 from ._progress import progress_bar, show_progress
 
 __all__ = ["mirror"]
 
 DEFAULT_INTO = "sqlite:///payroll.db"
-
-
-def _changes_file(path: str) -> IO[bytes]:
-    """``--changes FILE``: appended to, created 0600, never written through a link."""
-    if path == "-":
-        return os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags, 0o600)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise BadInput(f"--changes: {path} is a symbolic link; give the file itself") from None
-        raise BadInput(f"--changes: cannot open {path}: {exc.strerror}") from None
-    return os.fdopen(fd, "ab")
 
 
 @click.command()
@@ -95,6 +80,9 @@ def mirror(
         from payroll_async.mirror import MirrorBusyError, MirrorProgress, MirrorURLError
         from payroll_async.mirror import mirror as run_mirror
         from payroll_async.mirror._db import redact
+        from payroll_async.mirror._feed import open_feed
+
+        from ._changes_file import open_changes
     except ImportError:
         raise BadInput(
             "mirror needs the 'mirror' extra: python3 -m pip install 'payroll-async[mirror]'"
@@ -103,13 +91,10 @@ def mirror(
         raise click.UsageError("--employer applies to update-groups only")
     if collection == "webhooks" and page_size > 100:
         raise BadInput("--page-size: webhooks are listed at most 100 a page")
-    out = _changes_file(changes) if changes else None
-
-    async def on_change(change: Any) -> None:
-        assert out is not None
-        out.write(json.dumps(change.to_json()).encode() + b"\n")
+    out = open_changes(changes) if changes else None
 
     async def main(client: PayrollClient) -> Any:
+        scope = uuid.UUID(check_id(employer, "employer")) if employer else None
         try:
             with progress_bar() as bar:
                 task = bar.add_task(f"Mirroring {collection}", total=None, rate="")
@@ -121,26 +106,47 @@ def mirror(
                         walk = progress.pass_number
                         bar.reset(task, description=f"Mirroring {collection} (walk {walk})")
                     show_progress(bar, task, progress.items, progress.total)
+                    if out is not None:
+                        out.flush()  # the changes of the transaction just committed
 
-                return await run_mirror(
-                    client,
-                    collection,
-                    into=into,
-                    employer=employer,
-                    on_change=on_change if out is not None else None,
-                    wait=wait,
-                    on_wait=lambda message: bar.console.print(message + " (--wait)"),
-                    on_progress=on_progress,
-                    page_size=page_size,
-                    concurrency=concurrency,
-                )
+                def on_wait(message: str) -> None:
+                    bar.console.print(message + " (--wait)")
+
+                if out is not None and out.catches_up:
+                    await out.lock(wait, on_wait)
+                    async with open_feed(into, collection, scope) as feed:
+                        await out.start(feed)
+                try:
+                    result = await run_mirror(
+                        client,
+                        collection,
+                        into=into,
+                        employer=employer,
+                        on_change=out.write if out is not None else None,
+                        wait=wait,
+                        on_wait=on_wait,
+                        on_progress=on_progress,
+                        page_size=page_size,
+                        concurrency=concurrency,
+                    )
+                except Exception:
+                    if out is not None and out.catches_up:
+                        # What the run committed before it failed, if the database answers.
+                        with contextlib.suppress(Exception):
+                            async with open_feed(into, collection, scope) as feed:
+                                await out.finish(feed)
+                    raise
+                if out is not None and out.catches_up:
+                    async with open_feed(into, collection, scope) as feed:
+                        await out.finish(feed)
+                return result, out.error() if out is not None else None
         except (MirrorBusyError, MirrorURLError) as exc:
             raise BadInput(in_cli_terms(str(exc))) from None
         finally:
             if out is not None:
                 out.close()
 
-    result = run(settings, main, lambda: "Interrupted; run the same command to finish.")
+    result, failed = run(settings, main, lambda: "Interrupted; run the same command to finish.")
     where = redact(into)
     stderr.print(
         f"Mirrored {result.items:,} {collection} into {where}: {result.inserted:,} inserted, "
@@ -152,3 +158,5 @@ def mirror(
             "The service changed too much during the run to prove every deletion; "
             "run it again to finish."
         )
+    if failed is not None:
+        raise error_for(failed)

@@ -48,6 +48,7 @@ __all__ = [
     "Service",
     "Writer",
     "read_checkpoint",
+    "replace_file",
     "write_checkpoint",
 ]
 
@@ -241,7 +242,9 @@ def _parse(state: object) -> Checkpoint:
     )
 
 
-def checked_open(path: Path, flags: int, what: str) -> tuple[int, os.stat_result]:
+def checked_open(
+    path: Path, flags: int, what: str, writer: str = "an export"
+) -> tuple[int, os.stat_result]:
     """Open an existing ``path`` never through a link: a regular file of this user's, alone.
 
     Raises FileNotFoundError when it is not there, CheckpointError when it is not such a
@@ -254,22 +257,27 @@ def checked_open(path: Path, flags: int, what: str) -> tuple[int, os.stat_result
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise CheckpointError(
-                f"{path} is a symbolic link, not the {what} an export wrote; "
+                f"{path} is a symbolic link, not the {what} {writer} wrote; "
                 f"nothing was written through it: delete it to go on"
             ) from None
         raise CheckpointError(f"cannot open {path}: {exc.strerror or exc}") from None
     info = os.fstat(fd)
-    problem = None
-    if not stat.S_ISREG(info.st_mode):
-        problem = "is not a regular file"
-    elif info.st_uid != os.geteuid():
-        problem = "belongs to another user"
-    elif info.st_nlink != 1:
-        problem = "has other hard links"
+    problem = not_alone(info)
     if problem is not None:
         os.close(fd)
-        raise CheckpointError(f"{path} {problem}, so it is not the {what} an export wrote")
+        raise CheckpointError(f"{path} {problem}, so it is not the {what} {writer} wrote")
     return fd, info
+
+
+def not_alone(info: os.stat_result) -> str | None:
+    """What keeps an open file from being a regular file of this user's, alone, or None."""
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file"
+    if info.st_uid != os.geteuid():
+        return "belongs to another user"
+    if info.st_nlink != 1:
+        return "has other hard links"
+    return None
 
 
 def read_checkpoint(path: Path) -> Checkpoint | None:
@@ -303,7 +311,12 @@ def read_checkpoint(path: Path) -> Checkpoint | None:
 
 
 def write_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
-    """Replace ``path`` with ``checkpoint`` atomically: a new 0600 file, fsynced, renamed.
+    """Replace ``path`` with ``checkpoint`` atomically (see `replace_file`)."""
+    replace_file(path, checkpoint.to_json())
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: a new 0600 file, fsynced, renamed.
 
     The file is created under a random name (O_EXCL, never through a link) and renamed over
     ``path``, which replaces a link planted there instead of writing through it.
@@ -311,7 +324,7 @@ def write_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as file:
-            file.write(checkpoint.to_json())
+            file.write(data)
             file.flush()
             os.fsync(file.fileno())
         os.replace(tmp, path)

@@ -109,8 +109,12 @@ def is_streamed(output: str) -> bool:
 _LOCK_TEXT = re.compile(rb"(?:[0-9]{1,20}\n)?")  # empty, or the process id of its last holder
 
 
-def lock_output(target: Path) -> tuple[int, Path]:
-    """Lock ``target`` for this export: (the lock's descriptor, its path), or raise.
+def lock_output(
+    target: Path,
+    kind: str = "export",
+    advice: str = "wait for it to finish, or stop it and run this one with resume=True",
+) -> tuple[int, Path]:
+    """Lock ``target`` for this ``kind`` of writer: (the lock's descriptor, its path), or raise.
 
     ``OUT.lock`` is opened with O_NOFOLLOW and locked with ``flock``, which the kernel
     releases when the process ends however it ends. A lock file that was replaced while
@@ -130,8 +134,7 @@ def lock_output(target: Path) -> tuple[int, Path]:
             os.close(fd)
             who = f" (process {holder})" if holder.isdigit() else ""
             raise OutputLockedError(
-                f"another export{who} is writing to {target}; wait for it to finish, "
-                f"or stop it and run this one with resume=True"
+                f"another {kind}{who} is writing to {target}; {advice}"
             ) from None
         try:
             now = os.lstat(path)

@@ -18,10 +18,11 @@ import datetime
 import errno
 import hashlib
 import os
+import re
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus, urlencode
 
 import attrs
 from sqlalchemy import event, insert, select, text
@@ -39,12 +40,68 @@ _LOCK_POLL = 0.2  # seconds between tries while another run holds the lock
 _SCHEMA_LOCK = 0x7061_7972_6F6C_6C00  # "payroll\0": the PostgreSQL lock of schema creation
 
 
+# A query parameter that carries a credential (libpq's and asyncpg's ``password``,
+# ``sslpassword``, and the like); a path to one (``passfile``, ``sslkey``) is not secret.
+_SECRET_PARAMETER = re.compile(
+    r"pass(?:word|wd|phrase)?$|pwd|secret|token|credential|^key$", re.IGNORECASE
+)
+
+
+def _is_secret(name: str) -> bool:
+    return _SECRET_PARAMETER.search(name) is not None
+
+
+def _parameters(parsed: URL) -> list[tuple[str, str]]:
+    """The query's (name, value) pairs, a repeated name once per value."""
+    return [
+        (name, str(one))
+        for name, value in parsed.query.items()
+        for one in (value if isinstance(value, tuple) else (value,))
+    ]
+
+
+def _shown(parsed: URL) -> str:
+    """``parsed`` as output shows it: the password and every secret parameter ``***``."""
+    bare = parsed.set(query={}).render_as_string(hide_password=True)
+    pairs = [(name, "***" if _is_secret(name) else value) for name, value in _parameters(parsed)]
+    return f"{bare}?{urlencode(pairs, safe='*/')}" if pairs else bare
+
+
 def redact(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (as output and logs may show it)."""
+    """``url`` with its password and secret query parameters replaced by ``***``."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        return _shown(make_url(url))
     except (ArgumentError, ValueError):
         return "<a database URL that cannot be parsed>"
+
+
+def _secrets(parsed: URL) -> tuple[str, ...]:
+    """Every credential of ``parsed`` in each form a message may quote it, longest first."""
+    values = [str(parsed.password)] if parsed.password else []
+    values += [value for name, value in _parameters(parsed) if _is_secret(name) and value]
+    forms = {form for value in values for form in (value, quote(value, ""), quote_plus(value))}
+    return tuple(sorted(forms, key=len, reverse=True))
+
+
+def _for_the_driver(parsed: URL) -> tuple[URL, dict[str, Any]]:
+    """The engine's URL without secret parameters, and what the driver gets of them.
+
+    PostgreSQL: ``?password=`` becomes the URL's password (which SQLAlchemy's reprs hide;
+    as a query parameter it overrides the user-info's, as in libpq), other secrets go to
+    the driver as arguments. SQLite has no credentials: they are ignored, as SQLAlchemy
+    ignores them.
+    """
+    secret = [(name, value) for name, value in _parameters(parsed) if _is_secret(name)]
+    if not secret:
+        return parsed, {}
+    clean = parsed.difference_update_query({name for name, _ in secret})
+    if parsed.get_backend_name() == "sqlite":
+        return clean, {}
+    arguments = dict(secret)  # a repeated name: its last value, as libpq takes it
+    password = arguments.pop("password", None)
+    if password is not None:
+        clean = clean.set(password=password)
+    return clean, arguments
 
 
 def _scrub(text_: str, secrets: tuple[str, ...]) -> str:
@@ -71,6 +128,7 @@ def database_errors(secrets: tuple[str, ...], doing: str) -> Iterator[None]:
 
 
 def _parse(url: str) -> URL:
+    """``into`` as SQLAlchemy's URL with the async driver, or MirrorURLError."""
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
@@ -125,8 +183,8 @@ class Database:
 
     engine: AsyncEngine
     shown: str
-    """The URL with the password hidden."""
-    secrets: tuple[str, ...]
+    """The URL with the password and secret query parameters hidden."""
+    secrets: tuple[str, ...] = attrs.field(repr=False)
     path: Path | None
     """The SQLite file (None for PostgreSQL)."""
 
@@ -140,7 +198,14 @@ class Database:
     @contextlib.asynccontextmanager
     async def connect(self) -> AsyncIterator[AsyncConnection]:
         with self.errors(f"cannot connect to {self.shown}"):
-            connection = await self.engine.connect()
+            try:
+                connection = await self.engine.connect()
+            except TypeError as exc:  # asyncpg.connect() takes no such argument
+                raise MirrorURLError(
+                    _scrub(
+                        f"into: {self.shown}: the driver refuses a parameter ({exc})", self.secrets
+                    )
+                ) from None
             if self.dialect == "postgresql":
                 # synchronous_commit is left as the server or role sets it (on by
                 # default): a committed change is never lost, so it is never told twice.
@@ -253,20 +318,16 @@ def _busy(message: str) -> NoReturn:
 def open_database(url: str) -> Database:
     """The Database of ``into`` (the engine connects lazily)."""
     parsed = _parse(url)
-    password = str(parsed.password) if parsed.password else ""
-    secrets = (password, quote(password, safe="")) if password else ()
-    shown = (
-        parsed.render_as_string(hide_password=True)
-        .replace("+aiosqlite", "")
-        .replace("+asyncpg", "")
-    )
+    secrets = _secrets(parsed)
+    shown = _shown(parsed.set(drivername=parsed.get_backend_name()))
+    parsed, arguments = _for_the_driver(parsed)
     path: Path | None = None
     if parsed.get_backend_name() == "sqlite":
         path = Path(str(parsed.database)).expanduser().absolute()
         _create_private(path)
         parsed = parsed.set(database=str(path))
     with database_errors(secrets, f"cannot use {shown}"):
-        engine = create_async_engine(parsed, pool_pre_ping=False)
+        engine = create_async_engine(parsed, pool_pre_ping=False, connect_args=arguments)
     if path is not None:
         _sqlite_setup(engine)
     return Database(engine=engine, shown=shown, secrets=secrets, path=path)

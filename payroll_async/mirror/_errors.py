@@ -1,4 +1,4 @@
-"""The mirror's errors: database failures, typed, with the URL's password never in them."""
+"""The mirror's errors: database failures, typed, with the URL's credentials never in them."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ __all__ = ["MirrorBusyError", "MirrorError", "MirrorURLError"]
 class MirrorError(PayrollError):
     """The mirror's database failed: cannot connect, a statement failed, a newer schema.
 
-    The message never carries the database URL's password; the driver's exception is not
-    chained (its text, with the password removed, is in the message).
+    The message never carries a credential of the database URL (its password, or a secret
+    of its query such as ``?password=``: shown as ``***``); the driver's exception is not
+    chained (its text, with the credentials removed, is in the message).
     """
 
 

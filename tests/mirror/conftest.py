@@ -61,6 +61,30 @@ class PostgresServer:
             await conn.close()
         return name
 
+    async def role(self, name: str, password: str) -> None:
+        """A role that logs in over TCP only with ``password`` (the rest stays trusted)."""
+        import asyncpg
+
+        hba = Path(self._server.pgdata) / "pg_hba.conf"
+        rule = f"host all {name} 127.0.0.1/32 scram-sha-256\n"
+        hba.write_text(rule + hba.read_text())  # the first matching line decides
+        conn = await asyncpg.connect(self.url())
+        try:
+            quoted = password.replace("'", "''")
+            await conn.execute(f"CREATE ROLE {name} LOGIN SUPERUSER PASSWORD '{quoted}'")
+            loaded = await conn.fetchval("SELECT pg_conf_load_time()")
+            await conn.execute("SELECT pg_reload_conf()")
+        finally:
+            await conn.close()
+        for _ in range(10_000):  # until a new session has the reloaded rules (no sleep)
+            conn = await asyncpg.connect(self.url())
+            try:
+                if await conn.fetchval("SELECT pg_conf_load_time()") > loaded:
+                    return
+            finally:
+                await conn.close()
+        raise AssertionError("the server did not reload pg_hba.conf")
+
     def stop(self) -> None:
         # pgserver stops only the postmaster it started itself; this one was restarted on
         # a TCP port (a new postmaster), so it is stopped here (SIGINT: PostgreSQL's fast

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import traceback
+import uuid
+from pathlib import Path
 
 import pytest
 
 from payroll_async import PayrollClient, PayrollError
+from payroll_async.cli._errors import ExitCode
 from payroll_async.mirror import MirrorError, mirror
+from payroll_async.mirror._db import open_database
+from tests.cli._run import start
 from tests.conftest import StartEmulator
 
 from .conftest import PostgresServer
@@ -65,3 +71,106 @@ async def test_a_failure_after_connecting(
         with pytest.raises(MirrorError, match="no_such_database") as info:
             await mirror(client, "webhooks", into=url)
     assert_clean(info.value, caplog)
+
+
+# --- every credential a URL can carry, the query's included (issue 28, item 5) ----------------
+
+SECRET = "S3CRET"
+
+
+def assert_nowhere(secret: str, *texts: str) -> None:
+    for text in texts:
+        assert secret not in text
+
+
+async def query_url(case: str, postgres_server: PostgresServer, tmp_path: Path) -> str:
+    """A URL with ``?password=S3CRET``: right, wrong, to a host that is not there, SQLite."""
+    if case == "sqlite":
+        return f"sqlite:///{tmp_path / 'mirror.db'}?password={SECRET}"
+    if case == "unreachable":
+        return f"postgresql://mirror@127.0.0.1:1/payroll?password={SECRET}&passfile=/nowhere"
+    role = f"mops_{uuid.uuid4().hex[:12]}"
+    await postgres_server.role(role, SECRET if case == "right" else "another-password")
+    database = await postgres_server.create()
+    # The query's password overrides the user-info's, as in libpq.
+    return (
+        f"postgresql://{role}:wrong-{SECRET}@127.0.0.1:{postgres_server.port}/{database}"
+        f"?password={SECRET}"
+    )
+
+
+CASES = ["right", "wrong", "unreachable", "sqlite"]
+
+
+@pytest.mark.parametrize("case", CASES)
+async def test_a_password_in_the_query_is_in_no_message_log_chain_or_repr(
+    case: str,
+    start_emulator: StartEmulator,
+    postgres_server: PostgresServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)  # SQLAlchemy's and asyncpg's loggers too
+    url = await query_url(case, postgres_server, tmp_path)
+    emu = await start_emulator(seed=1, payroll_connections=5)
+    database = open_database(url)
+    try:
+        assert_nowhere(SECRET, repr(database), str(database.engine.sync_engine))
+        assert "?password=***" in database.shown
+    finally:
+        await database.engine.dispose()
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        if case in ("right", "sqlite"):
+            result = await mirror(client, "webhooks", into=url)
+            assert result.inserted == 3
+            assert_nowhere(SECRET, repr(result), caplog.text)
+            return
+        with pytest.raises(MirrorError) as info:
+            await mirror(client, "webhooks", into=url)
+    assert "?password=***" in str(info.value)
+    text = "".join(traceback.format_exception(info.value)) + caplog.text
+    for item in chain(info.value):
+        text += str(item) + repr(item) + repr(item.args)
+    assert_nowhere(SECRET, text)
+
+
+@pytest.mark.parametrize("case", CASES)
+async def test_the_command_never_shows_a_password_of_the_query(
+    case: str, start_emulator: StartEmulator, postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    url = await query_url(case, postgres_server, tmp_path)
+    emu = await start_emulator(seed=1, payroll_connections=5)
+    # -v: debug logs of every logger, and the traceback of a failure
+    process = await start(
+        emu,
+        "-v",
+        "mirror",
+        "webhooks",
+        "--into",
+        url,
+        "--changes",
+        str(tmp_path / "changes.jsonl"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    output = (out + err).decode()
+    assert_nowhere(SECRET, output)
+    assert "?password=***" in output
+    if case in ("right", "sqlite"):
+        assert process.returncode == 0, output
+        assert "Mirrored 3 webhooks into " in output
+    else:
+        assert process.returncode == ExitCode.SERVICE, output
+        assert "error: cannot connect to " in output
+
+
+def test_every_credential_of_a_url_is_hidden_and_paths_are_kept() -> None:
+    shown = open_database(
+        "postgresql://me:S3CRET@db.internal/payroll"
+        "?sslpassword=S3CRET&password=S3CRET&passfile=/home/me/.pgpass&ssl=require"
+    ).shown
+    assert shown == (
+        "postgresql://me:***@db.internal/payroll"
+        "?sslpassword=***&password=***&passfile=/home/me/.pgpass&ssl=require"
+    )
