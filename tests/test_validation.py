@@ -203,3 +203,22 @@ def test_extra_headers_cannot_carry_the_token_or_line_breaks() -> None:
         with pytest.raises(InvalidArgumentError, match="line breaks"):
             check.check_extra_headers({"X-A": f"a{brk}Injected: 1"})
     assert check.check_extra_query({"flag": True, "n": 2}) == {"flag": "true", "n": 2}
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://api.example.test/?token=SECRET123",
+        "https://api.example.test/?SECRET123",
+        "https://api.example.test/#SECRET123",
+        "https://user:SECRET123@api.example.test/",
+        "https://api.example.test/?a=1&key=SECRET123",
+    ],
+)
+def test_a_refused_base_url_never_shows_a_secret_it_carries(url: str) -> None:
+    from payroll_async import PayrollClient
+
+    with pytest.raises(InvalidArgumentError) as caught:
+        PayrollClient(url, "tok")
+    assert "SECRET123" not in str(caught.value)
+    assert "SECRET123" not in repr(caught.value.args)

@@ -214,8 +214,22 @@ def check_event_types(event_types: Iterable[EventType | str]) -> list[str]:
 
 
 def redact_url(value: str) -> str:
-    """``value`` with any ``user:password@`` replaced, fit to appear in an error message."""
-    return _USERINFO_RE.sub(r"\1***@", value)
+    """``value`` fit to appear in an error message: any ``user:password@`` and every value
+    of its query and fragment (which may hold a token or a key) replaced by ``***``."""
+    value = _FRAGMENT_RE.sub("#***", _USERINFO_RE.sub(r"\1***@", value))
+    head, mark, query = value.partition("?")
+    if not mark:
+        return value
+    fragment = "#***" if query.endswith("#***") else ""
+    query = query.removesuffix("#***")
+    parts = [
+        f"{name}=***" if sep else "***"
+        for name, sep, _ in (part.partition("=") for part in query.split("&"))
+    ]
+    return f"{head}?{'&'.join(parts)}{fragment}"
+
+
+_FRAGMENT_RE = re.compile(r"#.*", re.S)
 
 
 def _parse_url(value: object, name: str) -> URL:
