@@ -49,6 +49,7 @@ from ._links import offset_link
 from ._options import FinalOptions
 from ._response import Response
 from ._walks import LinkWalk, Listing, OffsetWalk, Page, download, more, step, with_items
+from .models import ListMeta
 
 __all__ = ["AsyncPaginator", "Page", "Sender"]
 
@@ -189,6 +190,8 @@ class AsyncPaginator(Generic[T]):
     async def _first_page(self) -> Page[T]:
         # One request, as the walk's first: no fetch-ahead of the pages after it.
         want = self._max_items
+        if want == 0:  # as iterating it: nothing is asked for, so nothing is sent
+            return _no_page(self._start_offset, self._params)
         limit = self._options.page_size
         if want is not None and limit is not None:
             limit = max(1, min(limit, want))
@@ -378,6 +381,20 @@ class _Pages(_Iterator, Generic[T]):
         if page is None:
             raise StopAsyncIteration
         return page
+
+
+def _no_page(offset: int, params: Mapping[str, Any]) -> Page[Any]:
+    """The page of ``max_items=0``: no items, and a meta that describes no request (no
+    ``totalCount`` was asked for: it says 0)."""
+    meta = ListMeta(
+        current_count=0,
+        filters={},
+        limit=0,
+        offset=offset,
+        sort=str(params.get("sort", "")),
+        total_count=0,
+    )
+    return Page(items=(), meta=meta, links={}, headers={})
 
 
 def _listing(paginator: AsyncPaginator[T]) -> Listing[T]:
