@@ -4,14 +4,16 @@ A terminal acts on what it is sent: ESC starts colour, cursor and OSC sequences 
 hyperlinks, window titles, clipboard writes), BEL rings, a bare CR overwrites the line, and
 bidirectional overrides reorder what is read. Every character that Python does not call
 printable is written as its escape instead (``\\x1b``, ``\\r``, ``\\u202e``), as ``repr``
-would write it, so that the text is shown and never obeyed.
+would write it, so that the text is shown and never obeyed. Line breaks are among them
+(``\\n``, ``\\r``, ``\\x85``, ``\\u2028``): a log line that quotes outside text stays one
+line, and never starts a forged one.
 """
 
 from __future__ import annotations
 
 import logging
 
-__all__ = ["EscapingFilter", "visible"]
+__all__ = ["EscapingFilter", "VisibleFormatter", "visible"]
 
 
 def visible(text: object, keep: str = "") -> str:
@@ -39,3 +41,32 @@ class EscapingFilter(logging.Filter):
         if isinstance(record.args, tuple):
             record.args = tuple(visible(a) if isinstance(a, str) else a for a in record.args)
         return True
+
+
+class VisibleFormatter(logging.Formatter):
+    """Log lines with every control character escaped, line breaks included.
+
+    A record's message is one line whatever its arguments hold (a server's URL with a
+    ``%0A``, a sender's id). A traceback or stack keeps its own line breaks, but each of
+    its lines is indented, so that only the first line of a record starts at the margin:
+    no text quoted in an exception can pass for a record of its own.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.message = record.getMessage()
+        if self.usesTime():
+            record.asctime = self.formatTime(record, self.datefmt)
+        text = visible(self.formatMessage(record))
+        if record.exc_info:
+            # not record.exc_text: another handler's formatter may have cached it unescaped
+            text += _continued(self.formatException(record.exc_info))
+        elif record.exc_text:
+            text += _continued(record.exc_text)
+        if record.stack_info:
+            text += _continued(self.formatStack(record.stack_info))
+        return text
+
+
+def _continued(text: str) -> str:
+    """``text`` as the continuation of a log line: escaped, each line indented."""
+    return "".join(f"\n  {line}" for line in visible(text, keep="\n").split("\n"))
