@@ -33,14 +33,40 @@ def visible(text: object, keep: str = "") -> str:
 class EscapingFilter(logging.Filter):
     """Escapes control characters in the arguments of every record of the logger it is added to.
 
-    The arguments are what a sender wrote (ids, types): escaped once here, so that no log
-    line of the receiver can carry a terminal escape sequence, whoever adds the next one.
+    The arguments are what a server or a sender wrote (URLs, ids, types, exceptions quoting
+    them): escaped once here, line breaks included, so that no log line can carry a
+    terminal escape sequence or start a forged line, whoever adds the next handler. Strings
+    are escaped at once; other objects but numbers when the record is formatted, as ``%s``
+    or ``%r`` shows them.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
-            record.args = tuple(visible(a) if isinstance(a, str) else a for a in record.args)
+            record.args = tuple(_escaped(a) for a in record.args)
         return True
+
+
+def _escaped(value: object) -> object:
+    if isinstance(value, str):
+        return visible(value)
+    if value is None or isinstance(value, (int, float)):
+        return value  # bool is an int: as %d, %g and %s format them
+    return _Shown(value)
+
+
+class _Shown:
+    """An argument of a log record, shown escaped by ``%s`` and ``%r``."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: object) -> None:
+        self._value = value
+
+    def __str__(self) -> str:
+        return visible(str(self._value))
+
+    def __repr__(self) -> str:
+        return visible(repr(self._value))
 
 
 class VisibleFormatter(logging.Formatter):

@@ -197,3 +197,11 @@ async def test_an_applications_own_handler_gets_the_link_escaped_too(
     messages = [r.getMessage() for r in caplog.records if r.name == "payroll_async"]
     assert any("cursor=x\\n" + FORGED in m for m in messages)
     assert not any("\n" in m for m in messages)
+
+
+def test_an_exception_quoted_in_a_record_is_escaped_too(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="payroll_async")
+    quoted = ValueError("bad value\n" + FORGED)
+    logging.getLogger("payroll_async").warning("refused: %s (%r), %d", quoted, quoted, 7)
+    message = caplog.records[-1].getMessage()
+    assert message == f"refused: bad value\\n{FORGED} ({quoted!r}), 7"  # repr escapes itself
