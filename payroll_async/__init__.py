@@ -12,7 +12,7 @@ import importlib as _importlib
 import logging as _logging
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from ._core import _env
+from ._core import _env, _visible
 from ._core._clock import Clock
 from ._core._exceptions import (
     APIConnectionError,
@@ -87,6 +87,8 @@ def __dir__() -> list[str]:
 
 # A library logs; the application decides where it goes (the logging HOWTO's advice).
 _logging.getLogger("payroll_async").addHandler(_logging.NullHandler())
+# What a server or a sender wrote reaches any handler escaped: no line break, no ESC
+_logging.getLogger("payroll_async").addFilter(_visible.EscapingFilter())
 _env.configure_logging()  # PAYROLL_LOG=debug|info: the SDK's log on stderr, no code needed
 
 __all__ = [

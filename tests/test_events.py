@@ -423,33 +423,68 @@ async def test_the_store_decides_and_learns_the_outcome(post: Any) -> None:
     ]
 
 
-async def test_busy_and_unreachable_stores_answer_with_retry_after(serve: Serve) -> None:
-    store = RecordingStore()
+async def serve_counting(serve: Serve, store: RecordingStore) -> tuple[str, list[str | None]]:
+    """A receiver on ``store``, served on loopback: its URL, and the ids its handler ran."""
     router = EventRouter(insecure=True, dedupe=store)
-    runs = 0
+    runs: list[str | None] = []
 
     @router.on()
     async def handler(event: WebhookEvent) -> None:
-        nonlocal runs
-        runs += 1
+        runs.append(event.event_id)
 
-    base = await serve(router.app(path="/hooks"))
+    return await serve(router.app(path="/hooks")) + "/hooks", runs
+
+
+async def deliver(
+    session: aiohttp.ClientSession, url: str, event_id: str = "evt_1"
+) -> tuple[int, str | None]:
+    """The status and Retry-After of one delivery."""
+    async with session.post(url, json=body(event_id=event_id)) as response:
+        return response.status, response.headers.get("Retry-After")
+
+
+async def test_busy_and_unreachable_stores_answer_with_retry_after(serve: Serve) -> None:
+    store = RecordingStore()
+    url, runs = await serve_counting(serve, store)
     async with aiohttp.ClientSession() as session:
-
-        async def deliver() -> tuple[int, str | None]:
-            async with session.post(f"{base}/hooks", json=body()) as response:
-                return response.status, response.headers.get("Retry-After")
-
         store.answer = "busy"
-        assert await deliver() == (409, "5")
+        assert await deliver(session, url) == (409, "5")
         store.answer = CoordinationError("no Redis")
-        assert await deliver() == (503, "5")
+        assert await deliver(session, url) == (503, "5")
         store.answer = RuntimeError("a defect of the store")
-        assert await deliver() == (503, "5")
-        store.answer = "claimed"
-        store.complete_fails = True  # handled, not remembered: still acknowledged
-        assert await deliver() == (200, None)
-    assert runs == 1
+        assert await deliver(session, url) == (503, "5")
+    assert runs == []
+
+
+async def test_a_completion_is_recorded_while_the_claim_lasts_or_answered_503(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = RecordingStore(lease=0.3)
+    url, runs = await serve_counting(serve, store)
+    failures = 2
+    complete = store.complete
+
+    async def complete_after_failures(event_id: str) -> None:
+        nonlocal failures
+        store.complete_fails, failures = failures > 0, failures - 1
+        await complete(event_id)
+
+    store.complete = complete_after_failures  # type: ignore[method-assign]
+    async with aiohttp.ClientSession() as session:
+        # recorded on the third try, the claim held meanwhile: acknowledged
+        assert await deliver(session, url, "stalled") == (200, None)
+        assert [c for c in store.calls if c[0] == "complete"] == [("complete", "stalled")] * 3
+        assert ("release", "stalled") not in store.calls
+        # never recorded while the claim lasted: 503, the claim given back, one ERROR line
+        failures = 1_000_000
+        caplog.set_level(logging.ERROR, logger="payroll_async.events")
+        assert await deliver(session, url, "lost") == (503, "5")
+        await asyncio.wait_for(store.released.wait(), 10)
+    assert ("release", "lost") in store.calls
+    assert runs == ["stalled", "lost"]
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1
+    assert "could not record it while its claim lasted" in errors[0]
 
 
 async def test_the_claim_is_renewed_while_handlers_run(post: Any) -> None:

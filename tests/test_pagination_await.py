@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from aiohttp import web
 
 from payroll_async import Page, PayrollClient, PayrollConnection
 from payroll_async.emulator import Emulator
+from tests.conftest import TOKEN, Serve
 
 
 @pytest.fixture
@@ -51,3 +53,24 @@ async def test_a_paginator_can_be_awaited_again(emu: Emulator) -> None:
     async with PayrollClient(emu.base_url, emu.token) as client:
         listing = client.employer_identifiers.list(page_size=5)
         assert (await listing).items == (await listing).items
+
+
+async def test_max_items_0_sends_nothing_awaited_or_iterated(serve: Serve) -> None:
+    requests: list[str] = []
+
+    async def listing(request: web.Request) -> web.Response:
+        requests.append(request.path)
+        meta = {"currentCount": 0, "filters": {}, "limit": 10, "offset": 0, "sort": ""}
+        return web.json_response({"data": [], "meta": {**meta, "totalCount": 0}})
+
+    app = web.Application()
+    app.router.add_get("/v1/payroll-connections", listing)
+    base = await serve(app)
+    async with PayrollClient(base, TOKEN) as client:
+        nothing = client.payroll_connections.list(max_items=0, start_offset=5)
+        assert [conn async for conn in nothing] == []
+        page = await nothing
+        assert await client.payroll_connections.list().skip(0).collect() == []  # served
+    assert list(page.items) == []
+    assert (page.meta.offset, page.meta.current_count, dict(page.links)) == (5, 0, {})
+    assert requests == ["/v1/payroll-connections"]  # only the listing without max_items=0

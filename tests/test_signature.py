@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime
 import hashlib
@@ -24,6 +25,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from hypothesis import given
 from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
 
 from payroll_async import EventType, InvalidArgumentError, PayrollClient, PayrollError
 from payroll_async.emulator import Emulator, _delivery
@@ -263,10 +265,37 @@ def test_insecure_is_said_out_loud(caplog: pytest.LogCaptureFixture) -> None:
     assert "not verified" in caplog.text
 
 
+async def test_a_non_utf8_webhook_id_is_refused_with_one_warning(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    # What aiohttp's client will not send: a raw request whose webhook-id holds byte 0xff
+    url = URL(await serve(EventRouter(secret=SECRET).app(path="/hooks")))
+    body = notification("evt_1")
+    stamp = int(time.time())
+    head = (
+        f"POST /hooks HTTP/1.1\r\nHost: {url.host}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\nwebhook-timestamp: {stamp}\r\n"
+        f"webhook-signature: v1,{mac(SECRET, 'evt_1', stamp, body)}\r\n"
+    ).encode()
+    caplog.set_level(logging.INFO)
+    reader, writer = await asyncio.open_connection(url.host, url.port)
+    writer.write(head + b"webhook-id: evt_\xff1\r\n\r\n" + body)
+    await writer.drain()
+    status_line = await reader.readline()
+    writer.close()
+    await writer.wait_closed()
+    assert status_line.split()[1] == b"401"
+    ours = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [(r.name, r.levelname) for r in ours] == [("payroll_async.events", "WARNING")]
+    assert "webhook-id is not UTF-8" in ours[0].getMessage()
+    assert ours[0].exc_info is None
+
+
 @given(
     st.dictionaries(
         st.sampled_from(["webhook-id", "webhook-timestamp", "webhook-signature"]),
-        st.text(max_size=80),
+        # lone surrogates too: aiohttp hands a non-UTF-8 header byte on as one
+        st.text(st.characters(exclude_categories=()), max_size=80),
     ),
     st.binary(max_size=64),
 )

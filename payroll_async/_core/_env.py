@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Final
 
-from ._visible import visible
+from ._visible import VisibleFormatter
 
 __all__ = [
     "BASE_URL",
@@ -44,13 +44,6 @@ def read(name: str) -> str | None:
     return os.environ.get(name) or None
 
 
-class _Visible(logging.Formatter):
-    """Log lines with control characters escaped: a record may quote a server or a sender."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return visible(super().format(record), keep="\n")
-
-
 class _EnvHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """The stderr handler that ``PAYROLL_LOG`` installs (one, however often imported)."""
 
@@ -69,6 +62,6 @@ def configure_logging() -> None:
     logger = logging.getLogger("payroll_async")
     if not any(isinstance(h, _EnvHandler) for h in logger.handlers):
         handler = _EnvHandler(sys.stderr)
-        handler.setFormatter(_Visible("[%(asctime)s %(name)s %(levelname)s] %(message)s"))
+        handler.setFormatter(VisibleFormatter("[%(asctime)s %(name)s %(levelname)s] %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(level)

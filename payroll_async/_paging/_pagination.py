@@ -45,6 +45,7 @@ from .._http import _otel
 from .._http._auth import Identity
 from .._http._options import FinalOptions
 from .._http._response import Response
+from ..models import ListMeta
 from ._decode import PageDecoder
 from ._links import offset_link
 from ._page import Listing, Page, Quota, Sender, download, with_items
@@ -181,6 +182,8 @@ class AsyncPaginator(Generic[T]):
     async def _first_page(self) -> Page[T]:
         # One request, as the walk's first: no fetch-ahead of the pages after it.
         quota = self._quota
+        if quota.reached(0):  # as iterating it: nothing is asked for, so nothing is sent
+            return _no_page(self._start_offset, self._params)
         limit = quota.limit(self._options.page_size)
         listing = self._listing()
         page, _ = await listing.fetch(listing.url, listing.query(self._start_offset, limit))
@@ -366,3 +369,17 @@ class _Pages(_Iterator, Generic[T]):
         if page is None:
             raise StopAsyncIteration
         return page
+
+
+def _no_page(offset: int, params: Mapping[str, Any]) -> Page[Any]:
+    """The page of ``max_items=0``: no items, and a meta that describes no request (no
+    ``totalCount`` was asked for: it says 0)."""
+    meta = ListMeta(
+        current_count=0,
+        filters={},
+        limit=0,
+        offset=offset,
+        sort=str(params.get("sort", "")),
+        total_count=0,
+    )
+    return Page(items=(), meta=meta, links={}, headers={})

@@ -27,10 +27,11 @@ from payroll_async import (
     __version__,
 )
 from payroll_async._core._env import BASE_URL, REDIS_URL, TOKEN
+from payroll_async._core._visible import VisibleFormatter
 from payroll_async.emulator import Emulator
 from payroll_async.export import ExportError
 
-from ._console import SafeConsole, visible
+from ._console import SafeConsole
 from ._errors import (
     BadInput,
     CommandError,
@@ -206,13 +207,6 @@ def execute(
         raise CommandError(text) from None
 
 
-class _VisibleFormatter(logging.Formatter):
-    """Log lines with control characters escaped: records may quote the service."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return visible(super().format(record), keep="\n")
-
-
 _HELP = f"""Bulk export and webhook management for the Payroll Onboarding and Webhook Service.
 
 \b
@@ -262,7 +256,7 @@ def cli(
 ) -> None:
     if verbose:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(_VisibleFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(VisibleFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         logging.basicConfig(level=logging.DEBUG, handlers=[handler])
     if gate_key is not None and redis_url is None:
         raise click.UsageError("--gate-key needs --redis-url")

@@ -12,7 +12,9 @@ import math
 import sys
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+
+import tenacity
 
 from .._core._clock import Clock
 from .._core._exceptions import CoordinationError
@@ -24,6 +26,8 @@ __all__ = ["Claim", "Dedupe", "Handling", "LocalDedupe"]
 logger = logging.getLogger("payroll_async.events")  # the receiver's logger, and its filter
 _ENTRY_OVERHEAD = 120  # bytes per remembered id besides the string: dict slot, float, links
 
+
+_T = TypeVar("_T")
 
 Claim = Literal["claimed", "done", "busy"]
 """What [`Dedupe.claim()`][payroll_async.events.Dedupe.claim] found: ``"claimed"`` (this
@@ -40,9 +44,14 @@ class Dedupe(Protocol):
     A store of your own implements these four calls. The router calls them at most once at
     a time per event id (copies arriving in the same process wait for the first one's
     outcome), and it calls [`renew()`][payroll_async.events.Dedupe.renew] every
-    ``lease / 3`` seconds while the handlers run. Any call may raise
+    ``lease / 3`` seconds (a failed renewal again within a second) while the handlers run
+    and until their completion is recorded. Any call may raise
     [`CoordinationError`][payroll_async.CoordinationError] when the store cannot be
     reached: the notification is then answered 503, never handled without the memory.
+    A failed [`complete()`][payroll_async.events.Dedupe.complete] is called again, the
+    claim renewed meanwhile, until it succeeds or the lease the claim had when the
+    handlers finished (from the last successful claim or renewal) runs out; only then is
+    the notification answered 503 although its handlers succeeded.
     """
 
     @property
@@ -125,6 +134,16 @@ class LocalDedupe:
             self._bytes -= _cost(old)
 
 
+class _Held:
+    """Until when this process surely holds its claim: its clock's time when the last
+    successful claim or renewal was asked, plus the lease."""
+
+    __slots__ = ("until",)
+
+    def __init__(self, until: float) -> None:
+        self.until = until
+
+
 class _Busy(Exception):
     """Another process of the fleet holds the event's claim."""
 
@@ -149,7 +168,7 @@ class Handling:
         self._dedupe = dedupe
         self._clock = clock
         self._in_flight: dict[str, asyncio.Future[None]] = {}
-        self._background: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[Any]] = set()
 
     async def answer(self, event: WebhookEvent) -> Reply:
         """Handle ``event`` (or wait for the copy being handled) and answer the sender."""
@@ -198,6 +217,7 @@ class Handling:
     async def _claimed_run(
         self, event: WebhookEvent, key: str, dedupe: Dedupe, done: asyncio.Future[None]
     ) -> Reply:
+        claimed_at = self._clock.now()  # the claim's lease runs from before it was asked
         try:
             claim = await dedupe.claim(key)
         except Exception as exc:
@@ -219,35 +239,65 @@ class Handling:
             )
             _fail(done, _Busy())
             return _busy()
+        held = _Held(claimed_at + dedupe.lease)
         renewal = None
         if math.isfinite(dedupe.lease):
-            renewal = self._spawn(self._renew_while_running(dedupe, key))
+            renewal = self._spawn(self._renew_while_held(dedupe, key, held))
         try:
             response, error = await self._answered(event)
         except BaseException:
-            self._spawn(self._release(dedupe, key))  # not awaited: this task is cancelled
-            raise
-        finally:
             if renewal is not None:
                 renewal.cancel()
+            self._spawn(self._release(dedupe, key))  # not awaited: this task is cancelled
+            raise
         if error is not None:
+            if renewal is not None:
+                renewal.cancel()
             await self._release(dedupe, key)  # before answering, so a redelivery runs again
             _fail(done, error)
             return response
-        try:
-            # shielded: the handlers succeeded, so a sender hanging up now must not leave the
-            # event claimed but not remembered (it would run again once the lease expired)
-            await asyncio.shield(self._spawn(dedupe.complete(key)))
-        except Exception as exc:
+        # shielded: the handlers succeeded, so a sender hanging up now must not leave the
+        # event claimed but not remembered (it would run again once the lease expired)
+        recording = self._spawn(self._record(dedupe, key, held, renewal))
+        if not await asyncio.shield(recording):
             logger.error(
-                "notification %s (%s) was handled but the dedupe store could not remember "
-                "it (%s): a copy arriving after its claim expires would run again",
+                "notification %s (%s) was handled, but the dedupe store could not record it "
+                "while its claim lasted: answered 503, and a redelivery runs it again",
                 key,
                 event.event_type,
-                type(exc).__name__,
             )
+            _fail(done, _Unreachable())
+            return _unrecorded()
         done.set_result(None)
         return response
+
+    async def _record(
+        self, dedupe: Dedupe, key: str, held: _Held, renewal: asyncio.Task[None] | None
+    ) -> bool:
+        """Record the event as handled, tried again within the lease the claim had when the
+        handlers finished (renewed all along, so that a late success is still this
+        process's); False if it could not be recorded by then."""
+        deadline = held.until  # not moved by later renewals: a store that renews but
+        # never records must not hold the sender forever
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception_type(Exception),
+            wait=tenacity.wait_exponential(multiplier=0.05, max=_RETRY_WITHIN),
+            # a store without a lease (math.inf) is asked once: nothing bounds the retries
+            stop=lambda state: not math.isfinite(deadline) or self._clock.now() >= deadline,
+            sleep=self._clock.sleep,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    await _asked(dedupe.complete(key), "record", key)
+        except Exception:
+            self._spawn(self._release(dedupe, key))  # the claim, given back if it can be
+            return False
+        finally:
+            if renewal is not None:
+                renewal.cancel()
+        return True
 
     async def _answered(self, event: WebhookEvent) -> tuple[Reply, Exception | None]:
         """Run the handlers; the answer, and the failure (None after success)."""
@@ -272,15 +322,20 @@ class Handling:
             return answer({"error": "handler failed"}, 500), exc
         return answer({"status": "ok"}), None
 
-    async def _renew_while_running(self, dedupe: Dedupe, key: str) -> None:
+    async def _renew_while_held(self, dedupe: Dedupe, key: str, held: _Held) -> None:
+        """Renew the claim every ``lease / 3`` seconds, a failed renewal again within a
+        second, until cancelled (the handlers failed, or their completion is recorded)."""
+        pause = dedupe.lease / 3
         while True:
-            await self._clock.sleep(dedupe.lease / 3)
+            await self._clock.sleep(pause)
+            began = self._clock.now()
+            pause = min(dedupe.lease / 3, _RETRY_WITHIN)
             try:
-                await dedupe.renew(key)
-            except CoordinationError:
-                pass  # logged once per outage by the store; the next renewal tries again
+                await _asked(dedupe.renew(key), "renew", key)
             except Exception:
-                logger.exception("the dedupe store failed to renew notification %s", key)
+                continue
+            held.until = max(held.until, began + dedupe.lease)
+            pause = dedupe.lease / 3
 
     async def _release(self, dedupe: Dedupe, key: str) -> None:
         try:
@@ -290,14 +345,15 @@ class Handling:
         except Exception:
             logger.exception("the dedupe store failed to release notification %s", key)
 
-    def _spawn(self, work: Awaitable[None]) -> asyncio.Task[None]:
-        task: asyncio.Task[None] = asyncio.ensure_future(work)
+    def _spawn(self, work: Awaitable[_T]) -> asyncio.Task[_T]:
+        task: asyncio.Task[_T] = asyncio.ensure_future(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
 
 
 _RETRY_AFTER = "5"  # seconds: a busy claim or an unreachable store is asked again then
+_RETRY_WITHIN = 1.0  # seconds: a failed renewal or recording is tried again within this
 
 
 def _busy() -> Reply:
@@ -307,6 +363,26 @@ def _busy() -> Reply:
 def _unreachable() -> Reply:
     return answer(
         {"error": "the receivers' shared memory cannot be reached"}, 503, Retry_After=_RETRY_AFTER
+    )
+
+
+async def _asked(call: Awaitable[None], doing: str, key: str) -> None:
+    """A store's call; its failure raised, and logged with its traceback unless it is a
+    CoordinationError (which the store logs once per outage)."""
+    try:
+        await call
+    except CoordinationError:
+        raise
+    except Exception:
+        logger.exception("the dedupe store failed to %s notification %s", doing, key)
+        raise
+
+
+def _unrecorded() -> Reply:
+    return answer(
+        {"error": "handled, but the receivers' shared memory could not record it"},
+        503,
+        Retry_After=_RETRY_AFTER,
     )
 
 

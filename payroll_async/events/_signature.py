@@ -297,6 +297,10 @@ class Signer:
         signatures = header(headers, SIGNATURE_HEADER)
         if not event_id or not stamp or not signatures:
             return "missing webhook-id, webhook-timestamp or webhook-signature"
+        try:
+            event_id.encode()  # aiohttp keeps a non-UTF-8 header byte as a lone surrogate
+        except UnicodeEncodeError:
+            return "webhook-id is not UTF-8"
         if not (stamp.isascii() and stamp.isdigit() and len(stamp) <= _MAX_TIMESTAMP_DIGITS):
             return "webhook-timestamp is not integer Unix seconds"
         if abs(now - int(stamp)) > self.tolerance:

@@ -86,7 +86,8 @@ class RedisDedupe:
             the memory survives a Redis restart).
         lease: Seconds a claim outlives the process that holds it: a process that dies
             mid-handler blocks its event that long; a live one renews its claim every
-            ``lease / 3`` seconds.
+            ``lease / 3`` seconds until the completion is recorded, so a Redis stall
+            shorter than ``lease`` never gets an event handled twice.
         timeout: The longest one Redis call may take, in seconds.
         clock: The time source of the once-a-second retry while Redis is down.
     """
@@ -162,9 +163,13 @@ class RedisDedupe:
             )
 
     async def complete(self, event_id: str) -> None:
-        """``event_id`` was handled: acknowledged by the whole fleet for ``window`` seconds."""
-        self._held.pop(event_id, None)
+        """``event_id`` was handled: acknowledged by the whole fleet for ``window`` seconds.
+
+        The claim is this process's (and renewed) until this succeeds: the router calls it
+        again after a failure, while the claim lasts.
+        """
         await self._call(self._redis.set(self._name(event_id), "done", px=self._window_ms))
+        self._held.pop(event_id, None)
 
     async def release(self, event_id: str) -> None:
         """Handling failed: drop this process's claim, so that a redelivery runs again."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import datetime
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 from .._core import _assumed
@@ -22,7 +22,7 @@ from .._paging._decode import decode_error, structure_body
 from .._paging._pagination import AsyncPaginator
 from ..models import EventType, WebhookSubscription
 from ._base import RawView, Resource, operation, raw
-from ._once import send_once
+from ._once import send_once, service_since, settle_after
 
 __all__ = ["Webhooks", "WebhooksWithRawResponse"]
 
@@ -117,7 +117,8 @@ class Webhooks(Resource):
             lambda: self._send("POST", _PATH, options, json={"event_types": types, "path": path}),
             lambda since: self._created_since(types, path, since, keywords),
             policy=options.retry,
-            sleep=self._binding.transport.clock.sleep,
+            clock=self._binding.transport.clock,
+            settle=settle_after(options.timeout),
             what=f"POST {_PATH}",
         )
         if isinstance(response, WebhookSubscription):
@@ -139,24 +140,35 @@ class Webhooks(Resource):
         self,
         types: builtins.list[str],
         path: str,
-        since: datetime.datetime,
+        began: datetime.datetime,
         keywords: CallOptions,
     ) -> WebhookSubscription | None:
-        """The newest subscription with these values created at or after ``since``.
+        """The newest subscription with these values created since ``began`` (this
+        machine's clock), compared on the service's clock (its ``Date``, else the newest
+        item listed) less a minute of leeway.
 
         Every page is read: a lost answer is rare, and a service that ignored the sort
         order must not hide the subscription the lost attempt made.
         """
         lookup: CallOptions = {**keywords, "extra_query": {}}  # the query was the POST's
-        found: WebhookSubscription | None = None
-        async for sub in self.list(sort=_assumed.CREATE_FALLBACK_SORT, **lookup):
-            if (
-                sub.created_at >= since
-                and _matches(sub, types, path)
-                and (found is None or sub.created_at > found.created_at)
-            ):
-                found = sub
-        return found
+        matches: builtins.list[WebhookSubscription] = []
+        newest: datetime.datetime | None = None
+        headers: Mapping[str, str] = {}
+        received = datetime.datetime.now(datetime.timezone.utc)
+        pages = self.list(sort=_assumed.CREATE_FALLBACK_SORT, **lookup).pages()
+        async for page in pages:
+            if not headers:
+                headers, received = page.headers, datetime.datetime.now(datetime.timezone.utc)
+            for sub in page.items:
+                newest = sub.created_at if newest is None else max(newest, sub.created_at)
+                if _matches(sub, types, path):
+                    matches.append(sub)
+        since = service_since(began, headers, newest, received)
+        return max(
+            (sub for sub in matches if sub.created_at >= since),
+            key=lambda sub: sub.created_at,
+            default=None,
+        )
 
     @operation
     async def delete(self, subscription_id: IdLike, **options: Unpack[CallOptions]) -> None:

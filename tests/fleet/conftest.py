@@ -77,6 +77,17 @@ class RedisServer:
                 time.sleep(0.05)
         raise RuntimeError(f"redis-server did not start on port {self.port}")
 
+    def freeze(self) -> None:
+        """Stop the server where it stands (SIGSTOP): connections stay open, nothing is
+        answered, and keys expire by its clock once it runs again."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """Let a frozen server run on (SIGCONT)."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
     def stop(self) -> None:
         """Kill the server (SIGKILL: as a crash, not a shutdown)."""
         if self.process is not None:

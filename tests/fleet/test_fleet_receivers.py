@@ -9,6 +9,7 @@ append to.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import signal
@@ -228,3 +229,83 @@ async def test_a_redis_restart_answers_503_then_handles_each_event_once(
         )
     counts = Counter(event_id for event_id, _ in handled(tmp_path))
     assert counts == Counter(["before", *events])
+
+
+# A Lua script that keeps Redis busy (every other client waits) for ARGV[1] microseconds.
+_BUSY = """
+local t = redis.call('TIME')
+local stop = tonumber(t[1]) * 1000000 + tonumber(t[2]) + tonumber(ARGV[1])
+repeat
+  t = redis.call('TIME')
+until tonumber(t[1]) * 1000000 + tonumber(t[2]) >= stop
+return 0
+"""
+
+
+@contextlib.asynccontextmanager
+async def frozen(redis_server: RedisServer) -> AsyncIterator[None]:
+    """Redis stopped (SIGSTOP) for 2.5 s: nothing answered, keys expire on its clock."""
+    redis_server.freeze()
+    try:
+        yield
+        await asyncio.sleep(2.5)  # the stall itself, not a synchronisation
+    finally:
+        redis_server.thaw()
+
+
+@contextlib.asynccontextmanager
+async def one_slow_command(redis_server: RedisServer) -> AsyncIterator[None]:
+    """One command that takes Redis 1.2 s, which answers nothing else meanwhile."""
+    from redis.asyncio import Redis
+
+    redis = Redis.from_url(redis_server.url)
+    try:
+        slow = asyncio.create_task(redis.eval(_BUSY, 0, 1_200_000))  # type: ignore[arg-type]
+        await asyncio.sleep(0.1)  # sent, and running (the script holds Redis from here)
+        yield
+        await slow
+    finally:
+        await redis.aclose()
+
+
+@pytest.mark.parametrize("stall", [frozen, one_slow_command])
+async def test_a_redis_stall_mid_run_never_gets_an_event_handled_twice(
+    fleet: Start,
+    redis_server: RedisServer,
+    tmp_path: Path,
+    stall: Callable[[RedisServer], contextlib.AbstractAsyncContextManager[None]],
+) -> None:
+    # Redis stops answering (frozen by SIGSTOP for 2.5 s, or busy with one 1.2 s command)
+    # while three receivers handle three concurrent copies of each event: claims,
+    # renewals and the recording of completions meet the stall. A completion that could
+    # not be recorded at once must be recorded later, the claim kept meanwhile: never
+    # answered 200 and then run again by a copy once the claim expired.
+    receivers = [await fleet(lease=6.0, hold=True) for _ in range(3)]
+    events = [f"frozen-{n}" for n in range(45)]
+    copies = [event_id for event_id in events for _ in range(3)]
+    random.Random(9).shuffle(copies)
+    acknowledged = 0
+    some_acknowledged = asyncio.Event()
+
+    async def sender(session: aiohttp.ClientSession, event_id: str, seed: int) -> None:
+        nonlocal acknowledged
+        await deliver_until_acknowledged(session, receivers, event_id, seed)
+        acknowledged += 1
+        if acknowledged >= 5:  # mid-run: some acknowledged, most still to come
+            some_acknowledged.set()
+
+    async with aiohttp.ClientSession() as session:
+        # one event whose handler finishes while Redis is frozen: its completion meets it
+        held = asyncio.create_task(deliver(session, receivers[0], "hold-frozen"))
+        assert await receivers[0].started() == "hold-frozen"
+        sending = asyncio.gather(
+            *(sender(session, event_id, seed) for seed, event_id in enumerate(copies)),
+            *(sender(session, "hold-frozen", 1000 + n) for n in range(2)),
+        )
+        await some_acknowledged.wait()
+        async with stall(redis_server):
+            await receivers[0].release("hold-frozen")  # it completes during the stall
+        await sending
+        assert await held == 200  # recorded once Redis answered again, within the lease
+    counts = Counter(event_id for event_id, _ in handled(tmp_path))
+    assert counts == Counter([*events, "hold-frozen"])  # each exactly once

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import datetime
+import email.utils
 import logging
 import uuid
 from typing import Any
@@ -12,7 +13,13 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from payroll_async import APIConnectionError, EventType, PayrollClient, RetryPolicy
+from payroll_async import (
+    APIConnectionError,
+    EventType,
+    PayrollClient,
+    RetryPolicy,
+    WebhookSubscription,
+)
 from tests.conftest import TOKEN, FakeClock, Serve, StartEmulator
 
 SUBS = "/v1/webhooks/subscriptions"
@@ -28,9 +35,13 @@ class Service:
     """Subscriptions on loopback; each POST follows ``plan``: answer, or drop before or after
     creating (the connection closed once the body is read, no answer either way)."""
 
-    def __init__(self, *plan: str, ignore_sort: bool = False) -> None:
+    def __init__(
+        self, *plan: str, ignore_sort: bool = False, behind: datetime.timedelta | None = None
+    ) -> None:
         self.plan = list(plan)
         self.ignore_sort = ignore_sort
+        self.behind = behind or datetime.timedelta(0)  # how far the service's clock lags
+        self.background: set[asyncio.Task[None]] = set()
         self.subs: list[dict[str, Any]] = []
         self.posts = 0
         self.lists = 0
@@ -50,14 +61,26 @@ class Service:
         body = await request.json()  # the whole body is read before anything is decided
         self.posts += 1
         mode = self.plan.pop(0) if self.plan else "answer"
+        if mode == "take 3s":  # carried out even after the client stopped waiting for it
+            task = asyncio.ensure_future(self.create_later(body["path"], 3.0))
+            self.background.add(task)
+            await asyncio.shield(task)
+            return web.json_response(self.subs[-1], status=201)
         sub = None
         if mode != "drop before creating":
-            sub = self.add(body["path"], datetime.datetime.now(datetime.timezone.utc))
+            sub = self.add(body["path"], self.now())
         if mode.startswith("drop"):
             assert request.transport is not None
             request.transport.close()
             raise asyncio.CancelledError  # no answer
         return web.json_response(sub, status=201)
+
+    def now(self) -> datetime.datetime:
+        return datetime.datetime.now(datetime.timezone.utc) - self.behind
+
+    async def create_later(self, path: str, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+        self.add(path, self.now())
 
     async def list(self, request: web.Request) -> web.Response:
         self.lists += 1
@@ -73,13 +96,26 @@ class Service:
             "sort": request.query.get("sort", "createdAt"),
             "totalCount": len(items),
         }
-        return web.json_response({"data": page, "meta": meta})
+        date = email.utils.format_datetime(self.now(), usegmt=True)
+        return web.json_response({"data": page, "meta": meta}, headers={"Date": date})
 
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_post(SUBS, self.create)
         app.router.add_get(SUBS, self.list)
         return app
+
+
+async def create_beside_an_older_twin(
+    service: Service, serve: Serve, clock: FakeClock
+) -> tuple[WebhookSubscription, dict[str, Any]]:
+    """A create on ``service``, which holds an older subscription with the same values."""
+    long_ago = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+    old = service.add(HOOK, long_ago)  # the same values, but not the lost attempt's
+    base = await serve(service.app())
+    async with PayrollClient(base, TOKEN, clock=clock) as client:
+        sub = await client.webhooks.create(event_types=TYPES, path=HOOK)
+    return sub, old
 
 
 async def test_a_create_whose_answer_was_lost_returns_what_it_created(
@@ -112,13 +148,9 @@ async def test_a_service_that_ignores_the_sort_order_cannot_hide_the_lost_attemp
 
 async def test_a_create_that_created_nothing_is_sent_again(serve: Serve, clock: FakeClock) -> None:
     service = Service("drop before creating", "drop before creating")
-    long_ago = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
-    old = service.add(HOOK, long_ago)  # the same values, but not the lost attempt's
-    base = await serve(service.app())
-    async with PayrollClient(base, TOKEN, clock=clock) as client:
-        sub = await client.webhooks.create(event_types=TYPES, path=HOOK)
+    sub, old = await create_beside_an_older_twin(service, serve, clock)
     assert service.posts == 3
-    assert service.lists == 2  # looked for after each lost answer
+    assert service.lists == 4  # looked for after each lost answer, and once more before resending
     assert len(service.subs) == 2
     assert str(sub.webhook_subscription_id) != old["webhookSubscriptionId"]
     assert len(clock.sleeps) == 2  # backed off before each new send
@@ -162,3 +194,28 @@ async def test_ensure_and_replace_under_drops_leave_exactly_one_subscription_eac
     assert {str(s["webhookSubscriptionId"]) for s in emu.subscriptions()} == {
         str(s.webhook_subscription_id) for s in [*replaced, *ensured[10:]]
     }
+
+
+async def test_a_create_still_being_carried_out_is_waited_for_not_sent_again(
+    serve: Serve,
+) -> None:
+    # The first POST takes 3 s and is carried out; the client gives up on it after 1 s, and
+    # its first look finds nothing yet. Sent again then, it would make a second one.
+    service = Service("take 3s")
+    base = await serve(service.app())
+    async with PayrollClient(base, TOKEN, timeout=1) as client:
+        sub = await client.webhooks.create(event_types=TYPES, path=HOOK)
+    assert service.posts == 1
+    assert [s["webhookSubscriptionId"] for s in service.subs] == [str(sub.webhook_subscription_id)]
+    assert service.lists == 2  # at once (nothing), then once it could no longer land
+
+
+async def test_a_service_clock_minutes_behind_cannot_hide_the_lost_attempts_work(
+    serve: Serve, clock: FakeClock
+) -> None:
+    service = Service("drop after creating", behind=datetime.timedelta(minutes=2))
+    sub, old = await create_beside_an_older_twin(service, serve, clock)
+    assert service.posts == 1
+    assert len(service.subs) == 2
+    assert str(sub.webhook_subscription_id) == service.subs[-1]["webhookSubscriptionId"]
+    assert str(sub.webhook_subscription_id) != old["webhookSubscriptionId"]
