@@ -150,6 +150,11 @@ def _structure_mapping(value: object, _: object) -> Mapping[str, Any]:
     return value
 
 
+def columns(model: type[Any]) -> list[str]:
+    """The keys of a model's items as the service writes them (a CSV's columns)."""
+    return [to_camel(field.name) for field in attrs.fields(model)]
+
+
 def to_camel(name: str) -> str:
     """``created_at`` -> ``createdAt``; a name with no underscore is returned as it is."""
     head, *rest = name.split("_")

@@ -19,8 +19,8 @@ from payroll_async.export import (
     is_streamed,
 )
 
+from .._collections import COLLECTIONS, Collection
 from ._app import Settings, run
-from ._collections import COLLECTIONS, Collection
 from ._errors import BadInput, CommandError, stderr
 from ._progress import progress_bar, show_progress
 
@@ -100,8 +100,8 @@ def export(
         raise click.UsageError(f"export {collection} needs --employer ID")
     if not kind.needs_employer and employer:
         raise click.UsageError("--employer applies to update-groups only")
-    if page_size is not None and kind.page_size_max is not None and page_size > kind.page_size_max:
-        raise BadInput(f"--page-size: {collection} are listed at most {kind.page_size_max} a page")
+    if (too_many := kind.page_size_error(page_size)) is not None:
+        raise BadInput(f"--page-size: {too_many}")
     if sort is not None:
         _check_sort(sort, kind)
     if csv_raw and fmt != "csv":

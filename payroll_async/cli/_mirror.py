@@ -12,8 +12,8 @@ from payroll_async import PayrollClient
 from payroll_async._core._env import MIRROR_URL
 from payroll_async._core._validation import check_id
 
+from .._collections import COLLECTIONS
 from ._app import Settings, run
-from ._collections import COLLECTIONS
 from ._errors import BadInput, error_for, in_cli_terms, stderr
 from ._progress import progress_bar, show_progress
 
@@ -89,8 +89,8 @@ def mirror(
         ) from None
     if employer and collection != "update-groups":
         raise click.UsageError("--employer applies to update-groups only")
-    if collection == "webhooks" and page_size > 100:
-        raise BadInput("--page-size: webhooks are listed at most 100 a page")
+    if (too_many := COLLECTIONS[collection].page_size_error(page_size)) is not None:
+        raise BadInput(f"--page-size: {too_many}")
     out = open_changes(changes) if changes else None
 
     async def main(client: PayrollClient) -> Any:

@@ -42,7 +42,7 @@ from typing import IO, Any
 
 import attrs
 
-from .._core._converter import to_camel
+from .._core._converter import columns
 from .._paging._decode import RawPageDecoder
 from .._paging._pagination import AsyncPaginator, Page
 from ._checkpoint import (
@@ -150,7 +150,7 @@ async def export_to_file(
         target, opened = None, None
     else:
         target, opened = open_target(os.fspath(path))
-    columns = [to_camel(field.name) for field in attrs.fields(source.model)] if modelled else []
+    keys = columns(source.model) if modelled else []
     state = progress if progress is not None else ExportProgress()
     listing = source._with_decoder(RawPageDecoder(source.model)) if fmt.raw else source
     exporter = Exporter(
@@ -163,12 +163,12 @@ async def export_to_file(
         if target is None:
             out = opened or stream
             assert out is not None
-            writer: Writer = StreamWriter(out, fmt, columns)
+            writer: Writer = StreamWriter(out, fmt, keys)
             count = await exporter.run(writer, None, listing, resume=False)
         else:
             lock, lock_path = lock_output(target)
             try:
-                writer = FileWriter(target, fmt, columns)
+                writer = FileWriter(target, fmt, keys)
                 count = await exporter.run(writer, target, listing, resume=resume)
             finally:
                 unlock_output(lock, lock_path)

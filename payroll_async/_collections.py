@@ -1,26 +1,25 @@
-"""The collections the command exports: one table that export, sort checks and CSV read."""
+"""The service's collections, one registry: what the command, the export, the mirror and the
+tests read of each (its name, model, list method, id, page maximum, whether it is listed
+per employer)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from payroll_async import (
-    AsyncPaginator,
-    EmployerIdentifier,
-    PayrollClient,
-    PayrollConnection,
-    UpdateGroup,
-    WebhookSubscription,
-)
-from payroll_async._core._assumed import WEBHOOK_PAGE_SIZE_MAX
-from payroll_async._core._converter import to_camel
+from ._core._assumed import WEBHOOK_PAGE_SIZE_MAX
+from ._core._converter import columns
+from .models import EmployerIdentifier, PayrollConnection, UpdateGroup, WebhookSubscription
+
+if TYPE_CHECKING:
+    from ._client import PayrollClient
+    from ._paging._pagination import AsyncPaginator
 
 __all__ = ["COLLECTIONS", "Collection"]
 
-Lister = Callable[..., AsyncPaginator[Any]]
+Lister = Callable[..., "AsyncPaginator[Any]"]
 
 
 @attrs.frozen
@@ -41,7 +40,14 @@ class Collection:
     @property
     def columns(self) -> list[str]:
         """The CSV columns: the keys of the items' ``to_dict``."""
-        return [to_camel(field.name) for field in attrs.fields(self.model)]
+        return columns(self.model)
+
+    def page_size_error(self, page_size: int | None) -> str | None:
+        """Why ``page_size`` is more than the service lists of it at once, or None."""
+        limit = self.page_size_max
+        if page_size is None or limit is None or page_size <= limit:
+            return None
+        return f"{self.name} are listed at most {limit} a page"
 
     def listing(
         self, client: PayrollClient, employer: str | None, **options: Any
