@@ -21,7 +21,8 @@ from ._http._retry import RetryPolicy, check_retry
 from ._http._transport import DEFAULT_HEADERS, Transport
 from .resources import EmployerIdentifiers, PayrollConnections, Webhooks
 from .resources._base import Binding
-from .resources._generic import Generic, GenericCalls
+from .resources._generic import Generic
+from .resources._generic_calls import GenericCalls
 
 __all__ = ["ClientState", "PayrollClient"]
 

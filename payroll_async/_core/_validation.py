@@ -18,12 +18,13 @@ from urllib.parse import unquote
 import aiohttp
 from yarl import URL
 
-from .._http._net import is_loopback
 from ..models import EVENT_TYPES, EventType
 from . import _assumed
 from ._converter import to_camel
 from ._exceptions import InvalidArgumentError
+from ._net import is_loopback
 from ._types import IdLike, SortLike
+from ._visible import redact_url
 
 __all__ = [
     "check_base_url",
@@ -43,7 +44,6 @@ __all__ = [
     "check_webhook_path",
     "event_type_problem",
     "is_loopback",
-    "redact_url",
 ]
 
 # Versions 1-8 with the RFC 9562 variant, plus the nil and max UUIDs: what the service's
@@ -64,7 +64,6 @@ WALK_PARAMS = frozenset({"offset", "limit"})
 # and nothing that str.splitlines() breaks on (U+0085, U+2028, U+2029 included).
 _HEADER_NAME_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _HEADER_VALUE_BAD_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
-_USERINFO_RE = re.compile(r"(//)[^/?#@]*@")
 # The slot itself: a subclass cannot override what it reads.
 _UUID_INT: Any = uuid.UUID.__dict__["int"]
 
@@ -211,25 +210,6 @@ def check_event_types(event_types: Iterable[EventType | str]) -> list[str]:
     if not out:
         raise InvalidArgumentError("event_types must name at least one event type")
     return out
-
-
-def redact_url(value: str) -> str:
-    """``value`` fit to appear in an error message: any ``user:password@`` and every value
-    of its query and fragment (which may hold a token or a key) replaced by ``***``."""
-    value = _FRAGMENT_RE.sub("#***", _USERINFO_RE.sub(r"\1***@", value))
-    head, mark, query = value.partition("?")
-    if not mark:
-        return value
-    fragment = "#***" if query.endswith("#***") else ""
-    query = query.removesuffix("#***")
-    parts = [
-        f"{name}=***" if sep else "***"
-        for name, sep, _ in (part.partition("=") for part in query.split("&"))
-    ]
-    return f"{head}?{'&'.join(parts)}{fragment}"
-
-
-_FRAGMENT_RE = re.compile(r"#.*", re.S)
 
 
 def _parse_url(value: object, name: str) -> URL:

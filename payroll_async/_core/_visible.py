@@ -12,8 +12,9 @@ line, and never starts a forged one.
 from __future__ import annotations
 
 import logging
+import re
 
-__all__ = ["EscapingFilter", "VisibleFormatter", "visible"]
+__all__ = ["EscapingFilter", "VisibleFormatter", "redact_url", "visible"]
 
 
 def visible(text: object, keep: str = "") -> str:
@@ -96,3 +97,26 @@ class VisibleFormatter(logging.Formatter):
 def _continued(text: str) -> str:
     """``text`` as the continuation of a log line: escaped, each line indented."""
     return "".join(f"\n  {line}" for line in visible(text, keep="\n").split("\n"))
+
+
+_USERINFO_RE = re.compile(r"(//)[^/?#@]*@")
+_FRAGMENT_RE = re.compile(r"#.*", re.S)
+
+
+def redact_url(value: str) -> str:
+    """``value`` fit to appear in an error message: any ``user:password@`` and every value
+    of its query and fragment (which may hold a token or a key) replaced by ``***``."""
+    value = _FRAGMENT_RE.sub("#***", _USERINFO_RE.sub(r"\1***@", value))
+    head, mark, query = value.partition("?")
+    if not mark:
+        return value
+    fragment = "#***" if query.endswith("#***") else ""
+    query = query.removesuffix("#***")
+    parts = [
+        f"{name}=***" if sep else "***"
+        for name, sep, _ in (part.partition("=") for part in query.split("&"))
+    ]
+    return f"{head}?{'&'.join(parts)}{fragment}"
+
+
+_FRAGMENT_RE = re.compile(r"#.*", re.S)

@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 from aiohttp import web
 
-from .._core._assumed import EMULATOR_MAX_PAGE_SIZE, EMULATOR_MAX_SUBSCRIPTIONS
+from .._core._assumed import EMULATOR_MAX_PAGE_SIZE
 from .._core._json import loads
 from ..models import EventType
 from . import (
@@ -26,7 +26,7 @@ from . import (
 from ._data import Dataset
 from ._delivery import Deliverer, Delivery, new_secret, notification, public_key_of, signer
 from ._http import ApiError, is_loopback, json_response
-from ._state import STATE, WEBHOOK_ROLE, State, TokenBucket
+from ._state import STATE, WEBHOOK_ROLE, State, TokenBucket, check_options
 from ._store import SubscriptionStore
 
 __all__ = ["EMIT_PATH", "Churn", "Delivery", "Emulator"]
@@ -45,34 +45,6 @@ class Churn:
     """Items whose fields changed."""
     deleted: list[str]
     """Items gone from the listing."""
-
-
-def _check(
-    counts: Mapping[str, object],
-    error_rate: float,
-    drop_rate: float,
-    latency: float,
-    rate_limit: float | None,
-    max_page_size: int | None,
-) -> None:
-    for name, value in counts.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-    seeded = counts["webhook_subscriptions"]
-    if isinstance(seeded, int) and seeded > EMULATOR_MAX_SUBSCRIPTIONS:
-        raise ValueError(
-            f"webhook_subscriptions must be at most {EMULATOR_MAX_SUBSCRIPTIONS:,} "
-            f"(the emulator's bound), got {seeded!r}"
-        )
-    for name, share in (("error_rate", error_rate), ("drop_rate", drop_rate)):
-        if not 0 <= share <= 1:
-            raise ValueError(f"{name} must be between 0 and 1, got {share!r}")
-    if latency < 0:
-        raise ValueError(f"latency must be >= 0 seconds, got {latency!r}")
-    if rate_limit is not None and not rate_limit > 0:
-        raise ValueError(f"rate_limit must be > 0 requests per second, got {rate_limit!r}")
-    if max_page_size is not None and max_page_size < 1:
-        raise ValueError(f"max_page_size must be >= 1, got {max_page_size!r}")
 
 
 class Emulator:
@@ -126,7 +98,7 @@ class Emulator:
             "update_groups": update_groups,
             "webhook_subscriptions": webhook_subscriptions,
         }
-        _check(counts, error_rate, drop_rate, latency, rate_limit, max_page_size)
+        check_options(counts, error_rate, drop_rate, latency, rate_limit, max_page_size)
         self.seed: int = seed
         """The seed of the data: the same seed, the same data."""
         self.host: str = host

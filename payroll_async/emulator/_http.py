@@ -9,7 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from .._core._json import dumps
-from .._http._net import is_loopback
+from .._core._net import is_loopback
 
 __all__ = ["ApiError", "is_loopback", "json_response", "path_uuid"]
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
+from collections.abc import Mapping
 
 import attrs
 from aiohttp import web
 
+from .._core._assumed import EMULATOR_MAX_SUBSCRIPTIONS
 from ._data import Dataset
 from ._onboarding import OnboardingLinks
 from ._store import SubscriptionStore
 
-__all__ = ["STATE", "WEBHOOK_ROLE", "State", "TokenBucket"]
+__all__ = ["STATE", "WEBHOOK_ROLE", "State", "TokenBucket", "check_options"]
 
 WEBHOOK_ROLE = "api-user-webhook-subscription"
 """The role an API user needs for the webhook operations (403 without it)."""
@@ -64,3 +66,32 @@ class State:
 
 
 STATE = web.AppKey("payroll_emulator_state", State)
+
+
+def check_options(
+    counts: Mapping[str, object],
+    error_rate: float,
+    drop_rate: float,
+    latency: float,
+    rate_limit: float | None,
+    max_page_size: int | None,
+) -> None:
+    """Refuse an emulator's options that are out of range (ValueError)."""
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+    seeded = counts["webhook_subscriptions"]
+    if isinstance(seeded, int) and seeded > EMULATOR_MAX_SUBSCRIPTIONS:
+        raise ValueError(
+            f"webhook_subscriptions must be at most {EMULATOR_MAX_SUBSCRIPTIONS:,} "
+            f"(the emulator's bound), got {seeded!r}"
+        )
+    for name, share in (("error_rate", error_rate), ("drop_rate", drop_rate)):
+        if not 0 <= share <= 1:
+            raise ValueError(f"{name} must be between 0 and 1, got {share!r}")
+    if latency < 0:
+        raise ValueError(f"latency must be >= 0 seconds, got {latency!r}")
+    if rate_limit is not None and not rate_limit > 0:
+        raise ValueError(f"rate_limit must be > 0 requests per second, got {rate_limit!r}")
+    if max_page_size is not None and max_page_size < 1:
+        raise ValueError(f"max_page_size must be >= 1, got {max_page_size!r}")
