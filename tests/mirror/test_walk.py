@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncGenerator
-from typing import Any
 
 import attrs
 from hypothesis import given, settings
@@ -19,6 +17,7 @@ from payroll_async.mirror._walk import Walk
 class Meta:
     total_count: int
     limit: int
+    offset: int
 
 
 @attrs.frozen
@@ -66,17 +65,22 @@ class ChangingListing:
                     self.born.add(value)
             self.ever.update(self.items)
 
-    def __call__(self, *, page_size: int, max_items: int, start_offset: int, sort: Any) -> Any:
-        listing = self
+    def request(self, offset: int, limit: int) -> asyncio.Future[FakePage]:
+        async def answer() -> FakePage:
+            await asyncio.sleep(0)  # let other fetches interleave
+            self.change()
+            items = self.items[offset : offset + limit]
+            return FakePage(list(items), Meta(len(self.items), limit, offset))
 
-        class Paginator:
-            async def pages(self) -> AsyncGenerator[FakePage, None]:
-                await asyncio.sleep(0)  # let other fetches interleave
-                listing.change()
-                items = listing.items[start_offset : start_offset + page_size]
-                yield FakePage(list(items), Meta(len(listing.items), page_size))
+        return asyncio.ensure_future(answer())
 
-        return Paginator()
+    def page(self, answer: FakePage) -> FakePage:
+        return answer
+
+
+def same(item: int) -> int:
+    """An item is its own id and order key."""
+    return item
 
 
 @settings(max_examples=300, deadline=None)
@@ -93,7 +97,7 @@ def test_a_proven_walk_saw_every_item_that_existed_throughout(
     size: int, page: int, seed: int, inserts: int, deletes: int, at_end: bool, concurrency: int
 ) -> None:
     listing = ChangingListing(size, seed, inserts, deletes, at_end)
-    walk = Walk(listing, lambda item: item, page_size=page, concurrency=concurrency)
+    walk = Walk(listing, same, same, page_size=page, concurrency=concurrency)
 
     async def run() -> set[int]:
         seen: set[int] = set()
@@ -119,7 +123,7 @@ def test_a_walk_chasing_a_listing_that_grows_as_fast_as_it_advances_stops_unprov
         listing.next_new += 50
 
     listing.change = grow  # type: ignore[method-assign]
-    walk = Walk(listing, lambda item: item, page_size=5, concurrency=2)
+    walk = Walk(listing, same, same, page_size=5, concurrency=2)
 
     async def run() -> int:
         pages = 0
