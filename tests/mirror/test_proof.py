@@ -144,7 +144,7 @@ async def test_a_short_middle_page_whose_remainder_comes_back_empty_deletes_noth
     await assert_nothing_deleted_and_unproven(base, db, service)
 
 
-async def test_a_page_with_more_items_than_asked_or_another_limit_is_not_proven(
+async def test_a_page_whose_meta_limit_is_not_the_walks_page_size_is_not_proven(
     serve: Serve, db: str
 ) -> None:
     service = Service(200)
