@@ -83,8 +83,11 @@ class MirrorResult:
     """Items seen and not written (equal to their row)."""
     complete: bool
     """Whether the live rows equal the service: every walk checked, every deletion proven.
-    False when the service changed too much during the run to prove it; the next run
-    finishes the work (nothing is ever marked deleted unproven)."""
+    False when the service changed too much during the run to prove it, or said
+    something its pages contradict (a short page while ``totalCount`` says more, items
+    out of order, an id twice); the next run finishes the work (nothing is ever marked
+    deleted unproven). Not while ``totalCount`` is capped below the items the walks see:
+    every item is still mirrored, but no deletion is proven (see docs/mirror.md)."""
 
 
 def _event_types(values: Sequence[Any]) -> list[str]:
