@@ -32,7 +32,7 @@ COLLECTIONS = tuple(TABLES)
 """The collections the mirror copies, as the command names them."""
 
 OnChange = Callable[[Change], Awaitable[None]]
-Listing = Callable[..., Any]
+ListMethod = Callable[..., Any]
 """A list method of the client: ``listing(page_size=, sort=)`` makes its paginator."""
 Told = Callable[[int | None], None]
 """Tells ``on_progress`` (if any) how far the pass is, given the total when known."""
@@ -118,7 +118,7 @@ async def _live_rows(conn: AsyncConnection, mirrored: MirrorTable) -> int:
         return int((await conn.execute(query)).scalar() or 0)
 
 
-def _listing(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> Listing:
+def _listing(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> ListMethod:
     if collection == "payroll-connections":
         return client.payroll_connections.list
     if collection == "employer-identifiers":
@@ -296,7 +296,7 @@ class _Pass:
     hint: int
     """The live rows the mirror holds before the pass: how far a walk may have to go."""
 
-    def walk(self, listing: Listing, key: str, order: str, *, missing_ok: bool = False) -> Walk:
+    def walk(self, listing: ListMethod, key: str, order: str, *, missing_ok: bool = False) -> Walk:
         paginator = listing(page_size=self.page_size, sort=MIRROR_ORDER)
         return Walk(
             ListingSource(paginator),
