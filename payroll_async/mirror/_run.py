@@ -239,6 +239,7 @@ async def _mirror(
                     proven = await _pass(run, scope)
                     with db.errors(f"reading {db.shown}"):
                         suspects = await store.narrow_suspects()
+                    proven = proven and not store.repeated  # an id twice: the proof is void
                     items = store.items
                     proven_passes += proven
                     logger.debug(
@@ -296,7 +297,9 @@ class _Pass:
     hint: int
     """The live rows the mirror holds before the pass: how far a walk may have to go."""
 
-    def walk(self, listing: ListMethod, key: str, order: str, *, missing_ok: bool = False) -> Walk:
+    def walk(self, listing: ListMethod, key: str, order: str, *, items: bool = True) -> Walk:
+        """A walk of ``listing``; of the collection's own ``items`` (not employers of
+        update groups): its ids go into the store's (the first pass's) ``seen``."""
         paginator = listing(page_size=self.page_size, sort=MIRROR_ORDER)
         return Walk(
             ListingSource(paginator),
@@ -304,8 +307,9 @@ class _Pass:
             operator.attrgetter(order),
             page_size=self.page_size,
             concurrency=self.concurrency,
-            missing_ok=missing_ok,
+            missing_ok=items and self.collection == "update-groups",
             hint=self.hint,
+            seen=self.store.seen if items else None,
         )
 
 
@@ -316,6 +320,7 @@ async def _pass(run: _Pass, scope: uuid.UUID | None) -> bool:
             run.client.employer_identifiers.list,
             "id",
             MIRROR_ORDER_FIELDS["employer-identifiers"],
+            items=False,
         )
         ids: list[uuid.UUID] = []
         async for page in employers.pages():
@@ -335,7 +340,6 @@ async def _walk(run: _Pass, scope: uuid.UUID | None, told: Told) -> bool:
         _listing(run.client, collection, scope),
         TABLES[collection].key,
         MIRROR_ORDER_FIELDS[collection],
-        missing_ok=collection == "update-groups",
     )
     db = run.db
     try:

@@ -6,8 +6,10 @@ progress in ``mirror_runs``, so that a run killed at any point leaves every page
 wholly written or not at all; the next run, finding those rows equal, records nothing
 twice.
 
-Which ids a pass saw is kept in memory, exactly, in a ``SeenIds`` (16 bytes an id, about
-16 MB for a million; see ``_seen``): enough to tell which live rows a pass did not see.
+Which ids the first pass saw is kept in memory, exactly, in ``seen`` (a ``SeenIds``, 16
+bytes an id, about 16 MB for a million; see ``_seen``), which the pass's walks fill (each
+id once, but for an id the service answered twice: ``repeated`` says so): enough to tell
+which live rows the pass did not see.
 """
 
 from __future__ import annotations
@@ -97,7 +99,10 @@ class Store:
         if scope is not None and mirrored.scope is not None:
             self._live = self._live & (table.c[mirrored.scope] == scope)
         self._sql = Statements(table, mirrored.key, mirrored.fields, connection.dialect)
-        self._seen = SeenIds()
+        self.seen: SeenIds | None = SeenIds()
+        """The ids the first pass's walks saw (they add them); None once narrowed."""
+        self.repeated = False
+        """Whether the first pass's walks were given one id twice (other than overlaps)."""
         self._suspects: set[uuid.UUID] | None = None  # None: the first pass is running
         self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
 
@@ -172,9 +177,7 @@ class Store:
         return [Change(self.run_id, self._collection, ids[k], kind, now) for k, kind in made]
 
     def _saw(self, ids: Any) -> None:
-        if self._suspects is None:
-            self._seen.add(ids)
-        else:
+        if self._suspects is not None:  # the first pass's walks add to ``seen`` themselves
             self._suspects.difference_update(ids)
 
     async def _progress(self, now: datetime.datetime | None, complete: bool = False) -> None:
@@ -193,15 +196,18 @@ class Store:
 
     def begin_pass(self) -> None:
         self.items = 0
+        self.repeated = False
         self._previous = set()
 
     async def narrow_suspects(self) -> int:
         """After a pass: the live rows the first pass did not see, less those seen since."""
         if self._suspects is not None:
             return len(self._suspects)
-        seen, self._seen = self._seen, SeenIds()
+        seen, self.seen = self.seen, None
+        assert seen is not None
         seen.freeze()
         self.items = len(seen)
+        self.repeated = self.items != seen.added
         suspects: set[uuid.UUID] = set()
         conn = self._conn
         async with conn.begin():

@@ -27,7 +27,8 @@ came first), and it still delivers every page it fetched:
   the walk goes on past it while pages come back full, up to its bound);
 - items out of order under ``MIRROR_ORDER`` (the order key going down, or changing for
   the boundary item), or two items with the same order key at a page's edge;
-- one id seen twice, other than each boundary item in its two pages;
+- one id seen twice, other than each boundary item in its two pages (found at the end of
+  the walk, or of the pass when the walk adds its ids to the pass's ``seen``);
 - the bound: more requests than twice the pages that the larger of the first
   ``totalCount`` and ``hint`` (the rows the mirror holds) call for, plus 16.
 
@@ -102,6 +103,7 @@ class Walk:
         concurrency: int,
         missing_ok: bool = False,
         hint: int = 0,
+        seen: SeenIds | None = None,
     ) -> None:
         if page_size < 2:
             raise ValueError("the mirror walks pages of at least 2 items (they overlap by one)")
@@ -115,7 +117,10 @@ class Walk:
         self._ahead = max(2, 2 * concurrency)
         self._missing_ok = missing_ok
         self._hint = hint
-        self._ids: SeenIds | None = SeenIds()
+        # The ids seen, each once (a boundary item only in its first page): the walk's own,
+        # to find an id seen twice at its end; or ``seen``, which the caller checks so.
+        self._own = seen is None
+        self._ids: SeenIds | None = SeenIds() if seen is None else seen
         self._capped = False  # a totalCount below what the walk saw
         self._latest = 0  # the latest page's totalCount
         self.proven = False
@@ -127,7 +132,8 @@ class Walk:
     def _doubts(self, why: str) -> None:
         if self.doubt is None:
             self.doubt = why
-            self._ids = None  # no proof to keep ids for any more
+            if self._own:
+                self._ids = None  # no proof to keep ids for any more
 
     async def pages(self) -> AsyncGenerator[Sequence[Any], None]:
         """The pages in order (overlapping items included: the caller dedupes)."""
@@ -206,7 +212,7 @@ class Walk:
                 with contextlib.suppress(BaseException):
                     await task
         ids = self._ids
-        if ids is not None:
+        if self._own and ids is not None:
             ids.freeze()
             if len(ids) != ids.added:
                 self._doubts("an id seen twice")

@@ -168,7 +168,7 @@ class LyingListing:
         if lie == "swap" and len(items) >= 2:  # two neighbours the other way round
             at = min(at, len(items) - 2)
             items[at], items[at + 1] = items[at + 1], items[at]
-        elif lie == "repeat" and offset > 0:  # an earlier item in place of one
+        elif lie == "repeat" and offset > 0 and items:  # an earlier item in place of one
             items[at] = self.items[self.rng.randrange(offset)]
         elif lie == "hide" and items:  # one item left out, the next one pulled in
             items = items[:at] + self.items[offset + at + 1 : offset + limit + 1]
