@@ -47,6 +47,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from .._core._exceptions import NotFoundError
+from .._http import _otel
 from .._paging._pagination import AsyncPaginator, _listing
 from .._paging._walks import Page
 from ._seen import SeenIds
@@ -69,20 +70,34 @@ class Source(Protocol):
         """The page a finished request answered."""
         ...
 
+    def end(self, pages: int, items: int) -> None:
+        """The walk is over: it took ``pages`` pages of ``items`` items in all."""
+        ...
+
 
 class ListingSource:
     """A client's listing, asked page by page through the walks' request machinery
-    (``_walks.Listing``: one GET a page, its retries, the decoder), not a paginator each."""
+    (``_walks.Listing``: one GET a page, its retries, the decoder), not a paginator each;
+    one span for the walk, as a paginator's walk has."""
 
     def __init__(self, paginator: AsyncPaginator[Any]) -> None:
         self._listing = _listing(paginator)
+        self._operation = paginator._operation
 
     def request(self, offset: int, limit: int) -> Awaitable[Any]:
         listing = self._listing
+        if listing.span is None:
+            listing.span = _otel.start(self._operation)
         return listing.start(listing.url, listing.query(offset, limit))
 
     def page(self, answer: Any) -> Page[Any]:
         return self._listing.parse(answer)
+
+    def end(self, pages: int, items: int) -> None:
+        listing = self._listing
+        _otel.items(self._operation, items)
+        _otel.end(listing.span, **{"payroll_async.pages": pages, "payroll_async.items": items})
+        listing.span = None
 
 
 def _pages_for(total: int, size: int, step: int) -> int:
@@ -123,6 +138,7 @@ class Walk:
         self._ids: SeenIds | None = SeenIds() if seen is None else seen
         self._capped = False  # a totalCount below what the walk saw
         self._latest = 0  # the latest page's totalCount
+        self._pages = self._items = 0  # pages and items taken (overlaps included)
         self.proven = False
         self.doubt: str | None = None
         """Why the walk is not proven (the first reason seen), or None."""
@@ -145,6 +161,14 @@ class Walk:
     async def batches(self, most: int) -> AsyncGenerator[list[Sequence[Any]], None]:
         """The pages in order: each time the next one, and those fetched already after it
         (at most ``most`` in all), so that a writer slower than the service catches up."""
+        try:
+            async with contextlib.aclosing(self._batches(most)) as batches:
+                async for batch in batches:
+                    yield batch
+        finally:
+            self._source.end(self._pages, self._items)
+
+    async def _batches(self, most: int) -> AsyncGenerator[list[Sequence[Any]], None]:
         source = self._source
         try:
             page = source.page(await source.request(0, self._size))
@@ -173,6 +197,8 @@ class Walk:
                 outcome = self._check(offset, page, boundary)
                 items = page.items
                 batch.append(items)
+                self._pages += 1
+                self._items += len(items)
                 if outcome == _END:
                     break
                 if outcome == _SHORT:

@@ -79,6 +79,9 @@ class ChangingListing:
     def page(self, answer: FakePage) -> FakePage:
         return answer
 
+    def end(self, pages: int, items: int) -> None:
+        pass
+
 
 def same(item: int) -> int:
     """An item is its own id and order key."""
@@ -186,6 +189,9 @@ class LyingListing:
 
     def page(self, answer: FakePage) -> FakePage:
         return answer
+
+    def end(self, pages: int, items: int) -> None:
+        pass
 
 
 @settings(max_examples=300, deadline=None)
