@@ -48,8 +48,8 @@ from typing import Any, Protocol
 
 from .._core._exceptions import NotFoundError
 from .._http import _otel
-from .._paging._pagination import AsyncPaginator, _listing
-from .._paging._walks import Page
+from .._paging._page import Page
+from .._paging._pagination import AsyncPaginator
 from ._seen import SeenIds
 
 __all__ = ["ListingSource", "Source", "Walk"]
@@ -77,11 +77,11 @@ class Source(Protocol):
 
 class ListingSource:
     """A client's listing, asked page by page through the walks' request machinery
-    (``_walks.Listing``: one GET a page, its retries, the decoder), not a paginator each;
+    (``_paging``'s ``Listing``: one GET a page, its retries, the decoder), not a paginator each;
     one span for the walk, as a paginator's walk has."""
 
     def __init__(self, paginator: AsyncPaginator[Any]) -> None:
-        self._listing = _listing(paginator)
+        self._listing = paginator._listing()
         self._operation = paginator._operation
 
     def request(self, offset: int, limit: int) -> Awaitable[Any]:
