@@ -83,6 +83,15 @@ class ChangingListing:
         pass
 
 
+async def walked(walk: Walk) -> set[int]:
+    """Every item the walk's batches held."""
+    seen: set[int] = set()
+    async for batch in walk.batches(3):
+        for items in batch:
+            seen.update(items)
+    return seen
+
+
 def same(item: int) -> int:
     """An item is its own id and order key."""
     return item
@@ -104,14 +113,7 @@ def test_a_proven_walk_saw_every_item_that_existed_throughout(
     listing = ChangingListing(size, seed, inserts, deletes, at_end)
     walk = Walk(listing, same, same, page_size=page, concurrency=concurrency)
 
-    async def run() -> set[int]:
-        seen: set[int] = set()
-        async for batch in walk.batches(3):
-            for items in batch:
-                seen.update(items)
-        return seen
-
-    seen = asyncio.run(run())
+    seen = asyncio.run(walked(walk))
     throughout = set(range(0, size * 10, 10)) - listing.removed
     if walk.proven:
         assert throughout <= seen
@@ -209,14 +211,7 @@ def test_a_walk_of_a_listing_that_lies_is_proven_only_if_it_saw_every_item(
     listing = LyingListing(size, seed, lies, every)
     walk = Walk(listing, same, same, page_size=page, concurrency=concurrency)
 
-    async def run() -> set[int]:
-        seen: set[int] = set()
-        async for batch in walk.batches(3):
-            for items in batch:
-                seen.update(items)
-        return seen
-
-    seen = asyncio.run(run())
+    seen = asyncio.run(walked(walk))
     if walk.proven:
         assert seen == set(listing.items)
     if listing.told == 0:
