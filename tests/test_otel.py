@@ -81,6 +81,29 @@ async def test_a_listing_is_one_span_over_its_attempts(
     assert points["http.client.request.duration"]
 
 
+async def test_a_mirror_walk_is_one_span_over_its_page_requests(
+    spans: InMemorySpanExporter, start_emulator: StartEmulator, tmp_path: Any
+) -> None:
+    pytest.importorskip("sqlalchemy", reason="the mirror extra is not installed")
+    from payroll_async.mirror import mirror
+
+    emu = await start_emulator(payroll_connections=250, seed=3)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        result = await mirror(
+            client, "payroll-connections", into=f"sqlite:///{tmp_path / 'm.db'}", page_size=100
+        )
+    assert result.complete
+    finished = spans.get_finished_spans()
+    (walk,) = by_name(finished, "payroll_connections.list")
+    attempts = by_name(finished, "GET")
+    # Pages at offsets 0, 99 and 198 (overlapping by one item): one request each.
+    assert walk.attributes == {"payroll_async.pages": 3, "payroll_async.items": 252}
+    assert len(attempts) == 3
+    for span in attempts:
+        assert span.parent is not None
+        assert span.parent.span_id == walk.context.span_id
+
+
 async def test_generic_calls_and_listings_have_spans_of_their_own(
     spans: InMemorySpanExporter, start_emulator: StartEmulator
 ) -> None:

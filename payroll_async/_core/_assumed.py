@@ -8,6 +8,8 @@ change once the service's behaviour is known.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Final
 
 # ASSUMED (Endpoints, 1. List webhook subscriptions): how the `active` filter is put in
@@ -73,6 +75,19 @@ PAYROLL_PLATFORMS_PATH: Final = "/v1/payroll-platforms"
 # ASSUMED (List envelope; operations 1, 5-7): the default order of every listing
 # (createdAt, uploadDate for update groups) is a stable total order: it never changes for
 # an existing item and never ties. The mirror's deletion proof rests on it (mirror/_walk.py):
-# it walks each listing in that order with overlapping pages.
+# it walks each listing in that order with overlapping pages, and checks it where the data
+# shows it: a walk that sees the order go down, or two items with the same key at a page's
+# edge, is not proven.
 MIRROR_ORDER: Final = None
 """The sort the mirror asks for: None sends none, so the service's default applies."""
+
+# The field of each collection's items that MIRROR_ORDER sorts by (the model's attribute
+# name), which the mirror's walk checks the order against.
+MIRROR_ORDER_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "payroll-connections": "created_at",
+        "employer-identifiers": "created_at",
+        "webhooks": "created_at",
+        "update-groups": "upload_date",
+    }
+)

@@ -10,16 +10,19 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import attrs
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._client import PayrollClient
+from .._core._assumed import MIRROR_ORDER, MIRROR_ORDER_FIELDS
 from .._core._env import MIRROR_URL, read
 from .._core._exceptions import InvalidArgumentError, NotFoundError
 from .._core._validation import check_id
 from ._db import open_database
 from ._errors import MirrorError, MirrorURLError
-from ._schema import TABLES
+from ._schema import TABLES, MirrorTable
 from ._store import MAX_PAGES, Change, Store
-from ._walk import Walk
+from ._walk import ListingSource, Walk
 
 __all__ = ["COLLECTIONS", "MirrorProgress", "MirrorResult", "mirror"]
 
@@ -29,6 +32,8 @@ COLLECTIONS = tuple(TABLES)
 """The collections the mirror copies, as the command names them."""
 
 OnChange = Callable[[Change], Awaitable[None]]
+ListMethod = Callable[..., Any]
+"""A list method of the client: ``listing(page_size=, sort=)`` makes its paginator."""
 Told = Callable[[int | None], None]
 """Tells ``on_progress`` (if any) how far the pass is, given the total when known."""
 
@@ -78,8 +83,11 @@ class MirrorResult:
     """Items seen and not written (equal to their row)."""
     complete: bool
     """Whether the live rows equal the service: every walk checked, every deletion proven.
-    False when the service changed too much during the run to prove it; the next run
-    finishes the work (nothing is ever marked deleted unproven)."""
+    False when the service changed too much during the run to prove it, or said
+    something its pages contradict (a short page while ``totalCount`` says more, items
+    out of order, an id twice); the next run finishes the work (nothing is ever marked
+    deleted unproven). Not while ``totalCount`` is capped below the items the walks see:
+    every item is still mirrored, but no deletion is proven (see docs/mirror.md)."""
 
 
 def _event_types(values: Sequence[Any]) -> list[str]:
@@ -102,7 +110,15 @@ def _row_maker(collection: str, scope: uuid.UUID | None) -> Callable[[Any], tupl
     return lambda item: getter(item)
 
 
-def _listing(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> Any:
+async def _live_rows(conn: AsyncConnection, mirrored: MirrorTable) -> int:
+    """How many live rows the collection's table holds (all of them, every scope)."""
+    table = mirrored.table
+    query = select(func.count()).select_from(table).where(table.c.mirror_deleted_at.is_(None))
+    async with conn.begin():
+        return int((await conn.execute(query)).scalar() or 0)
+
+
+def _listing(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> ListMethod:
     if collection == "payroll-connections":
         return client.payroll_connections.list
     if collection == "employer-identifiers":
@@ -215,19 +231,15 @@ async def _mirror(
                 for attempt in range(max_passes):
                     pass_number = attempt + 1
                     store.begin_pass()
-                    proven = await _pass(
-                        client,
-                        collection,
-                        scope,
-                        store,
-                        db,
-                        on_change,
-                        told,
-                        page_size,
-                        concurrency,
+                    with db.errors(f"reading {db.shown}"):
+                        hint = await _live_rows(conn, mirrored)
+                    run = _Pass(
+                        client, collection, store, db, on_change, told, page_size, concurrency, hint
                     )
+                    proven = await _pass(run, scope)
                     with db.errors(f"reading {db.shown}"):
                         suspects = await store.narrow_suspects()
+                    proven = proven and not store.repeated  # an id twice: the proof is void
                     items = store.items
                     proven_passes += proven
                     logger.debug(
@@ -270,72 +282,71 @@ async def _tell(on_change: OnChange | None, changes: list[Change]) -> None:
             await on_change(change)
 
 
-async def _pass(
-    client: PayrollClient,
-    collection: str,
-    scope: uuid.UUID | None,
-    store: Store,
-    db: Any,
-    on_change: OnChange | None,
-    told: Told,
-    page_size: int,
-    concurrency: int,
-) -> bool:
+@attrs.define
+class _Pass:
+    """What every walk of one pass shares."""
+
+    client: PayrollClient
+    collection: str
+    store: Store
+    db: Any
+    on_change: OnChange | None
+    told: Told
+    page_size: int
+    concurrency: int
+    hint: int
+    """The live rows the mirror holds before the pass: how far a walk may have to go."""
+
+    def walk(self, listing: ListMethod, key: str, order: str, *, items: bool = True) -> Walk:
+        """A walk of ``listing``; of the collection's own ``items`` (not employers of
+        update groups): its ids go into the store's (the first pass's) ``seen``."""
+        paginator = listing(page_size=self.page_size, sort=MIRROR_ORDER)
+        return Walk(
+            ListingSource(paginator),
+            operator.attrgetter(key),
+            operator.attrgetter(order),
+            page_size=self.page_size,
+            concurrency=self.concurrency,
+            missing_ok=items and self.collection == "update-groups",
+            hint=self.hint,
+            seen=self.store.seen if items else None,
+        )
+
+
+async def _pass(run: _Pass, scope: uuid.UUID | None) -> bool:
     """One walk of the whole collection, every page written; whether it is proven."""
-    if collection == "update-groups" and scope is None:
-        employers = Walk(
-            client.employer_identifiers.list,
-            operator.attrgetter("id"),
-            page_size=page_size,
-            concurrency=concurrency,
+    if run.collection == "update-groups" and scope is None:
+        employers = run.walk(
+            run.client.employer_identifiers.list,
+            "id",
+            MIRROR_ORDER_FIELDS["employer-identifiers"],
+            items=False,
         )
         ids: list[uuid.UUID] = []
         async for page in employers.pages():
             ids.extend(e.id for e in page)
         proven = employers.proven
         for employer_id in dict.fromkeys(ids):
-            store.to_row = _row_maker(collection, employer_id)
-            proven &= await _walk(
-                client,
-                collection,
-                employer_id,
-                store,
-                db,
-                on_change,
-                lambda _total: told(None),  # one listing of many: its total is not the pass's
-                page_size,
-                concurrency,
-            )
+            run.store.to_row = _row_maker(run.collection, employer_id)
+            # one listing of many: its total is not the pass's
+            proven &= await _walk(run, employer_id, lambda _total: run.told(None))
         return proven
-    return await _walk(
-        client, collection, scope, store, db, on_change, told, page_size, concurrency
-    )
+    return await _walk(run, scope, run.told)
 
 
-async def _walk(
-    client: PayrollClient,
-    collection: str,
-    scope: uuid.UUID | None,
-    store: Store,
-    db: Any,
-    on_change: OnChange | None,
-    told: Told,
-    page_size: int,
-    concurrency: int,
-) -> bool:
-    key = operator.attrgetter(TABLES[collection].key)
-    walk = Walk(
-        _listing(client, collection, scope),
-        key,
-        page_size=page_size,
-        concurrency=concurrency,
-        missing_ok=collection == "update-groups",
+async def _walk(run: _Pass, scope: uuid.UUID | None, told: Told) -> bool:
+    collection = run.collection
+    walk = run.walk(
+        _listing(run.client, collection, scope),
+        TABLES[collection].key,
+        MIRROR_ORDER_FIELDS[collection],
     )
+    db = run.db
     try:
         async for batch in walk.batches(MAX_PAGES):
             with db.errors(f"writing to {db.shown}"):
-                changes = await store.write_pages(batch)
-            await _tell(on_change, changes)
+                changes = await run.store.write_pages(batch)
+            await _tell(run.on_change, changes)
             told(walk.total)
     except NotFoundError:
         if collection != "update-groups":

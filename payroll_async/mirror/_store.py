@@ -6,19 +6,16 @@ progress in ``mirror_runs``, so that a run killed at any point leaves every page
 wholly written or not at all; the next run, finding those rows equal, records nothing
 twice.
 
-Which ids a pass saw is kept in memory as the first 64 bits of each id, 8 bytes an item
-(8 MB for a million) in 256 arrays by their first byte, so that each is sorted on its own
-at the end of the pass without holding a million Python ints at once: enough to tell which
-live rows a pass did not see. Two ids sharing their first 64 bits can only hide a
-deletion, never invent one.
+Which ids the first pass saw is kept in memory, exactly, in ``seen`` (a ``SeenIds``, 16
+bytes an id, about 16 MB for a million; see ``_seen``), which the pass's walks fill (each
+id once, but for an id the service answered twice: ``repeated`` says so): enough to tell
+which live rows the pass did not see.
 """
 
 from __future__ import annotations
 
-import bisect
 import datetime
 import uuid
-from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,16 +25,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._driver import Statements
 from ._schema import RUNS, MirrorTable
+from ._seen import SeenIds
 
 __all__ = ["MAX_PAGES", "Change", "Counts", "Store"]
 
 MAX_PAGES = 10
 """Most pages written in one transaction."""
 _BATCH = 500  # ids per statement where a set of ids is marked deleted
-
-
-def _buckets() -> list[array[int]]:
-    return [array("Q") for _ in range(256)]
 
 
 @attrs.frozen
@@ -105,7 +99,10 @@ class Store:
         if scope is not None and mirrored.scope is not None:
             self._live = self._live & (table.c[mirrored.scope] == scope)
         self._sql = Statements(table, mirrored.key, mirrored.fields, connection.dialect)
-        self._seen = _buckets()
+        self.seen: SeenIds | None = SeenIds()
+        """The ids the first pass's walks saw (they add them); None once narrowed."""
+        self.repeated = False
+        """Whether the first pass's walks were given one id twice (other than overlaps)."""
         self._suspects: set[uuid.UUID] | None = None  # None: the first pass is running
         self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
 
@@ -180,12 +177,7 @@ class Store:
         return [Change(self.run_id, self._collection, ids[k], kind, now) for k, kind in made]
 
     def _saw(self, ids: Any) -> None:
-        if self._suspects is None:
-            seen = self._seen
-            for i in ids:
-                prefix = i.int >> 64
-                seen[prefix >> 56].append(prefix)
-        else:
+        if self._suspects is not None:  # the first pass's walks add to ``seen`` themselves
             self._suspects.difference_update(ids)
 
     async def _progress(self, now: datetime.datetime | None, complete: bool = False) -> None:
@@ -204,15 +196,18 @@ class Store:
 
     def begin_pass(self) -> None:
         self.items = 0
+        self.repeated = False
         self._previous = set()
 
     async def narrow_suspects(self) -> int:
         """After a pass: the live rows the first pass did not see, less those seen since."""
         if self._suspects is not None:
             return len(self._suspects)
-        seen = [array("Q", sorted(set(bucket))) for bucket in self._seen]
-        self._seen = _buckets()
-        self.items = sum(len(bucket) for bucket in seen)
+        seen, self.seen = self.seen, None
+        assert seen is not None
+        seen.freeze()
+        self.items = len(seen)
+        self.repeated = self.items != seen.added
         suspects: set[uuid.UUID] = set()
         conn = self._conn
         async with conn.begin():
@@ -221,10 +216,7 @@ class Store:
             if live != self.items:
                 result = await conn.stream(select(self._key).where(self._live))
                 async for (key,) in result:
-                    prefix = key.int >> 64
-                    bucket = seen[prefix >> 56]
-                    at = bisect.bisect_left(bucket, prefix)
-                    if at == len(bucket) or bucket[at] != prefix:
+                    if key not in seen:
                         suspects.add(key)
         self._suspects = suspects
         return len(suspects)

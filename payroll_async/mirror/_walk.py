@@ -6,33 +6,103 @@ whole time. This walk asks for overlapping pages (each page starts at the previo
 last item) in the service's default order, oldest first, and checks each overlap:
 
 - page 0 starts at offset 0, so it holds every item up to its last one, X0;
-- page k+1 still holding Xk means it holds every item after Xk up to its own last one,
+- page k+1 starting with Xk means it holds every item after Xk up to its own last one,
   whenever each page was fetched (concurrently is fine);
-- a page shorter than asked ends the listing.
+- a page shorter than asked whose items reach the page's own ``totalCount`` ends the
+  listing.
 
-So when every overlap holds and a short page ends the chain, every item that existed
+So when every overlap holds and such a page ends the chain, every item that existed
 during the whole walk was seen: the walk is *proven*, and an item it did not see was
-absent at some moment of it. A broken overlap (the boundary item moved out of the next
-page, or was deleted) makes the walk unproven; it still delivers every page it fetched.
-This needs a stable total order: ASSUMED in ``_assumed.MIRROR_ORDER``.
+absent at some moment of it. The walk is proven only if everything it saw agrees with
+everything the service said; any of these makes it unproven (its ``doubt`` says which
+came first), and it still delivers every page it fetched:
+
+- a page that does not start with the previous page's last item (the boundary moved);
+- a page shorter than asked while its ``totalCount`` says more (a disturbance, never an
+  end: the walk goes on from the short page's last item to walk the rest as well as it
+  can), or a page with more items than asked;
+- ``meta.limit`` other than the page size walked, ``meta.offset`` other than the offset
+  asked, or no integer ``totalCount``;
+- a ``totalCount`` smaller than the items the walk saw up to that page (a capped count:
+  the walk goes on past it while pages come back full, up to its bound);
+- items out of order under ``MIRROR_ORDER`` (the order key going down, or changing for
+  the boundary item), or two items with the same order key at a page's edge;
+- one id seen twice, other than each boundary item in its two pages (found at the end of
+  the walk, or of the pass when the walk adds its ids to the pass's ``seen``);
+- the bound: more requests than twice the pages that the larger of the first
+  ``totalCount`` and ``hint`` (the rows the mirror holds) call for, plus 16.
+
+This needs a stable total order: ASSUMED in ``_assumed.MIRROR_ORDER``, and checked as far
+as the data shows it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import math
 from collections import deque
-from collections.abc import AsyncGenerator, Callable, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from typing import Any, Protocol
 
-from .._core._assumed import MIRROR_ORDER
 from .._core._exceptions import NotFoundError
+from .._http import _otel
+from .._paging._page import Page
 from .._paging._pagination import AsyncPaginator
+from ._seen import SeenIds
 
-__all__ = ["Walk"]
+__all__ = ["ListingSource", "Source", "Walk"]
 
-Listing = Callable[..., AsyncPaginator[Any]]
-"""A list method of the client: ``listing(page_size=, max_items=, start_offset=)``."""
+logger = logging.getLogger("payroll_async")
+
+_GO_ON, _END, _SHORT = range(3)
+
+
+class Source(Protocol):
+    """Where a walk's pages come from: one request a page, started at once."""
+
+    def request(self, offset: int, limit: int) -> Awaitable[Any]:
+        """Start the request for ``limit`` items from ``offset`` (a task, already running)."""
+        ...
+
+    def page(self, answer: Any) -> Page[Any]:
+        """The page a finished request answered."""
+        ...
+
+    def end(self, pages: int, items: int) -> None:
+        """The walk is over: it took ``pages`` pages of ``items`` items in all."""
+        ...
+
+
+class ListingSource:
+    """A client's listing, asked page by page through the walks' request machinery
+    (``_paging``'s ``Listing``: one GET a page, its retries, the decoder), not a paginator each;
+    one span for the walk, as a paginator's walk has."""
+
+    def __init__(self, paginator: AsyncPaginator[Any]) -> None:
+        self._listing = paginator._listing()
+        self._operation = paginator._operation
+
+    def request(self, offset: int, limit: int) -> Awaitable[Any]:
+        listing = self._listing
+        if listing.span is None:
+            listing.span = _otel.start(self._operation)
+        return listing.start(listing.url, listing.query(offset, limit))
+
+    def page(self, answer: Any) -> Page[Any]:
+        return self._listing.parse(answer)
+
+    def end(self, pages: int, items: int) -> None:
+        listing = self._listing
+        _otel.items(self._operation, items)
+        _otel.end(listing.span, **{"payroll_async.pages": pages, "payroll_async.items": items})
+        listing.span = None
+
+
+def _pages_for(total: int, size: int, step: int) -> int:
+    """The pages after the first that a listing of ``total`` items needs."""
+    return 0 if total < size else (total - size) // step + 1
 
 
 class Walk:
@@ -40,36 +110,46 @@ class Walk:
 
     def __init__(
         self,
-        listing: Listing,
+        source: Source,
         key: Callable[[Any], Any],
+        order: Callable[[Any], Any],
         *,
         page_size: int,
         concurrency: int,
         missing_ok: bool = False,
+        hint: int = 0,
+        seen: SeenIds | None = None,
     ) -> None:
         if page_size < 2:
             raise ValueError("the mirror walks pages of at least 2 items (they overlap by one)")
-        self._listing = listing
+        self._source = source
         self._key = key
+        self._order = order
         self._size = page_size
         self._step = page_size - 1
         # Pages asked for ahead of the writer: twice what the client sends at once, so that
         # requests keep going while a batch is written.
         self._ahead = max(2, 2 * concurrency)
         self._missing_ok = missing_ok
+        self._hint = hint
+        # The ids seen, each once (a boundary item only in its first page): the walk's own,
+        # to find an id seen twice at its end; or ``seen``, which the caller checks so.
+        self._own = seen is None
+        self._ids: SeenIds | None = SeenIds() if seen is None else seen
+        self._capped = False  # a totalCount below what the walk saw
+        self._latest = 0  # the latest page's totalCount
+        self._pages = self._items = 0  # pages and items taken (overlaps included)
         self.proven = False
-        self._split = False
+        self.doubt: str | None = None
+        """Why the walk is not proven (the first reason seen), or None."""
         self.total: int | None = None
         """``totalCount`` of the first page."""
 
-    async def _fetch(self, offset: int) -> list[Any]:
-        listing = self._listing(
-            page_size=self._size, max_items=self._size, start_offset=offset, sort=MIRROR_ORDER
-        )
-        pages = [page async for page in listing.pages()]
-        if len(pages) > 1:  # the service answered with less than asked: not one snapshot
-            self._split = True
-        return [item for page in pages for item in page.items]
+    def _doubts(self, why: str) -> None:
+        if self.doubt is None:
+            self.doubt = why
+            if self._own:
+                self._ids = None  # no proof to keep ids for any more
 
     async def pages(self) -> AsyncGenerator[Sequence[Any], None]:
         """The pages in order (overlapping items included: the caller dedupes)."""
@@ -82,67 +162,150 @@ class Walk:
         """The pages in order: each time the next one, and those fetched already after it
         (at most ``most`` in all), so that a writer slower than the service catches up."""
         try:
-            first = await anext(
-                aiter(
-                    self._listing(
-                        page_size=self._size,
-                        max_items=self._size,
-                        start_offset=0,
-                        sort=MIRROR_ORDER,
-                    ).pages()
-                ),
-                None,
-            )
+            async with contextlib.aclosing(self._batches(most)) as batches:
+                async for batch in batches:
+                    yield batch
+        finally:
+            self._source.end(self._pages, self._items)
+
+    async def _batches(self, most: int) -> AsyncGenerator[list[Sequence[Any]], None]:
+        source = self._source
+        try:
+            page = source.page(await source.request(0, self._size))
         except NotFoundError:
             if not self._missing_ok:
                 raise
+            self._doubts("the listing is gone")
             return  # the listing itself is gone (an employer deleted): unproven
-        items = list(first.items) if first is not None else []
-        self.total = first.meta.total_count if first is not None else 0
-        limit = first.meta.limit if first is not None else 0
-        if isinstance(limit, int) and 2 <= limit < self._size and len(items) == limit:
-            # The service pages smaller than asked: walk at its page size, so that each
-            # page is one answer (one moment of the listing).
+        total, limit = page.meta.total_count, page.meta.limit
+        self.total = total if type(total) is int else None
+        if type(limit) is int and 2 <= limit < self._size:
+            # The service pages smaller than asked: walk at its page size (found once,
+            # here), so that each page is one answer (one moment of the listing).
             self._size, self._step = limit, limit - 1
-        if len(items) < self._size:
-            self.proven = True
-            yield [items]
-            return
-        ok = True
-        last = self._key(items[-1])
-        planned = max(0, -(-(self.total - self._size) // self._step))  # pages after the first
+        planned = _pages_for(max(self.total or 0, self._hint), self._size, self._step)
         # A listing that grows as fast as the walk advances would keep it going for ever:
-        # past twice the pages the first totalCount asked for, the walk stops, unproven.
+        # past twice the pages planned, the walk stops, unproven.
         bound = 2 * planned + 16
-        queue: deque[asyncio.Task[list[Any]]] = deque()
-        next_planned = 1
-        batch: list[Sequence[Any]] = [items]
-        ended = False
+        requests = 0
+        pending: deque[tuple[int, asyncio.Future[Any]]] = deque()
+        offset, after = 0, self._step  # this page's offset; the next one to ask for
+        boundary: Any = None  # the item the next page must start with
+        batch: list[Sequence[Any]] = []
         try:
-            while not ended:
-                while len(queue) < self._ahead and (next_planned <= planned or not queue):
-                    queue.append(asyncio.ensure_future(self._fetch(self._step * next_planned)))
-                    next_planned += 1
-                if batch and (len(batch) >= most or not queue[0].done()):
+            while True:
+                outcome = self._check(offset, page, boundary)
+                items = page.items
+                batch.append(items)
+                self._pages += 1
+                self._items += len(items)
+                if outcome == _END:
+                    break
+                if outcome == _SHORT:
+                    # Walk on from the short page's last item: cancel what was asked after it.
+                    for _, task in pending:
+                        task.cancel()
+                    pending.clear()
+                    after = offset + (len(items) - 1 if len(items) >= 2 else self._step)
+                    boundary = items[-1] if len(items) >= 2 else None
+                else:
+                    boundary = items[-1]
+                horizon = math.inf if self._capped else float(self._latest)
+                while (
+                    len(pending) < self._ahead
+                    and requests < bound
+                    and (after < horizon or (outcome == _GO_ON and not pending))
+                ):
+                    task = asyncio.ensure_future(source.request(after, self._size))
+                    pending.append((after, task))
+                    requests += 1
+                    after += self._step
+                if not pending:
+                    if requests >= bound:
+                        self._doubts(f"still full pages after {requests + 1} requests")
+                    break
+                if batch and (len(batch) >= most or not pending[0][1].done()):
                     yield batch
                     batch = []
-                    continue
-                page = await queue.popleft()
-                batch.append(page)
-                if ok and last not in {self._key(item) for item in page}:
-                    ok = False  # the boundary moved: something may have been skipped
-                if len(page) < self._size:
-                    ended = True  # the end of the listing (later planned pages add nothing)
-                elif next_planned > bound:
-                    ok, ended = False, True
-                else:
-                    last = self._key(page[-1])
+                offset, task = pending.popleft()
+                page = source.page(await task)
             if batch:
                 yield batch
         finally:
-            for task in queue:
+            for _, task in pending:
                 task.cancel()
-            for task in queue:
+            for _, task in pending:
                 with contextlib.suppress(BaseException):
                     await task
-        self.proven = ok and not self._split
+        ids = self._ids
+        if self._own and ids is not None:
+            ids.freeze()
+            if len(ids) != ids.added:
+                self._doubts("an id seen twice")
+        self.proven = self.doubt is None
+        if self.doubt is not None:
+            logger.debug("mirror walk not proven: %s", self.doubt)
+
+    def _check(self, offset: int, page: Page[Any], boundary: Any) -> int:
+        """Check one page against the walk and the service's words; what comes next."""
+        items = page.items
+        got = len(items)
+        meta = page.meta
+        # Read as values of any type: whatever the service sent, nothing is taken on trust.
+        counted: object = meta.total_count
+        limit: object = meta.limit
+        at: object = meta.offset
+        total = counted if type(counted) is int else None
+        if total is None:
+            self._doubts("a page without an integer totalCount")
+        else:
+            self._latest = total
+        if type(limit) is int and limit != self._size:
+            self._doubts(f"meta.limit {limit} on a walk of pages of {self._size}")
+        if type(at) is int and at != offset:
+            self._doubts(f"meta.offset {at} for offset {offset}")
+        if got > self._size:
+            self._doubts(f"{got} items where {self._size} were asked for")
+        start = 0
+        if boundary is not None:
+            if not items or self._key(items[0]) != self._key(boundary):
+                self._doubts("a page that does not start with the previous page's last item")
+            else:
+                start = 1
+                if self._order(items[0]) != self._order(boundary):
+                    self._doubts("the boundary item's order key changed between pages")
+        if self.doubt is None:
+            self._check_order(items)
+        ids = self._ids
+        if ids is not None:
+            ids.add(self._key(item) for item in items[start:])
+        reached = offset + got
+        if got < self._size:
+            if total is not None and reached == total:
+                return _END
+            if total is not None and reached > total:
+                self._doubts(f"totalCount {total} below the {reached} items seen")
+                return _END  # the service says no more, twice
+            self._doubts(f"a short page ({got} of {self._size}) while totalCount says more")
+            return _SHORT
+        if total is not None and reached > total:
+            self._doubts(f"totalCount {total} below the {reached} items seen")
+            self._capped = True
+        return _GO_ON
+
+    def _check_order(self, items: Sequence[Any]) -> None:
+        """Order keys never go down, and never tie at a page's edge."""
+        order = self._order
+        last = len(items) - 1
+        try:
+            keys = [order(item) for item in items]
+            for at in range(last):
+                before, after = keys[at], keys[at + 1]
+                if after < before:
+                    self._doubts("items out of order")
+                    return
+                if not before < after and (at == 0 or at + 1 == last):
+                    self._doubts("two items with the same order key at a page's edge")
+                    return
+        except TypeError:  # an order key that does not compare (None, another type)
+            self._doubts("an order key that does not compare")

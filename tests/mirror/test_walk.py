@@ -1,12 +1,12 @@
 """The walk's proof, property-based: whatever changes between its page fetches, a walk
-that says it is proven has seen every item that existed during the whole walk."""
+that says it is proven has seen every item that existed during the whole walk; and
+whatever a listing's answers lie about (short pages, a capped totalCount, the order, a
+repeated or hidden item), a walk that says it is proven has seen every item."""
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncGenerator
-from typing import Any
 
 import attrs
 from hypothesis import given, settings
@@ -19,6 +19,7 @@ from payroll_async.mirror._walk import Walk
 class Meta:
     total_count: int
     limit: int
+    offset: int
 
 
 @attrs.frozen
@@ -66,17 +67,34 @@ class ChangingListing:
                     self.born.add(value)
             self.ever.update(self.items)
 
-    def __call__(self, *, page_size: int, max_items: int, start_offset: int, sort: Any) -> Any:
-        listing = self
+    def request(self, offset: int, limit: int) -> asyncio.Future[FakePage]:
+        async def answer() -> FakePage:
+            await asyncio.sleep(0)  # let other fetches interleave
+            self.change()
+            items = self.items[offset : offset + limit]
+            return FakePage(list(items), Meta(len(self.items), limit, offset))
 
-        class Paginator:
-            async def pages(self) -> AsyncGenerator[FakePage, None]:
-                await asyncio.sleep(0)  # let other fetches interleave
-                listing.change()
-                items = listing.items[start_offset : start_offset + page_size]
-                yield FakePage(list(items), Meta(len(listing.items), page_size))
+        return asyncio.ensure_future(answer())
 
-        return Paginator()
+    def page(self, answer: FakePage) -> FakePage:
+        return answer
+
+    def end(self, pages: int, items: int) -> None:
+        pass
+
+
+async def walked(walk: Walk) -> set[int]:
+    """Every item the walk's batches held."""
+    seen: set[int] = set()
+    async for batch in walk.batches(3):
+        for items in batch:
+            seen.update(items)
+    return seen
+
+
+def same(item: int) -> int:
+    """An item is its own id and order key."""
+    return item
 
 
 @settings(max_examples=300, deadline=None)
@@ -93,16 +111,9 @@ def test_a_proven_walk_saw_every_item_that_existed_throughout(
     size: int, page: int, seed: int, inserts: int, deletes: int, at_end: bool, concurrency: int
 ) -> None:
     listing = ChangingListing(size, seed, inserts, deletes, at_end)
-    walk = Walk(listing, lambda item: item, page_size=page, concurrency=concurrency)
+    walk = Walk(listing, same, same, page_size=page, concurrency=concurrency)
 
-    async def run() -> set[int]:
-        seen: set[int] = set()
-        async for batch in walk.batches(3):
-            for items in batch:
-                seen.update(items)
-        return seen
-
-    seen = asyncio.run(run())
+    seen = asyncio.run(walked(walk))
     throughout = set(range(0, size * 10, 10)) - listing.removed
     if walk.proven:
         assert throughout <= seen
@@ -119,7 +130,7 @@ def test_a_walk_chasing_a_listing_that_grows_as_fast_as_it_advances_stops_unprov
         listing.next_new += 50
 
     listing.change = grow  # type: ignore[method-assign]
-    walk = Walk(listing, lambda item: item, page_size=5, concurrency=2)
+    walk = Walk(listing, same, same, page_size=5, concurrency=2)
 
     async def run() -> int:
         pages = 0
@@ -130,3 +141,78 @@ def test_a_walk_chasing_a_listing_that_grows_as_fast_as_it_advances_stops_unprov
     pages = asyncio.run(asyncio.wait_for(run(), 30))
     assert not walk.proven
     assert pages <= 2 * (50 // 4) + 16 + 2 * 2 + 1
+
+
+LIES = ("short", "empty", "capped", "swap", "repeat", "hide", "long")
+
+
+class LyingListing:
+    """A listing of ints that stays the same, answered with a lie (seeded, one of
+    ``lies``) to about one request in ``every``."""
+
+    def __init__(self, size: int, seed: int, lies: list[str], every: int) -> None:
+        self.items = list(range(0, size * 10, 10))
+        self.rng = random.Random(seed)
+        self.lies = lies
+        self.every = every
+        self.told = 0
+
+    def lie(self, offset: int, limit: int) -> tuple[list[int], int]:
+        items, total = self.items[offset : offset + limit], len(self.items)
+        if not self.lies or self.rng.randrange(self.every):
+            return items, total
+        self.told += 1
+        lie = self.rng.choice(self.lies)
+        at = self.rng.randrange(max(1, len(items)))
+        if lie == "short":  # fewer items than asked, totalCount unchanged
+            return items[:at], total
+        if lie == "empty":
+            return [], total
+        if lie == "capped":  # a totalCount below the listing's size
+            return items, self.rng.randrange(total + 1)
+        if lie == "swap" and len(items) >= 2:  # two neighbours the other way round
+            at = min(at, len(items) - 2)
+            items[at], items[at + 1] = items[at + 1], items[at]
+        elif lie == "repeat" and offset > 0 and items:  # an earlier item in place of one
+            items[at] = self.items[self.rng.randrange(offset)]
+        elif lie == "hide" and items:  # one item left out, the next one pulled in
+            items = items[:at] + self.items[offset + at + 1 : offset + limit + 1]
+        elif lie == "long":  # one item more than asked
+            items = self.items[offset : offset + limit + 1]
+        return items, total
+
+    def request(self, offset: int, limit: int) -> asyncio.Future[FakePage]:
+        async def answer() -> FakePage:
+            await asyncio.sleep(0)
+            items, total = self.lie(offset, limit)
+            return FakePage(items, Meta(total, limit, offset))
+
+        return asyncio.ensure_future(answer())
+
+    def page(self, answer: FakePage) -> FakePage:
+        return answer
+
+    def end(self, pages: int, items: int) -> None:
+        pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    size=st.integers(0, 120),
+    page=st.integers(2, 12),
+    seed=st.integers(0, 2**32),
+    lies=st.lists(st.sampled_from(LIES), unique=True),
+    every=st.integers(1, 6),
+    concurrency=st.integers(1, 4),
+)
+def test_a_walk_of_a_listing_that_lies_is_proven_only_if_it_saw_every_item(
+    size: int, page: int, seed: int, lies: list[str], every: int, concurrency: int
+) -> None:
+    listing = LyingListing(size, seed, lies, every)
+    walk = Walk(listing, same, same, page_size=page, concurrency=concurrency)
+
+    seen = asyncio.run(walked(walk))
+    if walk.proven:
+        assert seen == set(listing.items)
+    if listing.told == 0:
+        assert walk.proven
