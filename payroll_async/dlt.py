@@ -1,0 +1,253 @@
+"""A dlt source: the service's collections loaded into any dlt destination, kept current.
+
+```python
+import dlt
+from payroll_async.dlt import payroll_source
+
+pipeline = dlt.pipeline("payroll", destination="duckdb", dataset_name="payroll")
+pipeline.run(payroll_source())  # PAYROLL_BASE_URL and PAYROLL_TOKEN, or dlt's secrets
+```
+
+Needs the ``dlt`` extra (``pip install 'payroll-async[dlt]'``). Each run mirrors the
+collections (`payroll_async.mirror.mirror`) into a small SQLite database of the source's
+own, in the pipeline's working directory, and hands dlt the changes since the last load:
+the items inserted or updated (as the service sent them: camelCase names, merged into the
+destination by their id), and a tombstone for each item the mirror proved gone (dlt's
+``hard_delete`` hint on ``mirror_deleted_at`` deletes its row). Which changes were loaded
+is kept in dlt's resource state, which dlt commits with the load package: a load that
+fails is finished by the next run, and a run in which nothing changed loads no row.
+See ``docs/warehouse.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Coroutine, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+
+try:
+    import dlt
+    from dlt.common.typing import TSecretStrValue
+    from dlt.extract import DltResource
+    from sqlalchemy import Engine, create_engine, func, select
+
+    from .mirror import COLLECTIONS, mirror
+    from .mirror._schema import CHANGES, RUNS, TABLES
+except ImportError as exc:  # pragma: no cover - exercised by an install without the extra
+    raise ImportError(
+        "payroll_async.dlt needs the 'dlt' extra: python3 -m pip install 'payroll-async[dlt]'"
+    ) from exc
+
+from . import _env
+from ._client import PayrollClient
+from ._converter import to_camel, to_dict
+from ._exceptions import InvalidArgumentError
+from .models import EmployerIdentifier, PayrollConnection, UpdateGroup, WebhookSubscription
+
+__all__ = ["payroll_source"]
+
+logger = logging.getLogger("payroll_async")
+
+T = TypeVar("T")
+
+STATE_DATABASE = "payroll_mirror.db"
+"""The source's own mirror, in the pipeline's working directory."""
+DELETED = "mirror_deleted_at"
+"""The column of a tombstone (dlt's ``hard_delete`` hint): when the item was proven gone."""
+_PAGE = 1000  # items handed to dlt at once
+_TOMBSTONE: Any = {"data_type": "timestamp", "nullable": True, "hard_delete": True}
+
+_MODELS: dict[str, type[Any]] = {
+    "payroll-connections": PayrollConnection,
+    "employer-identifiers": EmployerIdentifier,
+    "webhooks": WebhookSubscription,
+    "update-groups": UpdateGroup,
+}
+
+
+def _run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to the end; on a thread of its own if this one has a running loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            outcome.append(asyncio.run(coroutine))
+        except BaseException as exc:  # handed to the caller's thread, raised there
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name="payroll-dlt-mirror")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+async def _mirror(base_url: str, token: str, collection: str, into: str) -> None:
+    async with PayrollClient(base_url, token) as client:
+        result = await mirror(client, collection, into=into)
+    if not result.complete:
+        logger.warning(
+            "%s changed too much during the run to prove every deletion; "
+            "the next run loads the rest",
+            collection,
+        )
+
+
+def _item(collection: str, row: Any) -> dict[str, Any]:
+    """The item of a live row, as the service sent it (camelCase names, JSON values).
+
+    The one place that reads an item from the mirror's row: today from its typed columns,
+    through the model, so the keys and values are those of `payroll_async.to_dict`.
+    """
+    mapping = row._mapping
+    model = _MODELS[collection]
+    fields = {field.name: mapping[field.name] for field in attrs.fields(model)}
+    if collection == "webhooks":
+        fields["webhook_event_types"] = tuple(fields["webhook_event_types"])
+    item = to_dict(model(**fields))
+    if collection == "update-groups":  # which employer's group: the listing's scope
+        item["employerIdentifierId"] = str(mapping["employer_identifier_id"])
+    return item
+
+
+def _changed(
+    engine: Engine, collection: str, after: int, upto: int, live_only: bool
+) -> Iterator[list[dict[str, Any]]]:
+    """Pages of the items changed by ``mirror_changes`` ``after`` < change_id <= ``upto``:
+    each item as it is now, or a tombstone if it is deleted (left out with ``live_only``)."""
+    mirrored = TABLES[collection]
+    table = mirrored.table
+    key = table.c[mirrored.key]
+    changed = (
+        select(CHANGES.c.item_id)
+        .where(CHANGES.c.collection == collection)
+        .where(CHANGES.c.change_id > after, CHANGES.c.change_id <= upto)
+    )
+    query = select(table).where(key.in_(changed)).order_by(key)
+    if live_only:
+        query = query.where(table.c.mirror_deleted_at.is_(None))
+    name = to_camel(mirrored.key)
+    with engine.connect() as conn:
+        result = conn.execution_options(yield_per=_PAGE).execute(query)
+        for rows in result.partitions():
+            page = []
+            for row in rows:
+                gone = row._mapping["mirror_deleted_at"]
+                if gone is None:
+                    page.append(_item(collection, row))
+                else:
+                    page.append({name: str(row._mapping[mirrored.key]), DELETED: gone})
+            yield page
+
+
+def _feed(base_url: str, token: str, collection: str) -> Iterator[Any]:
+    """One collection's resource: mirror it, then yield the changes dlt has not loaded."""
+    pipeline = dlt.current.pipeline()
+    state = dlt.current.resource_state()
+    path = Path(pipeline.working_dir) / STATE_DATABASE
+    _run(_mirror(base_url, token, collection, f"sqlite:///{path}"))
+    engine = create_engine(f"sqlite:///{path}")
+    try:
+        with engine.connect() as conn:
+            first_run = conn.execute(
+                select(RUNS.c.run_id)
+                .where(RUNS.c.collection == collection)
+                .order_by(RUNS.c.started_at)
+                .limit(1)
+            ).scalar_one()
+            upto = conn.execute(
+                select(func.coalesce(func.max(CHANGES.c.change_id), 0)).where(
+                    CHANGES.c.collection == collection
+                )
+            ).scalar_one()
+        mirror_id = str(first_run)
+        after = int(state.get("change_id", 0))
+        # A cursor of another state database (this one was lost, or made anew): reload
+        # every live item and replace the table, since the deletions in between are unknown.
+        fresh = state.get("mirror") not in (None, mirror_id)
+        if fresh:
+            logger.warning(
+                "%s: the source's state database in %s is new; reloading every item",
+                collection,
+                pipeline.working_dir,
+            )
+            after = 0
+        if upto <= after and not fresh:
+            return  # nothing changed: no row, and the state is left as it is
+        hints = dlt.mark.make_hints(write_disposition="replace") if fresh else None
+        for page in _changed(engine, collection, after, upto, live_only=fresh):
+            yield dlt.mark.with_hints(page, hints) if hints is not None else page
+            hints = None  # once is enough: the rest of the load follows it
+        state["mirror"] = mirror_id
+        state["change_id"] = upto
+    finally:
+        engine.dispose()
+
+
+@dlt.source(name="payroll")
+def payroll_source(
+    base_url: str | None = None,
+    token: TSecretStrValue | None = None,
+    *,
+    collections: Sequence[str] = COLLECTIONS,
+) -> list[DltResource]:
+    """The service as a dlt source: one resource (and table) per collection, kept current.
+
+    ```python
+    pipeline = dlt.pipeline("payroll", destination="duckdb", dataset_name="payroll")
+    info = pipeline.run(payroll_source(collections=("payroll-connections",)))
+    ```
+
+    ``base_url`` and ``token`` as `PayrollClient` takes them (default: dlt's configuration,
+    ``sources.payroll.token`` in ``.dlt/secrets.toml``, else ``PAYROLL_BASE_URL`` and
+    ``PAYROLL_TOKEN``). ``collections``: any of ``payroll-connections``,
+    ``employer-identifiers``, ``webhooks``, ``update-groups`` (every employer's); the
+    resources are named after their tables (``payroll_connections``,
+    ``employer_identifiers``, ``webhook_subscriptions``, ``update_groups``).
+
+    Each resource's primary key is the item's id, its write disposition ``merge``; a list
+    (a subscription's ``webhookEventTypes``) is a child table, as dlt makes one. An item is
+    deleted at the destination only when the mirror proves it gone (two walks of the
+    listing, each checked, missed it). Bad arguments raise `InvalidArgumentError` here,
+    before any request.
+    """
+    chosen = tuple(dict.fromkeys(collections))
+    for collection in chosen:
+        if collection not in TABLES:
+            raise InvalidArgumentError(
+                f"collections: each one of {', '.join(COLLECTIONS)}, got {collection!r}"
+            )
+    if not chosen:
+        raise InvalidArgumentError("collections: give at least one")
+    url = base_url if base_url is not None else _env.read(_env.BASE_URL)
+    if url is None:
+        raise InvalidArgumentError(f"no base_url: pass base_url= or set {_env.BASE_URL}")
+    secret = token if token is not None else _env.read(_env.TOKEN)
+    if secret is None:
+        raise InvalidArgumentError(f"no token: pass token= or set {_env.TOKEN}")
+    resources = []
+    for collection in chosen:
+        mirrored = TABLES[collection]
+        resources.append(
+            dlt.resource(
+                _feed(url, secret, collection),
+                name=mirrored.table.name,
+                primary_key=to_camel(mirrored.key),
+                write_disposition="merge",
+                columns={
+                    DELETED: {"data_type": "timestamp", "nullable": True, "hard_delete": True}
+                },
+            )
+        )
+    return resources
