@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import importlib
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -267,25 +268,32 @@ def test_a_load_the_destination_refused_is_finished_by_the_next(
     assert connections_loaded(again) == connections_of_service(emu)
 
 
-def test_a_lost_state_database_reloads_the_collection_exactly(
-    payroll_emulator: Emulator, make_pipeline: MakePipeline
+@pytest.mark.parametrize("lost", ["state database", "working directory"])
+def test_a_lost_state_reloads_the_collection_exactly(
+    payroll_emulator: Emulator, make_pipeline: MakePipeline, lost: str
 ) -> None:
     emu = payroll_emulator
     pipeline = make_pipeline()
     pipeline.run(source(emu, collections=("payroll-connections",)))
     churned = emu.churn("payroll-connections", inserted=2, deleted=3)
-    for path in Path(pipeline.working_dir).glob("payroll_mirror.db*"):
-        path.unlink()
+    if lost == "state database":
+        for path in Path(pipeline.working_dir).glob("payroll_mirror.db*"):
+            path.unlink()
+    else:  # an ephemeral container: dlt restores its state from the destination
+        shutil.rmtree(pipeline.working_dir)
 
     pipeline = make_pipeline()
     pipeline.run(source(emu, collections=("payroll-connections",)))
 
-    assert loaded(pipeline) == {"payroll_connections": 299}
+    assert loaded(pipeline) == {"payroll_connections": 299}  # every item, once
     after = connections_loaded(pipeline)
     assert after == connections_of_service(emu)  # the deletions in between too
     assert not set(churned.deleted) & {row[0] for row in after}
-    info = make_pipeline().run(source(emu, collections=("payroll-connections",)))
-    assert info.loads_ids == []
+    emu.churn("payroll-connections", updated=1, deleted=1)
+    pipeline = make_pipeline()
+    pipeline.run(source(emu, collections=("payroll-connections",)))
+    assert loaded(pipeline) == {"payroll_connections": 2}  # merging again
+    assert connections_loaded(pipeline) == connections_of_service(emu)
 
 
 def test_the_token_is_kept_nowhere(
