@@ -22,16 +22,17 @@ See ``docs/warehouse.md``.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import threading
+import uuid
 from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import attrs
-
 try:
     import dlt
+    import pyarrow as pa
     from dlt.common.typing import TSecretStrValue
     from dlt.extract import DltResource
     from sqlalchemy import Engine, create_engine, func, select
@@ -45,9 +46,8 @@ except ImportError as exc:  # pragma: no cover - exercised by an install without
 
 from . import _env
 from ._client import PayrollClient
-from ._converter import to_camel, to_dict
+from ._converter import to_camel
 from ._exceptions import InvalidArgumentError
-from .models import EmployerIdentifier, PayrollConnection, UpdateGroup, WebhookSubscription
 
 __all__ = ["payroll_source"]
 
@@ -61,13 +61,6 @@ DELETED = "mirror_deleted_at"
 """The column of a tombstone (dlt's ``hard_delete`` hint): when the item was proven gone."""
 _PAGE = 1000  # items handed to dlt at once
 _TOMBSTONE: Any = {"data_type": "timestamp", "nullable": True, "hard_delete": True}
-
-_MODELS: dict[str, type[Any]] = {
-    "payroll-connections": PayrollConnection,
-    "employer-identifiers": EmployerIdentifier,
-    "webhooks": WebhookSubscription,
-    "update-groups": UpdateGroup,
-}
 
 
 def _run(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -104,28 +97,55 @@ async def _mirror(base_url: str, token: str, collection: str, into: str) -> None
         )
 
 
-def _item(collection: str, row: Any) -> dict[str, Any]:
-    """The item of a live row, as the service sent it (camelCase names, JSON values).
+def _item(columns: Sequence[tuple[str, str]], row: Any) -> dict[str, Any]:
+    """The item of a live row, as the service sent it: its camelCase names (``columns``:
+    the row's column and the service's name of each), ids as text, timestamps as UTC.
 
-    The one place that reads an item from the mirror's row: today from its typed columns,
-    through the model, so the keys and values are those of `payroll_async.to_dict`.
+    The one place that reads an item from the mirror's row, today from its typed columns
+    (dlt types them as the service's JSON would be: text, timestamp, bool, bigint).
     """
     mapping = row._mapping
-    model = _MODELS[collection]
-    fields = {field.name: mapping[field.name] for field in attrs.fields(model)}
-    if collection == "webhooks":
-        fields["webhook_event_types"] = tuple(fields["webhook_event_types"])
-    item = to_dict(model(**fields))
-    if collection == "update-groups":  # which employer's group: the listing's scope
-        item["employerIdentifierId"] = str(mapping["employer_identifier_id"])
+    item = {}
+    for column, name in columns:
+        value = mapping[column]
+        item[name] = str(value) if isinstance(value, uuid.UUID) else value
     return item
+
+
+_TIMESTAMP = pa.timestamp("us", tz="UTC")
+_ARROW_TYPES: dict[type, Any] = {
+    uuid.UUID: pa.string(),
+    str: pa.string(),
+    datetime.datetime: _TIMESTAMP,
+    int: pa.int64(),
+    bool: pa.bool_(),
+}
+
+
+def _arrow_schema(collection: str) -> Any:
+    """The Arrow schema of a collection's items and tombstones; None for one with a list
+    (a subscription's event types), whose items dlt normalizes into a child table."""
+    mirrored = TABLES[collection]
+    fields = []
+    for column in mirrored.table.c:
+        kind = column.type.python_type
+        if column.name == DELETED:
+            fields.append(pa.field(DELETED, _TIMESTAMP))
+        elif column.name in mirrored.fields:
+            if kind not in _ARROW_TYPES:
+                return None
+            key = column.name == mirrored.key
+            fields.append(pa.field(to_camel(column.name), _ARROW_TYPES[kind], nullable=not key))
+    return pa.schema(fields)
 
 
 def _changed(
     engine: Engine, collection: str, after: int, upto: int, live_only: bool
-) -> Iterator[list[dict[str, Any]]]:
+) -> Iterator[Any]:
     """Pages of the items changed by ``mirror_changes`` ``after`` < change_id <= ``upto``:
-    each item as it is now, or a tombstone if it is deleted (left out with ``live_only``)."""
+    each item as it is now, or a tombstone (its id and ``mirror_deleted_at``) if it is
+    deleted (left out with ``live_only``). A page is an Arrow table where the items are
+    flat (dlt loads those without normalizing each row), else a list of dicts."""
     mirrored = TABLES[collection]
     table = mirrored.table
     key = table.c[mirrored.key]
@@ -137,7 +157,9 @@ def _changed(
     query = select(table).where(key.in_(changed)).order_by(key)
     if live_only:
         query = query.where(table.c.mirror_deleted_at.is_(None))
+    columns = [(name, to_camel(name)) for name in mirrored.fields]
     name = to_camel(mirrored.key)
+    schema = _arrow_schema(collection)
     with engine.connect() as conn:
         result = conn.execution_options(yield_per=_PAGE).execute(query)
         for rows in result.partitions():
@@ -145,10 +167,10 @@ def _changed(
             for row in rows:
                 gone = row._mapping["mirror_deleted_at"]
                 if gone is None:
-                    page.append(_item(collection, row))
+                    page.append(_item(columns, row))
                 else:
                     page.append({name: str(row._mapping[mirrored.key]), DELETED: gone})
-            yield page
+            yield page if schema is None else pa.Table.from_pylist(page, schema=schema)
 
 
 def _feed(base_url: str, token: str, collection: str) -> Iterator[Any]:
