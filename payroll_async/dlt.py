@@ -128,7 +128,8 @@ def _arrow_schema(collection: str) -> Any:
     mirrored = TABLES[collection]
     fields = []
     for column in mirrored.table.c:
-        kind = column.type.python_type
+        # a TypeDecorator (UTCDateTime) says object; what it stores says datetime
+        kind = getattr(column.type, "impl_instance", column.type).python_type
         if column.name == DELETED:
             fields.append(pa.field(DELETED, _TIMESTAMP))
         elif column.name in mirrored.fields:

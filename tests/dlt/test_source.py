@@ -162,29 +162,30 @@ def test_a_load_interrupted_during_extraction_is_finished_by_the_next(
     payroll_emulator: Emulator, make_pipeline: MakePipeline
 ) -> None:
     emu = payroll_emulator
-    make_pipeline().run(source(emu, collections=("payroll-connections",)))
+    make_pipeline().run(source(emu))
     before = connections_loaded(make_pipeline())
     emu.churn("payroll-connections", inserted=20, updated=20, deleted=20)
-    seen = 0
+    emu.churn("employer-identifiers", updated=3)
 
-    def interrupt(item: dict[str, Any]) -> dict[str, Any]:
-        nonlocal seen
-        seen += 1
-        if seen == 30:
-            raise Interrupted
-        return item
+    def interrupt(page: Any) -> Any:
+        raise Interrupted  # the last resource: the others were mirrored and extracted
 
-    broken = source(emu, collections=("payroll-connections",))
-    broken.payroll_connections.add_map(interrupt)
+    broken = source(emu)
+    broken.update_groups.add_map(interrupt)
+    emu.churn("update-groups", updated=1)  # so that update_groups has a page to fail on
     with pytest.raises(PipelineStepFailed) as failed:
         make_pipeline().run(broken)
     assert isinstance(failed.value.__cause__.__cause__, Interrupted)  # type: ignore[union-attr]
     assert connections_loaded(make_pipeline()) == before  # nothing of it was loaded
 
     pipeline = make_pipeline()
-    pipeline.run(source(emu, collections=("payroll-connections",)))
+    pipeline.run(source(emu))
 
-    assert loaded(pipeline) == {"payroll_connections": 60}
+    assert loaded(pipeline) == {
+        "payroll_connections": 60,
+        "employer_identifiers": 3,
+        "update_groups": 1,
+    }
     assert connections_loaded(pipeline) == connections_of_service(emu)
 
 
