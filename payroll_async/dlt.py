@@ -97,19 +97,14 @@ async def _mirror(base_url: str, token: str, collection: str, into: str) -> None
         )
 
 
-def _item(columns: Sequence[tuple[str, str]], row: Any) -> dict[str, Any]:
-    """The item of a live row, as the service sent it: its camelCase names (``columns``:
-    the row's column and the service's name of each), ids as text, timestamps as UTC.
+def _item(names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
+    """The item of a live row, as the service sent it: its camelCase ``names``, ids as
+    text, timestamps as UTC.
 
-    The one place that reads an item from the mirror's row, today from its typed columns
+    The one place that makes an item of the mirror's row, today from its typed columns
     (dlt types them as the service's JSON would be: text, timestamp, bool, bigint).
     """
-    mapping = row._mapping
-    item = {}
-    for column, name in columns:
-        value = mapping[column]
-        item[name] = str(value) if isinstance(value, uuid.UUID) else value
-    return item
+    return dict(zip(names, values, strict=True))
 
 
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -122,14 +117,19 @@ _ARROW_TYPES: dict[type, Any] = {
 }
 
 
+def _python_type(column: Any) -> type:
+    # a TypeDecorator (UTCDateTime) says object; what it stores says datetime
+    kind: type = getattr(column.type, "impl_instance", column.type).python_type
+    return kind
+
+
 def _arrow_schema(collection: str) -> Any:
     """The Arrow schema of a collection's items and tombstones; None for one with a list
     (a subscription's event types), whose items dlt normalizes into a child table."""
     mirrored = TABLES[collection]
     fields = []
     for column in mirrored.table.c:
-        # a TypeDecorator (UTCDateTime) says object; what it stores says datetime
-        kind = getattr(column.type, "impl_instance", column.type).python_type
+        kind = _python_type(column)
         if column.name == DELETED:
             fields.append(pa.field(DELETED, _TIMESTAMP))
         elif column.name in mirrored.fields:
@@ -155,22 +155,24 @@ def _changed(
         .where(CHANGES.c.collection == collection)
         .where(CHANGES.c.change_id > after, CHANGES.c.change_id <= upto)
     )
-    query = select(table).where(key.in_(changed)).order_by(key)
+    query = select(*(table.c[f] for f in mirrored.fields), table.c.mirror_deleted_at)
+    query = query.where(key.in_(changed))
     if live_only:
         query = query.where(table.c.mirror_deleted_at.is_(None))
-    columns = [(name, to_camel(name)) for name in mirrored.fields]
-    name = to_camel(mirrored.key)
+    names = [to_camel(f) for f in mirrored.fields]  # the key first
+    ids = [n for n, f in enumerate(mirrored.fields) if _python_type(table.c[f]) is uuid.UUID]
     schema = _arrow_schema(collection)
     with engine.connect() as conn:
         result = conn.execution_options(yield_per=_PAGE).execute(query)
         for rows in result.partitions():
             page = []
             for row in rows:
-                gone = row._mapping["mirror_deleted_at"]
-                if gone is None:
-                    page.append(_item(columns, row))
-                else:
-                    page.append({name: str(row._mapping[mirrored.key]), DELETED: gone})
+                *values, gone = row
+                for n in ids:
+                    values[n] = str(values[n])
+                page.append(
+                    _item(names, values) if gone is None else {names[0]: values[0], DELETED: gone}
+                )
             yield page if schema is None else pa.Table.from_pylist(page, schema=schema)
 
 

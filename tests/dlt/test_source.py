@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import importlib
 import shutil
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -342,6 +344,23 @@ def test_without_the_extra_the_import_says_what_to_install(
     monkeypatch.delitem(sys.modules, "payroll_async.dlt")
     with pytest.raises(ImportError, match=r"pip install 'payroll-async\[dlt\]'"):
         importlib.import_module("payroll_async.dlt")
+
+
+def test_with_resources_loads_and_mirrors_only_those(
+    payroll_emulator: Emulator, make_pipeline: MakePipeline
+) -> None:
+    pipeline = make_pipeline()
+    pipeline.run(source(payroll_emulator).with_resources("webhook_subscriptions"))
+    assert loaded(pipeline) == {
+        "webhook_subscriptions": 3,
+        "webhook_subscriptions__webhook_event_types": 3,
+    }
+    state = Path(pipeline.working_dir) / "payroll_mirror.db"
+    assert rows(pipeline, "SELECT count(*) FROM webhook_subscriptions") == [(3,)]
+    with contextlib.closing(sqlite3.connect(state)) as db:
+        assert db.execute("SELECT DISTINCT collection FROM mirror_runs").fetchall() == [
+            ("webhooks",)
+        ]
 
 
 def test_resources_are_named_after_their_tables(payroll_emulator: Emulator) -> None:
