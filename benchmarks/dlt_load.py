@@ -21,7 +21,6 @@ import asyncio
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +29,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _util import HERE, ROOT, TOKEN, machine, median, process_serving, report_targets, table
+import _util
+from _util import HERE, TOKEN, against_export, machine, process_serving, report_targets
 
 
 def dlt_child(base: str, folder: str) -> dict[str, Any]:
@@ -79,17 +79,7 @@ async def client_child(kind: str, base: str, target: str) -> dict[str, Any]:
 
 
 def run_child(kind: str, base: str, target: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, base, target],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"{kind} into {target} failed:\n{out.stderr}")
-    result: dict[str, Any] = json.loads(out.stdout.splitlines()[-1])
-    return result
+    return _util.run_child(__file__, kind, base, target)
 
 
 def main() -> int:
@@ -129,21 +119,7 @@ def compare(args: argparse.Namespace, folder: Path) -> int:
             runs["mirror"].append(run_child("mirror", base, url))
             runs["re-mirror"].append(run_child("mirror", base, url))
             runs["dlt re-load"].append(run_child("dlt", base, str(pipeline)))
-    wall = {k: median([x["wall"] for x in v]) for k, v in runs.items()}
-    cpu = {k: median([x["cpu"] for x in v]) for k, v in runs.items()}
-    rows = [
-        [
-            k,
-            f"{wall[k]:.2f}",
-            f"{wall[k] / wall['export']:.2f}x",
-            f"{cpu[k] / args.items * 1e6:.1f}",
-        ]
-        for k in runs
-    ]
-    print(table(["run", "wall s (median)", "vs export", "CPU µs/item"], rows))
-    for k, v in runs.items():
-        walls = ", ".join(f"{x['wall']:.2f}" for x in v)
-        print(f"{k} wall s: {walls}")
+    wall, _cpu = against_export(runs, args.items)
     first = runs["dlt load"]
     again = runs["dlt re-load"]
     print(f"dlt load: rows loaded {[x['loaded'] for x in first]}, in table {first[0]['rows']:,}")
