@@ -372,3 +372,12 @@ def test_resources_are_named_after_their_tables(payroll_emulator: Emulator) -> N
         "update_groups",
     ]
     assert dlt.__version__ >= "1"
+
+
+async def test_a_pipeline_run_from_a_coroutine_mirrors_on_a_thread(
+    payroll_emulator: Emulator, make_pipeline: MakePipeline
+) -> None:
+    # dlt's run blocks; the source's mirror cannot use the caller's running loop
+    pipeline = make_pipeline()
+    pipeline.run(source(payroll_emulator, collections=("employer-identifiers",)))
+    assert loaded(pipeline) == {"employer_identifiers": 50}
