@@ -277,8 +277,9 @@ def test_a_lost_state_reloads_the_collection_exactly(
 ) -> None:
     emu = payroll_emulator
     pipeline = make_pipeline()
-    pipeline.run(source(emu, collections=("payroll-connections",)))
+    pipeline.run(source(emu, collections=("payroll-connections", "webhooks")))
     churned = emu.churn("payroll-connections", inserted=2, deleted=3)
+    gone = emu.churn("webhooks", deleted=1).deleted
     if lost == "state database":
         for path in Path(pipeline.working_dir).glob("payroll_mirror.db*"):
             path.unlink()
@@ -286,17 +287,30 @@ def test_a_lost_state_reloads_the_collection_exactly(
         shutil.rmtree(pipeline.working_dir)
 
     pipeline = make_pipeline()
-    pipeline.run(source(emu, collections=("payroll-connections",)))
+    pipeline.run(source(emu, collections=("payroll-connections", "webhooks")))
 
-    assert loaded(pipeline) == {"payroll_connections": 299}  # every item, once
+    assert loaded(pipeline) == {  # every item, once
+        "payroll_connections": 299,
+        "webhook_subscriptions": 2,
+        "webhook_subscriptions__webhook_event_types": 2,
+    }
     after = connections_loaded(pipeline)
     assert after == connections_of_service(emu)  # the deletions in between too
     assert not set(churned.deleted) & {row[0] for row in after}
+    found = [(str(s), t) for s, t in rows(pipeline, EVENT_TYPES)]
+    assert found == event_types_of_service(emu)
+    assert gone[0] not in {s for s, _ in found}
     emu.churn("payroll-connections", updated=1, deleted=1)
+    emu.churn("webhooks", updated=1)
     pipeline = make_pipeline()
-    pipeline.run(source(emu, collections=("payroll-connections",)))
-    assert loaded(pipeline) == {"payroll_connections": 2}  # merging again
+    pipeline.run(source(emu, collections=("payroll-connections", "webhooks")))
+    assert loaded(pipeline) == {  # merging again
+        "payroll_connections": 2,
+        "webhook_subscriptions": 1,
+        "webhook_subscriptions__webhook_event_types": 1,
+    }
     assert connections_loaded(pipeline) == connections_of_service(emu)
+    assert [(str(s), t) for s, t in rows(pipeline, EVENT_TYPES)] == event_types_of_service(emu)
 
 
 def test_the_token_is_kept_nowhere(
