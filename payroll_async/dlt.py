@@ -102,7 +102,9 @@ def _item(names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
     text, timestamps as UTC.
 
     The one place that makes an item of the mirror's row, today from its typed columns
-    (dlt types them as the service's JSON would be: text, timestamp, bool, bigint).
+    (dlt types them as the service's JSON would be: text, timestamp, bool, bigint). With
+    the item as last sent kept in the row (``mirror_item``, issue 31 item 2), this reads
+    that instead, and the Arrow pages parse its timestamps (``_arrow_schema`` types them).
     """
     return dict(zip(names, values, strict=True))
 
