@@ -171,7 +171,9 @@ def _changed(
         type_coerce(table.c[f], Text) if n in ids else table.c[f]
         for n, f in enumerate(mirrored.fields)
     ]
-    query = select(*selected, table.c.mirror_deleted_at).where(key.in_(changed))
+    query = select(*selected, table.c.mirror_deleted_at)
+    if after > 0:  # from the start, every row has changed: no need to ask which
+        query = query.where(key.in_(changed))
     if live_only:
         query = query.where(table.c.mirror_deleted_at.is_(None))
     names = [to_camel(f) for f in mirrored.fields]  # the key first
