@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import platform
 import statistics
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -83,3 +85,36 @@ def report_targets(checks: Sequence[tuple[str, float, float]]) -> int:
         failed += not ok
         print(f"  {'PASS' if ok else 'FAIL'}  {label} = {value:.2f} (target <= {limit:g})")
     return 1 if failed else 0
+
+
+def against_export(
+    runs: Mapping[str, Sequence[Mapping[str, Any]]], items: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Print each kind of run's median wall against the export's, its CPU per item and
+    every run's wall; return the median walls and CPU seconds by kind."""
+    wall = {k: median([x["wall"] for x in v]) for k, v in runs.items()}
+    cpu = {k: median([x["cpu"] for x in v]) for k, v in runs.items()}
+    rows = [
+        [k, f"{wall[k]:.2f}", f"{wall[k] / wall['export']:.2f}x", f"{cpu[k] / items * 1e6:.1f}"]
+        for k in runs
+    ]
+    print(table(["run", "wall s (median)", "vs export", "CPU µs/item"], rows))
+    for k, v in runs.items():
+        walls = ", ".join(f"{x['wall']:.2f}" for x in v)
+        print(f"{k} wall s: {walls}")
+    return wall, cpu
+
+
+def run_child(script: str, kind: str, base: str, target: str) -> dict[str, Any]:
+    """Run ``script --child KIND BASE TARGET`` in a fresh process; the JSON of its last line."""
+    out = subprocess.run(
+        [sys.executable, script, "--child", kind, base, target],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"{kind} into {target} failed:\n{out.stderr}")
+    result: dict[str, Any] = json.loads(out.stdout.splitlines()[-1])
+    return result

@@ -34,6 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import _util
 from _util import HERE, ROOT, TOKEN, machine, median, process_serving, report_targets, table
 
 
@@ -80,17 +81,7 @@ async def child(kind: str, base: str, target: str) -> dict[str, Any]:
 
 
 def run_child(kind: str, base: str, target: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, base, target],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"{kind} into {target} failed:\n{out.stderr}")
-    result: dict[str, Any] = json.loads(out.stdout.splitlines()[-1])
-    return result
+    return _util.run_child(__file__, kind, base, target)
 
 
 def table_dump(url: str, table_name: str) -> list[tuple[Any, ...]]:
