@@ -44,10 +44,10 @@ except ImportError as exc:  # pragma: no cover - exercised by an install without
         "payroll_async.dlt needs the 'dlt' extra: python3 -m pip install 'payroll-async[dlt]'"
     ) from exc
 
-from . import _env
 from ._client import PayrollClient
-from ._converter import to_camel
-from ._exceptions import InvalidArgumentError
+from ._core import _env
+from ._core._converter import to_camel
+from ._core._exceptions import InvalidArgumentError
 
 __all__ = ["payroll_source"]
 
