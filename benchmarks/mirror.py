@@ -112,7 +112,7 @@ def changes(url: str, run_id: str) -> dict[str, set[str]]:
     engine = create_engine(url)
     found: dict[str, set[str]] = {"inserted": set(), "updated": set(), "deleted": set()}
     with engine.connect() as conn:
-        key = run_id if url.startswith("postgresql") else uuid.UUID(run_id).hex
+        key = run_id if url.startswith("postgresql") else str(uuid.UUID(run_id))
         for change, item in conn.execute(
             text("SELECT change, item_id FROM mirror_changes WHERE run_id = :r"), {"r": key}
         ):

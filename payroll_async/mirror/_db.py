@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import errno
 import fcntl
 import hashlib
@@ -25,13 +24,13 @@ from typing import Any, NoReturn
 from urllib.parse import quote
 
 import attrs
-from sqlalchemy import event, insert, select, text
+from sqlalchemy import event, select, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from ._errors import MirrorBusyError, MirrorError, MirrorURLError
-from ._schema import METADATA, SCHEMA, SCHEMA_VERSION
+from ._schema import SCHEMA_VERSION, install
 
 __all__ = ["Database", "database_errors", "open_database", "redact"]
 
@@ -220,23 +219,15 @@ class Database:
             os.close(fd)  # releases the flock
 
     async def ensure_schema(self, connection: AsyncConnection) -> None:
-        """Create the tables on first use; refuse a schema newer than this release's."""
+        """Create the tables on first use, migrate those of an earlier version (one
+        transaction); refuse a schema newer than this release's."""
         with self.errors("creating the mirror's tables"):
             async with connection.begin():
                 if self.dialect == "postgresql":
                     await connection.execute(
                         text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_SCHEMA_LOCK)
                     )
-                await connection.run_sync(METADATA.create_all, checkfirst=True)
-                version = (await connection.execute(select(SCHEMA.c.version))).scalars().all()
-                stored = max(version, default=None)
-                if stored is None:
-                    await connection.execute(
-                        insert(SCHEMA).values(
-                            version=SCHEMA_VERSION,
-                            installed_at=datetime.datetime.now(datetime.timezone.utc),
-                        )
-                    )
+                stored = await connection.run_sync(install)
         if stored is not None and stored > SCHEMA_VERSION:
             raise MirrorError(
                 f"the mirror tables in {self.shown} are schema version {stored}; this "

@@ -3,8 +3,8 @@
 SQLAlchemy builds and compiles every statement (one upsert construct,
 ``insert().on_conflict_do_update``, for both dialects); the rows then go to the driver as
 plain tuples in the form the database stores, so that a page costs no per-value type
-processing. The forms are exactly what SQLAlchemy's own types write (32 hex digits for a
-``Uuid`` in SQLite, ``YYYY-MM-DD HH:MM:SS.ffffff`` UTC text for a timestamp, JSON text for
+processing. The forms are exactly what the schema's types write (``8-4-4-4-12`` text for
+an id in SQLite, ``YYYY-MM-DD HH:MM:SS.ffffff`` UTC text for a timestamp, JSON text for
 a list), so rows read back through SQLAlchemy are the same values. Comparing a stored row
 with an item is then one tuple comparison.
 """
@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import datetime
 import json
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Boolean, Column, Dialect, Table, Uuid, bindparam
+from sqlalchemy import Boolean, Column, Dialect, Table, bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._json import loads
-from ._schema import CHANGES, UTCDateTime
+from ._schema import CHANGES, ItemId, UTCDateTime
 
 __all__ = ["Statements"]
 
@@ -48,8 +47,8 @@ def _converter(column: Column[Any], dialect: str) -> Convert:
     kind = column.type
     if dialect == "postgresql":
         return list if column.name == "webhook_event_types" else _same
-    if isinstance(kind, Uuid):
-        return operator.attrgetter("hex")  # never None: ids are required
+    if isinstance(kind, ItemId):
+        return str  # never None: ids are required
     if isinstance(kind, UTCDateTime):
         return _sqlite_time
     if isinstance(kind, Boolean):
