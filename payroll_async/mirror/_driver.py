@@ -21,9 +21,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._json import loads
-from ._schema import CHANGES, ItemId, UTCDateTime
+from ._schema import BOOKKEEPING, CHANGES, ItemId, UTCDateTime
 
-__all__ = ["Statements"]
+__all__ = ["Statements", "id_text"]
 
 Convert = Callable[[Any], Any]
 _UTC = datetime.timezone.utc
@@ -39,6 +39,11 @@ def _sqlite_time(value: datetime.datetime | None) -> str | None:
     return value.replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
+def id_text(value: Any) -> str:
+    """An id (a UUID, or its text as sent) as SQLite stores it: lower-case 8-4-4-4-12."""
+    return value.lower() if type(value) is str else str(value)
+
+
 def _same(value: Any) -> Any:
     return value
 
@@ -48,7 +53,7 @@ def _converter(column: Column[Any], dialect: str) -> Convert:
     if dialect == "postgresql":
         return list if column.name == "webhook_event_types" else _same
     if isinstance(kind, ItemId):
-        return str  # never None: ids are required
+        return id_text  # never None: ids are required
     if isinstance(kind, UTCDateTime):
         return _sqlite_time
     if isinstance(kind, Boolean):
@@ -98,10 +103,9 @@ class Statements:
             set_={c.name: upsert.excluded[c.name] for c in table.c if c.name not in kept},
         )
         self.upsert, order = _compiled(upsert, dialect)
-        tail = ["mirror_first_seen_at", "mirror_last_seen_at", "mirror_deleted_at"]
-        if order != [*fields, *tail]:
+        if order != [*fields, *BOOKKEEPING]:
             raise AssertionError(f"unexpected column order of the upsert: {order}")
-        names = ["run_id", "collection", "item_id", "change", "at"]
+        names = ["run_id", "collection", "item_id", "change", "at", "before", "after"]
         self.change, order = _compiled(
             insert_changes := CHANGES.insert().values({n: bindparam(n) for n in names}), dialect
         )
@@ -111,16 +115,25 @@ class Statements:
         self.change = self.change.partition(" RETURNING ")[0]  # change_id is never read
         self.change_row = _row_converter([CHANGES.c[n] for n in names], self.dialect)
         quoted = dialect.identifier_preparer.quote
-        listed = ", ".join(quoted(name) for name in (*fields, "mirror_deleted_at"))
-        self._select = f"SELECT {listed} FROM {quoted(table.name)} WHERE {quoted(key)}"
-        if not pg:
-            # One row back, whatever the page's size: SQLite steps once, so its thread
-            # gives up the GIL once, not once a row; the ids go in as one JSON array.
-            listed = ", ".join(quoted(name) for name in (*fields, "mirror_deleted_at"))
-            self._select = (
-                f"SELECT json_group_array(json_array({listed})) FROM {quoted(table.name)} "
-                f"WHERE {quoted(key)} IN (SELECT value FROM json_each(?))"
-            )
+        self._name, self._key = quoted(table.name), quoted(key)
+        self._digests = self._select(key, "mirror_digest", "mirror_deleted_at")
+        self._typed = self._select(*fields, "mirror_deleted_at")
+        # jsonb as its text (SQLAlchemy's codec of asyncpg would parse it)
+        self._items = self._select(key, "mirror_item").replace(
+            '"mirror_item" FROM', '"mirror_item"::text FROM'
+        )
+
+    def _select(self, *columns: str) -> str:
+        """The statement that reads ``columns`` of the rows of some ids."""
+        quoted = ", ".join(f'"{name}"' for name in columns)
+        if self.dialect == "postgresql":
+            return f"SELECT {quoted} FROM {self._name} WHERE {self._key} = ANY($1::uuid[])"
+        # One row back, whatever the page's size: SQLite steps once, so its thread gives
+        # up the GIL once, not once a row; the ids go in as one JSON array.
+        return (
+            f"SELECT json_group_array(json_array({quoted})) FROM {self._name} "
+            f"WHERE {self._key} IN (SELECT value FROM json_each(?))"
+        )
 
     async def insert(
         self, conn: AsyncConnection, statement: str, rows: list[tuple[Any, ...]]
@@ -170,11 +183,27 @@ class Statements:
             found = self._multi[key] = f"{head} VALUES {groups}{tail}"
         return found
 
-    async def stored(self, conn: AsyncConnection, keys: Sequence[Any]) -> list[Sequence[Any]]:
-        """The stored rows of ``keys`` (the model's columns, then ``mirror_deleted_at``)."""
-        if self.dialect == "postgresql":
-            result = await conn.exec_driver_sql(f"{self._select} = ANY($1::uuid[])", (list(keys),))
-            return list(result)
-        result = await conn.exec_driver_sql(self._select, (json.dumps(list(keys)),))
-        found: list[Sequence[Any]] = loads(result.scalar_one())
+    async def _read(
+        self, conn: AsyncConnection, statement: str, keys: Sequence[Any]
+    ) -> list[Sequence[Any]]:
+        found: list[Sequence[Any]] = []
+        for start in range(0, len(keys), 1000):
+            chunk = list(keys[start : start + 1000])
+            if self.dialect == "postgresql":
+                found.extend(await conn.exec_driver_sql(statement, (chunk,)))
+            else:
+                result = await conn.exec_driver_sql(statement, (json.dumps(chunk),))
+                found.extend(loads(result.scalar_one()))
         return found
+
+    async def stored(self, conn: AsyncConnection, keys: Sequence[Any]) -> list[Sequence[Any]]:
+        """(key, ``mirror_digest``, ``mirror_deleted_at``) of the stored rows of ``keys``."""
+        return await self._read(conn, self._digests, keys)
+
+    async def typed(self, conn: AsyncConnection, keys: Sequence[Any]) -> list[Sequence[Any]]:
+        """The model's columns (key first), then ``mirror_deleted_at``, of ``keys``' rows."""
+        return await self._read(conn, self._typed, keys)
+
+    async def items(self, conn: AsyncConnection, keys: Sequence[Any]) -> dict[str, Any]:
+        """``mirror_item`` of ``keys``' rows, by the key's text."""
+        return {str(key): item for key, item in await self._read(conn, self._items, keys)}

@@ -18,6 +18,7 @@ from .._validation import check_id
 from ._db import open_database
 from ._errors import MirrorError, MirrorURLError
 from ._schema import TABLES
+from ._sent import sent_listing
 from ._store import MAX_PAGES, Change, Store
 from ._walk import Walk
 
@@ -103,6 +104,11 @@ def _row_maker(collection: str, scope: uuid.UUID | None) -> Callable[[Any], tupl
 
 
 def _listing(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> Any:
+    """The listing of ``collection``, its items `Sent` (each item's fields and bytes)."""
+    return sent_listing(_list_method(client, collection, employer), TABLES[collection].key)
+
+
+def _list_method(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> Any:
     if collection == "payroll-connections":
         return client.payroll_connections.list
     if collection == "employer-identifiers":

@@ -60,7 +60,8 @@ SCHEMA_VERSION = 2
 """The version of the tables below; a later release migrates from the stored one.
 
 1: the first release (in SQLite, ids as 32 hex digits). 2: ids in SQLite as the service
-writes them (``8-4-4-4-12``).
+writes them (``8-4-4-4-12``); ``mirror_item`` and ``mirror_digest`` on each collection's
+table, ``before`` and ``after`` on ``mirror_changes``.
 """
 
 
@@ -111,7 +112,16 @@ class UTCDateTime(TypeDecorator[datetime.datetime]):
 
 
 TEXT_LIST = JSON().with_variant(postgresql.ARRAY(Text), "postgresql")
-BOOKKEEPING = ("mirror_first_seen_at", "mirror_last_seen_at", "mirror_deleted_at")
+ITEM_JSON = Text().with_variant(postgresql.JSONB(), "postgresql")
+"""An item's JSON: ``jsonb`` in PostgreSQL; in SQLite its text (SQLite's JSON functions
+read it)."""
+BOOKKEEPING = (
+    "mirror_first_seen_at",
+    "mirror_last_seen_at",
+    "mirror_deleted_at",
+    "mirror_item",
+    "mirror_digest",
+)
 
 METADATA = MetaData()
 
@@ -121,6 +131,10 @@ def _bookkeeping() -> list[Column[Any]]:
         Column("mirror_first_seen_at", UTCDateTime, nullable=False),
         Column("mirror_last_seen_at", UTCDateTime, nullable=False),
         Column("mirror_deleted_at", UTCDateTime, nullable=True),
+        # The item as the service last sent it, and a digest of its bytes (NULL in a row
+        # of schema 1 until the item is next seen).
+        Column("mirror_item", ITEM_JSON, nullable=True),
+        Column("mirror_digest", BigInteger, nullable=True),
     ]
 
 
@@ -213,6 +227,8 @@ CHANGES = Table(
     Column("item_id", ItemId, nullable=False),
     Column("change", Text, nullable=False),
     Column("at", UTCDateTime, nullable=False),
+    Column("before", ITEM_JSON, nullable=True),
+    Column("after", ITEM_JSON, nullable=True),
     Index("mirror_changes_at", "collection", "at"),
 )
 

@@ -23,17 +23,28 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
+import msgspec
 from sqlalchemy import ColumnElement, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from .._json import loads
 from ._driver import Statements
 from ._schema import RUNS, MirrorTable
+from ._sent import Sent, digest
 
 __all__ = ["MAX_PAGES", "Change", "Counts", "Store"]
 
 MAX_PAGES = 10
 """Most pages written in one transaction."""
 _BATCH = 500  # ids per statement where a set of ids is marked deleted
+
+
+_uuids = msgspec.convert  # ids' text to UUIDs, in C
+
+
+def _plain(row: Sequence[Any]) -> tuple[Any, ...]:
+    """A row with its ids as text (a driver gives UUIDs, an item sent text)."""
+    return tuple(str(v) if isinstance(v, uuid.UUID) else v for v in row)
 
 
 def _buckets() -> list[array[int]]:
@@ -54,19 +65,35 @@ class Change:
     """``inserted``, ``updated`` or ``deleted``."""
     at: datetime.datetime
     """When the change was committed (UTC)."""
+    before: str | None = None
+    """The item's JSON as its row held it before the change: None for an insert (and for
+    a row of an earlier schema, which kept no JSON)."""
+    after: str | None = None
+    """The item's JSON as the service sent it: None for a deletion."""
 
     def values(self) -> tuple[Any, ...]:
-        """As a row of ``mirror_changes``: run_id, collection, item_id, change, at."""
-        return (self.run_id, self.collection, self.item_id, self.change, self.at)
+        """As a row of ``mirror_changes``: run_id, collection, item_id, change, at, before,
+        after."""
+        return (
+            self.run_id,
+            self.collection,
+            self.item_id,
+            self.change,
+            self.at,
+            self.before,
+            self.after,
+        )
 
-    def to_json(self) -> dict[str, str]:
-        """As a line of ``--changes``."""
+    def to_json(self) -> dict[str, Any]:
+        """As a line of ``--changes``: ``before`` and ``after`` as JSON values (or null)."""
         return {
             "run_id": str(self.run_id),
             "collection": self.collection,
             "item_id": str(self.item_id),
             "change": self.change,
             "at": self.at.isoformat().replace("+00:00", "Z"),
+            "before": None if self.before is None else loads(self.before),
+            "after": None if self.after is None else loads(self.after),
         }
 
 
@@ -125,59 +152,86 @@ class Store:
         )
         await self._conn.commit()
 
-    async def write_pages(self, pages: Sequence[Sequence[Any]]) -> list[Change]:
-        """Upsert some pages (one transaction); the changes they made."""
+    async def write_pages(self, pages: Sequence[Sequence[Sent]]) -> list[Change]:
+        """Upsert some pages (one transaction); the changes they made.
+
+        An item whose bytes hash to the digest kept in its live row is unchanged: nothing
+        is written. Otherwise its typed columns, ``mirror_item`` and digest are written,
+        and the change recorded with the item before (``mirror_item`` of the row) and
+        after (as sent).
+        """
         sql = self._sql
-        rows: dict[Any, tuple[Any, ...]] = {}
-        ids: dict[Any, uuid.UUID] = {}
+        sent: dict[str, Sent] = {}
         items = 0
+        previous = self._previous
         for page in pages:
-            keys = []
-            for item in page:
-                values = self.to_row(item)
-                row = sql.row(values)
-                key = row[0]
-                rows[key] = row  # an overlap or a retried page may repeat an item
-                ids[key] = values[0]
-                keys.append(key)
-            items += len(set(keys) - self._previous)
-            self._previous = set(keys)
-        if not rows:
+            keys = [one.key for one in page]
+            for one in page:
+                sent[one.key] = one  # an overlap or a retried page may repeat an item
+            fresh = set(keys)
+            items += len(fresh - previous)
+            previous = fresh
+        self._previous = previous
+        if not sent:
             return []
         now = datetime.datetime.now(datetime.timezone.utc)
         stamp = sql.time(now)
         conn = self._conn
-        made: list[tuple[Any, str]] = []  # (key, change)
+        made: list[tuple[str, str, Any, str]] = []  # (key, change, before, after)
         async with conn.begin():
-            stored: dict[str, Any] = {}
-            keys = list(rows)
-            for start in range(0, len(keys), 1000):
-                for found in await sql.stored(conn, keys[start : start + 1000]):
-                    stored[str(found[0])] = found
+            keys = list(sent)
+            stored = {str(k): (d, gone) for k, d, gone in await sql.stored(conn, keys)}
             writes: list[tuple[Any, ...]] = []
-            for key, row in rows.items():
-                old = stored.get(str(key))
-                live = old is not None and old[-1] is None
-                if old is not None and live and tuple(old[:-1]) == row:
+            updated: list[str] = []
+            legacy: dict[str, tuple[Any, ...]] = {}  # rows of schema 1: no digest kept
+            to_row, row_of = self.to_row, sql.row
+            for key, one in sent.items():
+                raw = one.raw
+                hashed = digest(raw)
+                old = stored.get(key)
+                if old is not None and old[1] is None and old[0] == hashed:
                     continue  # unchanged: nothing written
-                writes.append((*row, stamp, stamp, None))
-                # an item that comes back after it was marked deleted is inserted again
-                made.append((key, "updated" if live else "inserted"))
+                row = row_of(to_row(one.item))
+                text = bytes(raw).decode()
+                writes.append((*row, stamp, stamp, None, text, hashed))
+                if old is None or old[1] is not None:
+                    # new, or back after it was marked deleted: inserted again
+                    made.append((key, "inserted", None, text))
+                elif old[0] is None:
+                    legacy[key] = row
+                else:
+                    updated.append(key)
+                    made.append((key, "updated", None, text))
+            if legacy:
+                for found in await sql.typed(conn, list(legacy)):
+                    key = str(found[0])
+                    if _plain(found[:-1]) != _plain(legacy[key]):
+                        updated.append(key)
+                        made.append((key, "updated", None, bytes(sent[key].raw).decode()))
+                    # else: only mirror_item and its digest are new (written, not a change)
+            if updated:
+                before = await sql.items(conn, updated)
+                made = [(k, c, before.get(k) if c == "updated" else b, a) for k, c, b, a in made]
             if writes:
                 await sql.insert(conn, sql.upsert, writes)
+            if made:
                 run, name = sql.uuid(self.run_id), self._collection
                 await sql.insert(
-                    conn, sql.change, [(run, name, key, kind, stamp) for key, kind in made]
+                    conn,
+                    sql.change,
+                    [(run, name, key, kind, stamp, b, a) for key, kind, b, a in made],
                 )
-            updated = sum(kind == "updated" for _, kind in made)
-            self.counts.updated += updated
-            self.counts.inserted += len(made) - updated
+            self.counts.updated += len(updated)
+            self.counts.inserted += len(made) - len(updated)
             self.items += items
             await self._progress(now=None)
-        self._saw(ids.values())
+        self._saw(_uuids(keys, list[uuid.UUID]))
         if not self.keep_changes:
             return []
-        return [Change(self.run_id, self._collection, ids[k], kind, now) for k, kind in made]
+        return [
+            Change(self.run_id, self._collection, uuid.UUID(k), kind, now, b, a)
+            for k, kind, b, a in made
+        ]
 
     def _saw(self, ids: Any) -> None:
         if self._suspects is None:
@@ -237,8 +291,12 @@ class Store:
         for start in range(0, len(pending), _BATCH):
             ids = pending[start : start + _BATCH]
             now = datetime.datetime.now(datetime.timezone.utc)
-            batch = [Change(self.run_id, self._collection, i, "deleted", now) for i in ids]
             async with self._conn.begin():
+                before = await self._sql.items(self._conn, [self._sql.uuid(i) for i in ids])
+                batch = [
+                    Change(self.run_id, self._collection, i, "deleted", now, before.get(str(i)))
+                    for i in ids
+                ]
                 await self._conn.execute(
                     update(table)
                     .where(self._key.in_(ids), table.c.mirror_deleted_at.is_(None))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import signal
 import sqlite3
@@ -13,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
-from payroll_async import InvalidArgumentError, PayrollClient
+from payroll_async import InvalidArgumentError, PayrollClient, to_json
 from payroll_async.emulator import Emulator
-from payroll_async.mirror import MirrorError, MirrorURLError, mirror
+from payroll_async.mirror import Change, MirrorError, MirrorURLError, mirror
 from tests.cli._run import start
 from tests.conftest import StartEmulator
 
@@ -124,6 +126,44 @@ async def test_a_database_of_the_released_schema_is_migrated_on_the_next_run(
     )
     assert joined == [(12 + 4,)]  # every change of a payroll connection finds its row
     assert await query(into, "PRAGMA integrity_check") == [("ok",)]
+    # The rows the first release wrote get the item as sent when next seen (no change).
+    assert await query(
+        into,
+        "SELECT count(*) FROM payroll_connections "
+        "WHERE mirror_deleted_at IS NULL AND (mirror_item IS NULL OR mirror_digest IS NULL)",
+    ) == [(0,)]
+
+
+async def test_postgresql_tables_of_the_released_schema_gain_the_new_columns(
+    start_emulator: StartEmulator, postgres_url: str
+) -> None:
+    into = postgres_url
+    emu = await start_emulator(seed=44, payroll_connections=40)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, "payroll-connections", into=into)
+        # As the released schema made them: no item, no digest, no before and after.
+        await query(
+            into,
+            "ALTER TABLE payroll_connections DROP COLUMN mirror_item, DROP COLUMN mirror_digest",
+        )
+        await query(into, "ALTER TABLE mirror_changes DROP COLUMN before, DROP COLUMN after")
+        await query(into, "UPDATE mirror_schema SET version = 1")
+        emu.churn("payroll-connections", updated=2)
+        again = await mirror(client, "payroll-connections", into=into)
+    assert (again.updated, again.unchanged) == (2, 38)
+    assert [v for (v,) in await query(into, "SELECT version FROM mirror_schema ORDER BY 1")] == [
+        1,
+        2,
+    ]
+    assert await query(
+        into, "SELECT count(*) FROM payroll_connections WHERE mirror_item IS NULL"
+    ) == [(0,)]
+    kept = await query(
+        into,
+        "SELECT before IS NULL, after ->> 'id' = item_id::text FROM mirror_changes "
+        "WHERE change = 'updated'",
+    )
+    assert kept == [(True, True), (True, True)]  # the released rows kept no item before
 
 
 async def test_a_run_killed_during_the_migration_leaves_the_released_schema_intact(
@@ -159,3 +199,132 @@ async def test_a_run_killed_during_the_migration_leaves_the_released_schema_inta
     assert [v for (v,) in await query(into, "SELECT version FROM mirror_schema")] == [1, 2]
     ids = await query(into, "SELECT item_id FROM mirror_changes ORDER BY change_id DESC LIMIT 1")
     assert CANONICAL.match(ids[0][0])
+
+
+class FutureField:
+    """A middleware that adds a field this SDK does not know to every listed item."""
+
+    __middleware_version__ = 1
+
+    def __init__(self) -> None:
+        self.value: Any = {"tier": "gold"}
+
+    async def __call__(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        response = await handler(request)
+        if isinstance(response, web.Response) and response.body:
+            data = json.loads(bytes(response.body))  # type: ignore[arg-type]
+            if isinstance(data, dict) and isinstance(data.get("data"), list):
+                for item in data["data"]:
+                    item["futureField"] = self.value
+                response.body = json.dumps(data).encode()
+        return response
+
+
+async def test_mirror_item_keeps_the_item_as_sent_and_a_change_of_an_unknown_field_counts(
+    into: str,
+) -> None:
+    emu = Emulator(seed=41, payroll_connections=30)
+    future = FutureField()
+    emu.app.middlewares.append(future)
+    async with emu, PayrollClient(emu.base_url, emu.token) as client:
+        first = await mirror(client, "payroll-connections", into=into, page_size=10)
+        sent = {str(c.id): c for c in await client.payroll_connections.list().collect()}
+        again = await mirror(client, "payroll-connections", into=into, page_size=10)
+        future.value = {"tier": "platinum"}
+        told: list[Change] = []
+
+        async def on_change(change: Change) -> None:
+            told.append(change)
+
+        changed = await mirror(
+            client, "payroll-connections", into=into, page_size=10, on_change=on_change
+        )
+    assert (first.inserted, again.unchanged, again.updated) == (30, 30, 0)
+    assert (changed.updated, changed.unchanged) == (30, 0)
+    rows = await query(into, "SELECT id, mirror_item FROM payroll_connections")
+    for key, item in rows:
+        kept = item if isinstance(item, dict) else json.loads(item)
+        connection = sent[str(key)]
+        assert kept["futureField"] == {"tier": "platinum"}
+        assert kept["id"] == str(connection.id)
+        assert kept["status"] == connection.status
+    pairs = {
+        (json.loads(c.before)["futureField"]["tier"], json.loads(c.after)["futureField"]["tier"])
+        for c in told
+    }
+    assert pairs == {("gold", "platinum")}
+
+
+async def test_changes_hold_the_item_before_and_after(
+    start_emulator: StartEmulator, into: str
+) -> None:
+    emu = await start_emulator(seed=42, payroll_connections=200)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, "payroll-connections", into=into)
+        old = {str(c.id): c for c in await client.payroll_connections.list().collect()}
+        churn = emu.churn("payroll-connections", inserted=3, updated=4, deleted=2)
+        told: list[Change] = []
+
+        async def on_change(change: Change) -> None:
+            told.append(change)
+
+        result = await mirror(client, "payroll-connections", into=into, on_change=on_change)
+        new = {str(c.id): c for c in await client.payroll_connections.list().collect()}
+    assert (result.inserted, result.updated, result.deleted) == (3, 4, 2)
+    stored = await query(
+        into,
+        "SELECT item_id, change, before, after FROM mirror_changes WHERE run_id = :r",
+        r=result.run_id if into.startswith("postgresql") else str(result.run_id),
+    )
+
+    def parsed(value: Any) -> Any:
+        return json.loads(value) if isinstance(value, str) else value
+
+    rows = {str(i): (c, parsed(b), parsed(a)) for i, c, b, a in stored}
+    by_change = {str(c.item_id): (c.change, parsed(c.before), parsed(c.after)) for c in told}
+    assert rows == by_change
+    for key in map(str, churn.inserted):
+        assert rows[key] == ("inserted", None, json.loads(to_json(new[key])))
+    for key in map(str, churn.updated):
+        change, before, after = rows[key]
+        assert (change, before["status"], after["status"]) == (
+            "updated",
+            old[key].status,
+            new[key].status,
+        )
+        assert before["status"] != after["status"]
+    for key in map(str, churn.deleted):
+        change, before, after = rows[key]
+        assert (change, before["id"], after) == ("deleted", key, None)
+    lines = [c.to_json() for c in told]
+    assert {line["change"]: line["after"] is None for line in lines}["deleted"]
+
+
+DOCS = Path(__file__).parents[2] / "docs" / "mirror.md"
+
+
+def documented_sql(dialect: str, name: str) -> str:
+    text = DOCS.read_text()
+    marker = f"<!-- sql: {dialect} {name} -->\n```sql\n"
+    start = text.index(marker) + len(marker)
+    return text[start : text.index("```", start)]
+
+
+async def test_the_documented_what_changed_and_how_queries_answer(
+    start_emulator: StartEmulator, into: str
+) -> None:
+    dialect = "postgresql" if into.startswith("postgresql") else "sqlite"
+    emu = await start_emulator(seed=43, payroll_connections=120)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, "payroll-connections", into=into)
+        old = {str(c.id): c.status for c in await client.payroll_connections.list().collect()}
+        churn = emu.churn("payroll-connections", inserted=2, updated=5, deleted=1)
+        await mirror(client, "payroll-connections", into=into)
+        new = {str(c.id): c.status for c in await client.payroll_connections.list().collect()}
+    updated = {str(i) for i in churn.updated}
+    statuses = await query(into, documented_sql(dialect, "status-changes"))
+    assert {(str(i), was, now) for i, was, now, _at in statuses} == {
+        (key, old[key], new[key]) for key in updated
+    }
+    fields = await query(into, documented_sql(dialect, "changed-fields"))
+    assert {(str(row[0]), row[2]) for row in fields} == {(key, "status") for key in updated}
