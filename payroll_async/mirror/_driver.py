@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Boolean, Column, Dialect, Table, bindparam
+from sqlalchemy import BigInteger, Boolean, Column, Dialect, Table, bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -28,6 +29,10 @@ __all__ = ["Statements", "id_text"]
 Convert = Callable[[Any], Any]
 _UTC = datetime.timezone.utc
 _ROWS_PER_STATEMENT = 250  # SQLite: rows in one multi-row INSERT
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# A NUL character in a JSON string (``\u0000`` not itself escaped): PostgreSQL's text and
+# jsonb cannot hold it.
+_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def _sqlite_time(value: datetime.datetime | None) -> str | None:
@@ -48,9 +53,25 @@ def _same(value: Any) -> Any:
     return value
 
 
+def _int64(value: Any) -> Any:
+    """A BIGINT: the integers both databases hold (else OverflowError)."""
+    if value is not None and not _INT64_MIN <= value <= _INT64_MAX:
+        raise OverflowError(f"{value} does not fit a 64-bit integer")
+    return value
+
+
+def _pg_time(value: datetime.datetime | None) -> datetime.datetime | None:
+    """A timestamptz as asyncpg sends it: UTC (OverflowError past year 9999 or before 1)."""
+    return None if value is None else value.astimezone(_UTC)
+
+
 def _converter(column: Column[Any], dialect: str) -> Convert:
     kind = column.type
+    if isinstance(kind, BigInteger):
+        return _int64
     if dialect == "postgresql":
+        if isinstance(kind, UTCDateTime):
+            return _pg_time
         return list if column.name == "webhook_event_types" else _same
     if isinstance(kind, ItemId):
         return id_text  # never None: ids are required
@@ -92,7 +113,10 @@ class Statements:
         pg = self.dialect == "postgresql"
         columns = [table.c[name] for name in fields]
         self.row = _row_converter(columns, self.dialect)
-        """The model's values (key first) as the driver sends and returns them."""
+        """The model's values (key first) as the driver sends and returns them; raises
+        OverflowError for a value the database cannot hold (see ``careful_row``)."""
+        self._names = tuple(fields)
+        self._converters = [_converter(c, self.dialect) for c in columns]
         self.time = _converter(table.c.mirror_first_seen_at, self.dialect)
         self.uuid = _converter(table.c[key], self.dialect)
         make: Any = postgresql.insert if pg else sqlite.insert
@@ -122,6 +146,26 @@ class Statements:
         self._items = self._select(key, "mirror_item").replace(
             '"mirror_item" FROM', '"mirror_item"::text FROM'
         )
+
+    def careful_row(self, values: Sequence[Any]) -> tuple[tuple[Any, ...], list[str]]:
+        """As ``row``, a value the database cannot hold made NULL: the row, and the names
+        of the columns left NULL (the item as sent, in ``mirror_item``, keeps them)."""
+        row: list[Any] = []
+        empty: list[str] = []
+        for name, convert, value in zip(self._names, self._converters, values, strict=True):
+            try:
+                row.append(convert(value))
+            except (OverflowError, ValueError, TypeError):
+                if not row:  # the key: never NULL (the page's check made it an id)
+                    raise
+                row.append(None)
+                empty.append(name)
+        return tuple(row), empty
+
+    def unstorable(self, raw: Any) -> bool:
+        """Whether the database cannot hold this item's JSON at all (PostgreSQL: a NUL
+        character in one of its strings)."""
+        return self.dialect == "postgresql" and _NUL.search(raw) is not None
 
     def _select(self, *columns: str) -> str:
         """The statement that reads ``columns`` of the rows of some ids."""

@@ -61,7 +61,8 @@ SCHEMA_VERSION = 2
 
 1: the first release (in SQLite, ids as 32 hex digits). 2: ids in SQLite as the service
 writes them (``8-4-4-4-12``); ``mirror_item`` and ``mirror_digest`` on each collection's
-table, ``before`` and ``after`` on ``mirror_changes``.
+table, ``before`` and ``after`` on ``mirror_changes``; the model's columns other than the
+id nullable (a value the database cannot hold).
 """
 
 
@@ -152,6 +153,10 @@ class MirrorTable:
 
 
 def _table(name: str, key: str, *columns: Column[Any], scope: str | None = None) -> MirrorTable:
+    for column in columns:
+        # A value the database cannot hold (2**63, the year 10000 in UTC) is NULL in its
+        # column; mirror_item keeps the item as sent.
+        column.nullable = not column.primary_key
     table = Table(name, METADATA, *columns, *_bookkeeping())
     if scope is not None:
         Index(f"{name}_{scope}", table.c[scope])
@@ -273,16 +278,21 @@ def _upgrade(conn: Connection, stored: int) -> None:
     for table in METADATA.sorted_tables:
         if table is SCHEMA or table.name not in existing:
             continue
-        columns = {c["name"]: c["type"] for c in inspector.get_columns(table.name)}
+        found = {c["name"]: c for c in inspector.get_columns(table.name)}
+        columns = {name: c["type"] for name, c in found.items()}
         if conn.dialect.name == "sqlite":
             _rebuild(conn, table, columns, [i["name"] for i in inspector.get_indexes(table.name)])
-        else:  # PostgreSQL: the ids are uuid already; only columns are added
-            for column in table.c:
-                if column.name not in columns:
-                    added = CreateColumn(column).compile(dialect=conn.dialect)
-                    conn.exec_driver_sql(
-                        f"ALTER TABLE {_quote(conn, table.name)} ADD COLUMN {added}"
-                    )
+            continue
+        # PostgreSQL: the ids are uuid already; columns are added, or made nullable.
+        name = _quote(conn, table.name)
+        for column in table.c:
+            if column.name not in found:
+                added = CreateColumn(column).compile(dialect=conn.dialect)
+                conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {added}")
+            elif column.nullable and not found[column.name]["nullable"]:
+                conn.exec_driver_sql(
+                    f"ALTER TABLE {name} ALTER COLUMN {_quote(conn, column.name)} DROP NOT NULL"
+                )
     logger.info(
         "mirror: the tables were migrated from schema version %d to %d", stored, SCHEMA_VERSION
     )

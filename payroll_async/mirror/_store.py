@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import datetime
+import logging
 import uuid
 from array import array
 from collections.abc import Callable, Sequence
@@ -33,6 +34,8 @@ from ._schema import RUNS, MirrorTable
 from ._sent import Sent, digest
 
 __all__ = ["MAX_PAGES", "Change", "Counts", "Store"]
+
+logger = logging.getLogger("payroll_async")
 
 MAX_PAGES = 10
 """Most pages written in one transaction."""
@@ -126,6 +129,8 @@ class Store:
         """Whether ``write_pages`` returns the changes (someone is told of them)."""
         self.items = 0
         """Distinct items seen by this pass of the run."""
+        self.skipped: list[uuid.UUID] = []
+        """Items the database cannot hold in any form (not written), in the order met."""
         table = mirrored.table
         self._key = table.c[mirrored.key]
         self._live: ColumnElement[bool] = table.c.mirror_deleted_at.is_(None)
@@ -184,14 +189,20 @@ class Store:
             writes: list[tuple[Any, ...]] = []
             updated: list[str] = []
             legacy: dict[str, tuple[Any, ...]] = {}  # rows of schema 1: no digest kept
-            to_row, row_of = self.to_row, sql.row
+            to_row, row_of, unstorable = self.to_row, sql.row, sql.unstorable
             for key, one in sent.items():
                 raw = one.raw
                 hashed = digest(raw)
                 old = stored.get(key)
                 if old is not None and old[1] is None and old[0] == hashed:
                     continue  # unchanged: nothing written
-                row = row_of(to_row(one.item))
+                if unstorable(raw):
+                    self._skip(key, "a NUL character, which PostgreSQL cannot store")
+                    continue
+                try:
+                    row = row_of(to_row(one.item))
+                except (OverflowError, ValueError, TypeError):
+                    row = self._careful(key, to_row(one.item))
                 text = bytes(raw).decode()
                 writes.append((*row, stamp, stamp, None, text, hashed))
                 if old is None or old[1] is not None:
@@ -232,6 +243,23 @@ class Store:
             Change(self.run_id, self._collection, uuid.UUID(k), kind, now, b, a)
             for k, kind, b, a in made
         ]
+
+    def _skip(self, key: str, why: str) -> None:
+        """An item the database cannot hold in any form: not written, reported by id."""
+        self.skipped.append(uuid.UUID(key))
+        logger.warning("mirror %s: item %s not stored: it holds %s", self._collection, key, why)
+
+    def _careful(self, key: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The row of an item with a value its column cannot hold: that column NULL."""
+        row, empty = self._sql.careful_row(values)
+        logger.warning(
+            "mirror %s: item %s stored with %s NULL (a value the database cannot hold; "
+            "mirror_item keeps it as sent)",
+            self._collection,
+            key,
+            ", ".join(empty),
+        )
+        return row
 
     def _saw(self, ids: Any) -> None:
         if self._suspects is None:

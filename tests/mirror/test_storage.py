@@ -10,6 +10,7 @@ import re
 import signal
 import sqlite3
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -201,23 +202,34 @@ async def test_a_run_killed_during_the_migration_leaves_the_released_schema_inta
     assert CANONICAL.match(ids[0][0])
 
 
-class FutureField:
-    """A middleware that adds a field this SDK does not know to every listed item."""
+class Rewrite:
+    """A middleware that edits the listed items of every listing: ``edit(path, items)``."""
 
     __middleware_version__ = 1
 
-    def __init__(self) -> None:
-        self.value: Any = {"tier": "gold"}
+    def __init__(self, edit: Callable[[str, list[dict[str, Any]]], None]) -> None:
+        self.edit = edit
 
     async def __call__(self, request: web.Request, handler: Any) -> web.StreamResponse:
         response = await handler(request)
         if isinstance(response, web.Response) and response.body:
             data = json.loads(bytes(response.body))  # type: ignore[arg-type]
             if isinstance(data, dict) and isinstance(data.get("data"), list):
-                for item in data["data"]:
-                    item["futureField"] = self.value
+                self.edit(request.path, data["data"])
                 response.body = json.dumps(data).encode()
         return response
+
+
+class FutureField(Rewrite):
+    """Adds a field this SDK does not know to every listed item."""
+
+    def __init__(self) -> None:
+        super().__init__(self._add)
+        self.value: Any = {"tier": "gold"}
+
+    def _add(self, path: str, items: list[dict[str, Any]]) -> None:
+        for item in items:
+            item["futureField"] = self.value
 
 
 async def test_mirror_item_keeps_the_item_as_sent_and_a_change_of_an_unknown_field_counts(
@@ -328,3 +340,86 @@ async def test_the_documented_what_changed_and_how_queries_answer(
     }
     fields = await query(into, documented_sql(dialect, "changed-fields"))
     assert {(str(row[0]), row[2]) for row in fields} == {(key, "status") for key in updated}
+
+
+HOSTILE = {
+    0: {"errorCount": 2**63},
+    1: {"uploadDate": "9999-12-31T23:59:59-05:00"},
+    2: {"uploadDate": "0001-01-01T00:00:00+05:00"},
+}
+
+
+def hostile_groups(path: str, items: list[dict[str, Any]]) -> None:
+    if path.endswith("/update-groups"):
+        for at, values in HOSTILE.items():
+            if at < len(items):
+                items[at].update(values)
+
+
+async def test_values_the_database_cannot_hold_never_block_the_collection(into: str) -> None:
+    emu = Emulator(seed=45, employer_identifiers=2, update_groups=6)
+    emu.app.middlewares.append(Rewrite(hostile_groups))
+    employer = emu.data.employer_id(0)
+    async with emu, PayrollClient(emu.base_url, emu.token) as client:
+        sent = await client.employer_identifiers.update_groups.list(employer).collect()
+        first = await mirror(client, "update-groups", into=into, employer=employer)
+        again = await mirror(client, "update-groups", into=into, employer=employer)
+    assert (first.inserted, first.skipped, first.complete) == (6, (), True)
+    assert (again.inserted, again.updated, again.unchanged) == (0, 0, 6)
+    rows = await query(
+        into,
+        "SELECT update_group_id, error_count, upload_date, mirror_item FROM update_groups",
+    )
+    stored = {str(uuid.UUID(str(r[0]))): r[1:] for r in rows}
+    for at, group in enumerate(sent):
+        error_count, upload_date, item = stored[str(group.update_group_id)]
+        kept = item if isinstance(item, dict) else json.loads(item)
+        if at in HOSTILE:  # NULL in its column, as sent in mirror_item
+            column = "error_count" if "errorCount" in HOSTILE[at] else "upload_date"
+            assert (error_count if column == "error_count" else upload_date) is None
+            for name, value in HOSTILE[at].items():
+                assert kept[name] == value
+        else:
+            assert error_count == group.error_count
+            assert kept["errorCount"] == group.error_count
+            assert upload_date is not None
+
+
+def nul_in_a_status(path: str, items: list[dict[str, Any]]) -> None:
+    if path.endswith("/payroll-connections"):
+        for item in items:
+            if item["id"][0] in "01":  # about one in eight, the same in every listing
+                item["status"] = "act\x00ive"
+
+
+async def test_a_nul_character_in_postgresql_skips_that_item_by_id_and_mirrors_the_rest(
+    postgres_url: str,
+) -> None:
+    emu = Emulator(seed=46, payroll_connections=50)
+    emu.app.middlewares.append(Rewrite(nul_in_a_status))
+    async with emu, PayrollClient(emu.base_url, emu.token) as client:
+        first = await client.payroll_connections.list(page_size=10).collect()
+        result = await mirror(client, "payroll-connections", into=postgres_url, page_size=10)
+        again = await mirror(client, "payroll-connections", into=postgres_url, page_size=10)
+        process = await start(
+            emu,
+            "mirror",
+            "payroll-connections",
+            "--into",
+            postgres_url,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, said = await process.communicate()
+    assert process.returncode == 0, said
+    assert b"Traceback" not in said
+    hostile = {c.id for c in first if "\x00" in c.status}
+    assert 0 < len(hostile) < 50
+    assert set(result.skipped) == set(again.skipped) == hostile
+    assert (result.inserted, result.complete) == (50 - len(hostile), True)
+    assert (again.inserted, again.updated, again.unchanged) == (0, 0, 50 - len(hostile))
+    rows = await query(postgres_url, "SELECT id FROM payroll_connections")
+    assert {r[0] for r in rows} == {c.id for c in first} - hostile
+    line = said.decode()
+    assert f"{len(hostile)} items not stored" in line
+    assert all(str(item) in line for item in sorted(hostile)[:10])
