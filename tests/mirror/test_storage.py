@@ -73,6 +73,13 @@ def table_rows(path: Path) -> dict[str, list[tuple[Any, ...]]]:
         }
 
 
+async def command(emu: Emulator, into: str, output: int) -> asyncio.subprocess.Process:
+    """``payroll-async mirror payroll-connections --into INTO`` as a process of its own."""
+    return await start(
+        emu, "mirror", "payroll-connections", "--into", into, stdout=output, stderr=output
+    )
+
+
 def dashed(value: str) -> str:
     return str(uuid.UUID(value))
 
@@ -175,15 +182,7 @@ async def test_a_run_killed_during_the_migration_leaves_the_released_schema_inta
     before = table_rows(path)
     into = f"sqlite:///{path}"
     emu = await churned_like_the_fixture(start_emulator)
-    process = await start(
-        emu,
-        "mirror",
-        "payroll-connections",
-        "--into",
-        into,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
+    process = await command(emu, into, asyncio.subprocess.DEVNULL)
     wal = path.with_name("payroll.db-wal")
     # The migration's transaction spills its pages into the WAL as it goes: 4 MB of them
     # is a migration under way (of ~40 MB). A file's size has no event to wait on.
@@ -401,15 +400,7 @@ async def test_a_nul_character_in_postgresql_skips_that_item_by_id_and_mirrors_t
         first = await client.payroll_connections.list(page_size=10).collect()
         result = await mirror(client, "payroll-connections", into=postgres_url, page_size=10)
         again = await mirror(client, "payroll-connections", into=postgres_url, page_size=10)
-        process = await start(
-            emu,
-            "mirror",
-            "payroll-connections",
-            "--into",
-            postgres_url,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        process = await command(emu, postgres_url, asyncio.subprocess.PIPE)
         _, said = await process.communicate()
     assert process.returncode == 0, said
     assert b"Traceback" not in said
