@@ -30,7 +30,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from ._errors import MirrorBusyError, MirrorError, MirrorURLError
-from ._schema import SCHEMA_VERSION, install
+from ._schema import SCHEMA_VERSION, differences, install
 
 __all__ = ["Database", "database_errors", "open_database", "redact"]
 
@@ -228,10 +228,18 @@ class Database:
                         text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_SCHEMA_LOCK)
                     )
                 stored = await connection.run_sync(install)
-        if stored is not None and stored > SCHEMA_VERSION:
+                if stored is not None and stored > SCHEMA_VERSION:
+                    raise MirrorError(
+                        f"the mirror tables in {self.shown} are schema version {stored}; this "
+                        f"release of payroll-async knows versions up to {SCHEMA_VERSION}: "
+                        "upgrade it"
+                    )
+                differ = await connection.run_sync(differences)
+        if differ:
+            # Writing into them would go wrong (without the key, a row per item per run).
             raise MirrorError(
-                f"the mirror tables in {self.shown} are schema version {stored}; this "
-                f"release of payroll-async knows versions up to {SCHEMA_VERSION}: upgrade it"
+                f"the mirror tables in {self.shown} are not as the mirror made them: "
+                f"{'; '.join(differ)}. Restore them, or mirror into a new database"
             )
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "TABLES",
     "ItemId",
     "MirrorTable",
+    "differences",
     "install",
 ]
 
@@ -269,6 +270,30 @@ def install(conn: Connection) -> int | None:
             )
         )
     return stored
+
+
+def differences(conn: Connection) -> list[str]:
+    """What the tables in the database lack of this release's: columns, primary keys and
+    indexes (changed by hand, say). Empty when they are as the mirror made them."""
+    inspector = inspect(conn)
+    found: list[str] = []
+    for table in METADATA.sorted_tables:
+        name = table.name
+        columns = {c["name"] for c in inspector.get_columns(name)}
+        missing = [c.name for c in table.c if c.name not in columns]
+        if missing:
+            found.append(f"{name} has no column {', '.join(missing)}")
+        key = [c.name for c in table.primary_key.columns]
+        has = inspector.get_pk_constraint(name).get("constrained_columns") or []
+        if list(has) != key:
+            what = f"({', '.join(has)})" if has else "none"
+            found.append(f"{name}'s primary key is not ({', '.join(key)}) but {what}")
+        indexes = {tuple(i["column_names"]) for i in inspector.get_indexes(name)}
+        for index in table.indexes:
+            wanted = tuple(c.name for c in index.columns)
+            if wanted not in indexes:
+                found.append(f"{name} has no index on ({', '.join(wanted)})")
+    return found
 
 
 def _upgrade(conn: Connection, stored: int) -> None:
