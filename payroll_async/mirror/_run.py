@@ -237,6 +237,9 @@ async def _mirror(
                         page_size,
                         concurrency,
                     )
+                    with db.errors(f"writing to {db.shown}"):
+                        committed = await store.commit()  # the pass's last pages
+                    await _tell(on_change, committed)
                     with db.errors(f"reading {db.shown}"):
                         suspects = await store.narrow_suspects()
                     items = store.items

@@ -1,10 +1,12 @@
 """Writing pages: compare with the rows, upsert what changed, record it, all at once.
 
 The pages that arrived while the previous write ran (one page when the service is slow,
-at most ``MAX_PAGES`` when it is fast) are one transaction, together with the run's
-progress in ``mirror_runs``, so that a run killed at any point leaves every page either
-wholly written or not at all; the next run, finding those rows equal, records nothing
-twice.
+at most ``MAX_PAGES`` when it is fast) are written at once, into a transaction that also
+holds the run's progress in ``mirror_runs`` and commits every ``COMMIT_ROWS`` items or
+``COMMIT_SECONDS`` (PostgreSQL; in SQLite each write commits), so that a run killed at
+any point leaves every page either wholly written or not at all; the next run, finding
+those rows equal, records nothing twice. A change is told (``on_change``) only once its
+transaction has committed.
 
 Which ids a pass saw is kept in memory as the first 64 bits of each id, 8 bytes an item
 (8 MB for a million) in 256 arrays by their first byte, so that each is sorted on its own
@@ -16,8 +18,10 @@ deletion, never invent one.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import datetime
 import logging
+import time
 import uuid
 from array import array
 from collections.abc import Callable, Sequence
@@ -26,19 +30,26 @@ from typing import Any
 import attrs
 import msgspec
 from sqlalchemy import ColumnElement, func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncTransaction
 
 from .._json import loads
 from ._driver import Statements
 from ._schema import RUNS, MirrorTable
 from ._sent import Sent, digest
 
-__all__ = ["MAX_PAGES", "Change", "Counts", "Store"]
+__all__ = ["COMMIT_ROWS", "COMMIT_SECONDS", "MAX_PAGES", "Change", "Counts", "Store"]
 
 logger = logging.getLogger("payroll_async")
 
 MAX_PAGES = 10
-"""Most pages written in one transaction."""
+"""Most pages written in one statement group (what arrived while the last was written)."""
+COMMIT_ROWS = {"postgresql": 5000, "sqlite": 1}
+"""Items a transaction gathers before it commits. PostgreSQL: a commit waits for the
+server's disk (``synchronous_commit`` as the server says), so pages are grouped; SQLite's
+commits cost little (WAL, ``synchronous=NORMAL``) and its lock is the whole database's
+(another collection's run waits), so each write commits."""
+COMMIT_SECONDS = 1.0
+"""Or once the transaction is this old (at the next write)."""
 _BATCH = 500  # ids per statement where a set of ids is marked deleted
 
 
@@ -140,6 +151,11 @@ class Store:
         self._seen = _buckets()
         self._suspects: set[uuid.UUID] | None = None  # None: the first pass is running
         self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
+        self._open: AsyncTransaction | None = None  # the transaction not committed yet
+        self._opened = 0.0
+        self._pending: list[Change] = []  # its changes
+        self._pending_rows = 0
+        self._commit_rows = COMMIT_ROWS.get(connection.dialect.name, 1)
 
     async def start(self, started_at: datetime.datetime) -> None:
         await self._conn.execute(
@@ -158,14 +174,15 @@ class Store:
         await self._conn.commit()
 
     async def write_pages(self, pages: Sequence[Sequence[Sent]]) -> list[Change]:
-        """Upsert some pages (one transaction); the changes they made.
+        """Upsert some pages; the changes this call committed (to be told, in order).
 
-        An item whose bytes hash to the digest kept in its live row is unchanged: nothing
-        is written. Otherwise its typed columns, ``mirror_item`` and digest are written,
-        and the change recorded with the item before (``mirror_item`` of the row) and
-        after (as sent).
+        The pages go into the open transaction, committed once it holds the dialect's
+        ``COMMIT_ROWS`` items or is ``COMMIT_SECONDS`` old (``commit()`` commits the
+        rest). An item whose bytes hash to the digest kept in its live row is unchanged:
+        nothing is written. Otherwise its typed columns, ``mirror_item`` and digest are
+        written, and the change recorded with the item before (``mirror_item`` of the
+        row) and after (as sent).
         """
-        sql = self._sql
         sent: dict[str, Sent] = {}
         items = 0
         previous = self._previous
@@ -179,63 +196,96 @@ class Store:
         self._previous = previous
         if not sent:
             return []
+        if self._open is None:
+            self._open = await self._conn.begin()
+            self._opened = time.monotonic()
+        try:
+            self._pending.extend(await self._write(sent, items))
+        except BaseException:
+            await self._rollback()
+            raise
+        self._pending_rows += len(sent)
+        if (
+            self._pending_rows >= self._commit_rows
+            or time.monotonic() - self._opened >= COMMIT_SECONDS
+        ):
+            return await self.commit()
+        return []
+
+    async def commit(self) -> list[Change]:
+        """Commit the pages written since the last commit; their changes (to be told)."""
+        if self._open is not None:
+            transaction, self._open = self._open, None
+            await transaction.commit()
+        changes, self._pending, self._pending_rows = self._pending, [], 0
+        return changes
+
+    async def _rollback(self) -> None:
+        transaction, self._open = self._open, None
+        self._pending, self._pending_rows = [], 0
+        if transaction is not None and transaction.is_active:
+            with contextlib.suppress(Exception):
+                await transaction.rollback()
+
+    async def _write(self, sent: dict[str, Sent], items: int) -> list[Change]:
+        """Compare and upsert, in the open transaction; the changes."""
+        sql = self._sql
         now = datetime.datetime.now(datetime.timezone.utc)
         stamp = sql.time(now)
         conn = self._conn
         made: list[tuple[str, str, Any, str]] = []  # (key, change, before, after)
-        async with conn.begin():
-            keys = list(sent)
-            stored = {str(k): (d, gone) for k, d, gone in await sql.stored(conn, keys)}
-            writes: list[tuple[Any, ...]] = []
-            updated: list[str] = []
-            legacy: dict[str, tuple[Any, ...]] = {}  # rows of schema 1: no digest kept
-            to_row, row_of, unstorable = self.to_row, sql.row, sql.unstorable
-            for key, one in sent.items():
-                raw = one.raw
-                hashed = digest(raw)
-                old = stored.get(key)
-                if old is not None and old[1] is None and old[0] == hashed:
-                    continue  # unchanged: nothing written
-                if unstorable(raw):
-                    self._skip(key, "a NUL character, which PostgreSQL cannot store")
-                    continue
-                try:
-                    row = row_of(to_row(one.item))
-                except (OverflowError, ValueError, TypeError):
-                    row = self._careful(key, to_row(one.item))
-                text = bytes(raw).decode()
-                writes.append((*row, stamp, stamp, None, text, hashed))
-                if old is None or old[1] is not None:
-                    # new, or back after it was marked deleted: inserted again
-                    made.append((key, "inserted", None, text))
-                elif old[0] is None:
-                    legacy[key] = row
-                else:
+        keys = list(sent)
+        stored = {str(k): (d, gone) for k, d, gone in await sql.stored(conn, keys)}
+        writes: list[tuple[Any, ...]] = []
+        updated: list[str] = []
+        legacy: dict[str, tuple[Any, ...]] = {}  # rows of schema 1: no digest kept
+        to_row, row_of, unstorable = self.to_row, sql.row, sql.unstorable
+        for key, one in sent.items():
+            raw = one.raw
+            hashed = digest(raw)
+            old = stored.get(key)
+            if old is not None and old[1] is None and old[0] == hashed:
+                continue  # unchanged: nothing written
+            if unstorable(raw):
+                self._skip(key, "a NUL character, which PostgreSQL cannot store")
+                continue
+            try:
+                row = row_of(to_row(one.item))
+            except (OverflowError, ValueError, TypeError):
+                row = self._careful(key, to_row(one.item))
+            text = bytes(raw).decode()
+            writes.append((*row, stamp, stamp, None, text, hashed))
+            if old is None or old[1] is not None:
+                # new, or back after it was marked deleted: inserted again
+                made.append((key, "inserted", None, text))
+            elif old[0] is None:
+                legacy[key] = row
+            else:
+                updated.append(key)
+                made.append((key, "updated", None, text))
+        if legacy:
+            for found in await sql.typed(conn, list(legacy)):
+                key = str(found[0])
+                if _plain(found[:-1]) != _plain(legacy[key]):
                     updated.append(key)
-                    made.append((key, "updated", None, text))
-            if legacy:
-                for found in await sql.typed(conn, list(legacy)):
-                    key = str(found[0])
-                    if _plain(found[:-1]) != _plain(legacy[key]):
-                        updated.append(key)
-                        made.append((key, "updated", None, bytes(sent[key].raw).decode()))
-                    # else: only mirror_item and its digest are new (written, not a change)
-            if updated:
-                before = await sql.items(conn, updated)
-                made = [(k, c, before.get(k) if c == "updated" else b, a) for k, c, b, a in made]
-            if writes:
-                await sql.insert(conn, sql.upsert, writes)
-            if made:
-                run, name = sql.uuid(self.run_id), self._collection
-                await sql.insert(
-                    conn,
-                    sql.change,
-                    [(run, name, key, kind, stamp, b, a) for key, kind, b, a in made],
-                )
-            self.counts.updated += len(updated)
-            self.counts.inserted += len(made) - len(updated)
-            self.items += items
-            await self._progress(now=None)
+                    made.append((key, "updated", None, bytes(sent[key].raw).decode()))
+                # else: only mirror_item and its digest are new (written, not a change)
+        if updated:
+            before = await sql.items(conn, updated)
+            made = [(k, c, before.get(k) if c == "updated" else b, a) for k, c, b, a in made]
+        if writes:
+            await sql.insert(conn, sql.upsert, writes)
+        if made:
+            run, name = sql.uuid(self.run_id), self._collection
+            await sql.insert(
+                conn,
+                sql.change,
+                [(run, name, key, kind, stamp, b, a) for key, kind, b, a in made],
+            )
+        self.counts.updated += len(updated)
+        self.counts.inserted += len(made) - len(updated)
+        self.items += items
+        await self._progress(now=None)
         self._saw(_uuids(keys, list[uuid.UUID]))
         if not self.keep_changes:
             return []
@@ -297,6 +347,7 @@ class Store:
         self.items = sum(len(bucket) for bucket in seen)
         suspects: set[uuid.UUID] = set()
         conn = self._conn
+        await self.commit()  # nothing to tell: the run committed (and told) after the pass
         async with conn.begin():
             live = (await conn.execute(select(func.count()).where(self._live))).scalar() or 0
             # Every item seen was written live, so equal counts mean every live row was seen.
@@ -340,5 +391,6 @@ class Store:
         return changes
 
     async def finish(self, complete: bool) -> None:
+        await self.commit()  # nothing to tell: the run committed (and told) after the pass
         async with self._conn.begin():
             await self._progress(datetime.datetime.now(datetime.timezone.utc), complete)

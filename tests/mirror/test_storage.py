@@ -9,6 +9,7 @@ import json
 import re
 import signal
 import sqlite3
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -448,3 +449,35 @@ async def test_a_key_or_index_dropped_by_hand_is_refused_before_anything_is_writ
         assert "mirror_changes has no index on (collection, at)" in message
     assert await query(into, "SELECT count(*) FROM payroll_connections") == [(50,)]
     assert await query(into, "SELECT count(*) FROM mirror_runs") == [(1,)]
+
+
+async def test_postgresql_commits_group_pages_and_tell_each_change_once_committed(
+    start_emulator: StartEmulator, postgres_url: str
+) -> None:
+    emu = await start_emulator(seed=48, payroll_connections=15_000)
+    told: list[Change] = []
+    invisible: list[uuid.UUID] = []
+
+    async def on_change(change: Change) -> None:
+        if len(told) % 2500 == 0:  # committed before it is told: another session sees it
+            rows = await query(
+                postgres_url,
+                "SELECT count(*) FROM mirror_changes WHERE item_id = :i",
+                i=change.item_id,
+            )
+            if rows != [(1,)]:
+                invisible.append(change.item_id)
+        told.append(change)
+
+    started = time.monotonic()
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        result = await mirror(client, "payroll-connections", into=postgres_url, on_change=on_change)
+    seconds = time.monotonic() - started
+    assert (result.inserted, len(told), invisible) == (15_000, 15_000, [])
+    # Rows written by one transaction share its xmin: 5,000 items a commit, or one a
+    # second (pages of 100 items committed one by one would make 150).
+    commits = await query(
+        postgres_url, "SELECT count(DISTINCT xmin::text) FROM payroll_connections"
+    )
+    assert commits[0][0] <= 15_000 // 5_000 + int(seconds) + 1
+    assert await query(postgres_url, "SHOW synchronous_commit") == [("on",)]
