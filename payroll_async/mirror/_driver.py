@@ -109,6 +109,9 @@ class Statements:
 
     def __init__(self, table: Table, key: str, fields: Sequence[str], dialect: Dialect) -> None:
         self.dialect = dialect.name
+        self._driver: Any = None
+        self.direct = False
+        """Whether statements go to the driver's connection (SQLite, once attached)."""
         self._multi: dict[tuple[str, int], str] = {}
         pg = self.dialect == "postgresql"
         columns = [table.c[name] for name in fields]
@@ -179,13 +182,28 @@ class Statements:
             f"WHERE {self._key} IN (SELECT value FROM json_each(?))"
         )
 
+    async def attach(self, conn: AsyncConnection) -> None:
+        """SQLite: run this table's statements on the driver's connection itself (aiosqlite:
+        one hop to its thread each, none of SQLAlchemy's work per statement). Transactions
+        stay SQLAlchemy's: its ``begin`` sends ``BEGIN IMMEDIATE`` on that connection."""
+        if self.dialect == "sqlite":
+            raw = await conn.get_raw_connection()
+            self._driver = raw.driver_connection
+            self.direct = self._driver is not None
+
+    async def _run(self, conn: AsyncConnection, statement: str, params: Any) -> list[Any]:
+        if self._driver is not None:
+            found: list[Any] = list(await self._driver.execute_fetchall(statement, params))
+            return found
+        return list(await conn.exec_driver_sql(statement, params))
+
     async def insert(
         self, conn: AsyncConnection, statement: str, rows: list[tuple[Any, ...]]
     ) -> None:
         """Run a one-row INSERT for every row: in SQLite as multi-row INSERTs (each
         statement one step of the database, so its thread gives up the GIL less often);
         asyncpg sends an executemany as one pipeline already."""
-        if len(rows) == 1:
+        if len(rows) == 1 and self._driver is None:
             await conn.exec_driver_sql(statement, rows)
             return
         if self.dialect == "postgresql":
@@ -197,8 +215,8 @@ class Statements:
             return
         for start in range(0, len(rows), _ROWS_PER_STATEMENT):
             chunk = rows[start : start + _ROWS_PER_STATEMENT]
-            params = tuple(value for row in chunk for value in row)
-            await conn.exec_driver_sql(self._many(statement, len(chunk)), params)
+            params = [value for row in chunk for value in row]
+            await self._run(conn, self._many(statement, len(chunk)), params)
 
     def _arrays(self, statement: str) -> str | None:
         """PostgreSQL: the one-row INSERT as ``INSERT ... SELECT * FROM unnest(arrays)``."""
@@ -236,8 +254,8 @@ class Statements:
             if self.dialect == "postgresql":
                 found.extend(await conn.exec_driver_sql(statement, (chunk,)))
             else:
-                result = await conn.exec_driver_sql(statement, (json.dumps(chunk),))
-                found.extend(loads(result.scalar_one()))
+                ((rows,),) = await self._run(conn, statement, (json.dumps(chunk),))
+                found.extend(loads(rows))
         return found
 
     async def stored(self, conn: AsyncConnection, keys: Sequence[Any]) -> list[Sequence[Any]]:

@@ -43,7 +43,7 @@ logger = logging.getLogger("payroll_async")
 
 MAX_PAGES = 10
 """Most pages written in one statement group (what arrived while the last was written)."""
-COMMIT_ROWS = {"postgresql": 5000, "sqlite": 1}
+COMMIT_ROWS = {"postgresql": 5000, "sqlite": 2000}
 """Items a transaction gathers before it commits. PostgreSQL: a commit waits for the
 server's disk (``synchronous_commit`` as the server says), so pages are grouped; SQLite's
 commits cost little (WAL, ``synchronous=NORMAL``) and its lock is the whole database's
@@ -112,6 +112,18 @@ class Change:
 
 
 @attrs.define
+class _Plan:
+    """What one write does: the rows to upsert and the changes to record."""
+
+    keys: list[str]
+    now: datetime.datetime
+    stamp: Any
+    writes: list[tuple[Any, ...]] = attrs.Factory(list)
+    made: list[tuple[str, str, Any, str]] = attrs.Factory(list)  # key, change, before, after
+    updated: list[str] = attrs.Factory(list)
+
+
+@attrs.define
 class Counts:
     inserted: int = 0
     updated: int = 0
@@ -151,6 +163,7 @@ class Store:
         self._seen = _buckets()
         self._suspects: set[uuid.UUID] | None = None  # None: the first pass is running
         self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
+        self._known = array("q")  # the digests of the live rows when the run began, sorted
         self._open: AsyncTransaction | None = None  # the transaction not committed yet
         self._opened = 0.0
         self._pending: list[Change] = []  # its changes
@@ -158,6 +171,18 @@ class Store:
         self._commit_rows = COMMIT_ROWS.get(connection.dialect.name, 1)
 
     async def start(self, started_at: datetime.datetime) -> None:
+        await self._sql.attach(self._conn)
+        table = self._m.table
+        known = array("q")
+        result = await self._conn.stream(
+            select(table.c.mirror_digest).where(
+                table.c.mirror_deleted_at.is_(None), table.c.mirror_digest.is_not(None)
+            )
+        )
+        async for rows in result.partitions(10_000):
+            known.extend(row[0] for row in rows)
+        await self._conn.commit()
+        self._known = array("q", sorted(known))  # 8 bytes a live row
         await self._conn.execute(
             insert(RUNS).values(
                 run_id=self.run_id,
@@ -196,11 +221,21 @@ class Store:
         self._previous = previous
         if not sent:
             return []
+        plan: _Plan | None = None
+        if self._open is None and self._sql.direct:
+            # SQLite: this run alone writes the table (the run lock), so its rows are read
+            # before the write lock is taken, and a batch with nothing to write takes none.
+            plan = await self._plan(sent)
+            if not plan.writes and not plan.made:
+                self._done(plan, items)
+                return []
         if self._open is None:
             self._open = await self._conn.begin()
             self._opened = time.monotonic()
         try:
-            self._pending.extend(await self._write(sent, items))
+            if plan is None:
+                plan = await self._plan(sent)
+            self._pending.extend(await self._apply(plan, items))
         except BaseException:
             await self._rollback()
             raise
@@ -227,22 +262,30 @@ class Store:
             with contextlib.suppress(Exception):
                 await transaction.rollback()
 
-    async def _write(self, sent: dict[str, Sent], items: int) -> list[Change]:
-        """Compare and upsert, in the open transaction; the changes."""
+    async def _plan(self, sent: dict[str, Sent]) -> _Plan:
+        """Compare the items with their rows: what to write and record (reads only)."""
         sql = self._sql
+        conn = self._conn
         now = datetime.datetime.now(datetime.timezone.utc)
         stamp = sql.time(now)
-        conn = self._conn
-        made: list[tuple[str, str, Any, str]] = []  # (key, change, before, after)
-        keys = list(sent)
-        stored = {str(k): (d, gone) for k, d, gone in await sql.stored(conn, keys)}
-        writes: list[tuple[Any, ...]] = []
-        updated: list[str] = []
+        plan = _Plan(list(sent), now, stamp)
+        made, writes, updated = plan.made, plan.writes, plan.updated
+        # An item whose digest a live row had when the run began is unchanged (the digest
+        # covers the item's bytes, its id included): no row is read for it.
+        known, last = self._known, len(self._known)
+        maybe: list[tuple[str, Sent, int]] = []
+        for key, one in sent.items():
+            hashed = digest(one.raw)
+            at = bisect.bisect_left(known, hashed)
+            if at == last or known[at] != hashed:
+                maybe.append((key, one, hashed))
+        if not maybe:
+            return plan
+        stored = {str(k): (d, gone) for k, d, gone in await sql.stored(conn, [m[0] for m in maybe])}
         legacy: dict[str, tuple[Any, ...]] = {}  # rows of schema 1: no digest kept
         to_row, row_of, unstorable = self.to_row, sql.row, sql.unstorable
-        for key, one in sent.items():
+        for key, one, hashed in maybe:
             raw = one.raw
-            hashed = digest(raw)
             old = stored.get(key)
             if old is not None and old[1] is None and old[0] == hashed:
                 continue  # unchanged: nothing written
@@ -272,27 +315,35 @@ class Store:
                 # else: only mirror_item and its digest are new (written, not a change)
         if updated:
             before = await sql.items(conn, updated)
-            made = [(k, c, before.get(k) if c == "updated" else b, a) for k, c, b, a in made]
-        if writes:
-            await sql.insert(conn, sql.upsert, writes)
-        if made:
-            run, name = sql.uuid(self.run_id), self._collection
+            plan.made = [(k, c, before.get(k) if c == "updated" else b, a) for k, c, b, a in made]
+        return plan
+
+    async def _apply(self, plan: _Plan, items: int) -> list[Change]:
+        """Write a plan in the open transaction; its changes."""
+        sql, conn = self._sql, self._conn
+        if plan.writes:
+            await sql.insert(conn, sql.upsert, plan.writes)
+        if plan.made:
+            run, name, stamp = sql.uuid(self.run_id), self._collection, plan.stamp
             await sql.insert(
                 conn,
                 sql.change,
-                [(run, name, key, kind, stamp, b, a) for key, kind, b, a in made],
+                [(run, name, key, kind, stamp, b, a) for key, kind, b, a in plan.made],
             )
-        self.counts.updated += len(updated)
-        self.counts.inserted += len(made) - len(updated)
-        self.items += items
+        self._done(plan, items)
         await self._progress(now=None)
-        self._saw(_uuids(keys, list[uuid.UUID]))
         if not self.keep_changes:
             return []
         return [
-            Change(self.run_id, self._collection, uuid.UUID(k), kind, now, b, a)
-            for k, kind, b, a in made
+            Change(self.run_id, self._collection, uuid.UUID(k), kind, plan.now, b, a)
+            for k, kind, b, a in plan.made
         ]
+
+    def _done(self, plan: _Plan, items: int) -> None:
+        self.counts.updated += len(plan.updated)
+        self.counts.inserted += len(plan.made) - len(plan.updated)
+        self.items += items
+        self._saw(_uuids(plan.keys, list[uuid.UUID]))
 
     def _skip(self, key: str, why: str) -> None:
         """An item the database cannot hold in any form: not written, reported by id."""
