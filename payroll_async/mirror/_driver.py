@@ -144,6 +144,10 @@ class Statements:
         quoted = dialect.identifier_preparer.quote
         self._name, self._key = quoted(table.name), quoted(key)
         self._digests = self._select(key, "mirror_digest", "mirror_deleted_at")
+        self._digests_in = (
+            f'SELECT {self._key}, "mirror_digest", "mirror_deleted_at" FROM {self._name} '
+            f"WHERE {self._key} IN"
+        )
         self._typed = self._select(*fields, "mirror_deleted_at")
         # jsonb as its text (SQLAlchemy's codec of asyncpg would parse it)
         self._items = self._select(key, "mirror_item").replace(
@@ -260,7 +264,16 @@ class Statements:
 
     async def stored(self, conn: AsyncConnection, keys: Sequence[Any]) -> list[Sequence[Any]]:
         """(key, ``mirror_digest``, ``mirror_deleted_at``) of the stored rows of ``keys``."""
-        return await self._read(conn, self._digests, keys)
+        if self._driver is None:
+            return await self._read(conn, self._digests, keys)
+        # SQLite: the ids as parameters, the rows as sqlite3 returns them (few: an item of
+        # an unchanged row is never looked up, see Store).
+        found: list[Sequence[Any]] = []
+        for start in range(0, len(keys), 1000):
+            chunk = list(keys[start : start + 1000])
+            marks = ", ".join("?" * len(chunk))
+            found.extend(await self._run(conn, f"{self._digests_in} ({marks})", chunk))
+        return found
 
     async def typed(self, conn: AsyncConnection, keys: Sequence[Any]) -> list[Sequence[Any]]:
         """The model's columns (key first), then ``mirror_deleted_at``, of ``keys``' rows."""
