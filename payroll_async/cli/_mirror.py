@@ -147,13 +147,6 @@ def mirror(
         f"{result.updated:,} updated, {result.deleted:,} deleted, "
         f"{result.unchanged:,} unchanged (run {result.run_id})"
     )
-    if result.skipped:
-        shown = ", ".join(str(item) for item in result.skipped[:10])
-        more = f" and {len(result.skipped) - 10:,} more" if len(result.skipped) > 10 else ""
-        stderr.print(
-            f"{len(result.skipped):,} items not stored (they hold a value {where} cannot "
-            f"store; the rest is mirrored): {shown}{more}"
-        )
     if not result.complete:
         stderr.print(
             "The service changed too much during the run to prove every deletion; "

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import datetime
 import json
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Column, Dialect, Table, bindparam
+from sqlalchemy import BigInteger, Boolean, Column, Dialect, Table, Text, bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -30,9 +29,6 @@ Convert = Callable[[Any], Any]
 _UTC = datetime.timezone.utc
 _ROWS_PER_STATEMENT = 250  # SQLite: rows in one multi-row INSERT
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-# A NUL character in a JSON string (``\u0000`` not itself escaped): PostgreSQL's text and
-# jsonb cannot hold it.
-_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def _sqlite_time(value: datetime.datetime | None) -> str | None:
@@ -65,6 +61,17 @@ def _pg_time(value: datetime.datetime | None) -> datetime.datetime | None:
     return None if value is None else value.astimezone(_UTC)
 
 
+def _pg_text(value: str | None) -> str | None:
+    """PostgreSQL's text: no NUL character (else ValueError)."""
+    if value is not None and "\x00" in value:
+        raise ValueError("PostgreSQL's text cannot hold a NUL character")
+    return value
+
+
+def _pg_text_list(values: Any) -> list[Any]:
+    return [_pg_text(value) for value in values]
+
+
 def _converter(column: Column[Any], dialect: str) -> Convert:
     kind = column.type
     if isinstance(kind, BigInteger):
@@ -72,7 +79,9 @@ def _converter(column: Column[Any], dialect: str) -> Convert:
     if dialect == "postgresql":
         if isinstance(kind, UTCDateTime):
             return _pg_time
-        return list if column.name == "webhook_event_types" else _same
+        if isinstance(kind, Text):
+            return _pg_text
+        return _pg_text_list if column.name == "webhook_event_types" else _same
     if isinstance(kind, ItemId):
         return id_text  # never None: ids are required
     if isinstance(kind, UTCDateTime):
@@ -168,11 +177,6 @@ class Statements:
                 row.append(None)
                 empty.append(name)
         return tuple(row), empty
-
-    def unstorable(self, raw: Any) -> bool:
-        """Whether the database cannot hold this item's JSON at all (PostgreSQL: a NUL
-        character in one of its strings)."""
-        return self.dialect == "postgresql" and _NUL.search(raw) is not None
 
     def _select(self, *columns: str) -> str:
         """The statement that reads ``columns`` of the rows of some ids."""

@@ -81,11 +81,6 @@ class MirrorResult:
     """Whether the live rows equal the service: every walk checked, every deletion proven.
     False when the service changed too much during the run to prove it; the next run
     finishes the work (nothing is ever marked deleted unproven)."""
-    skipped: tuple[uuid.UUID, ...] = ()
-    """Items the database cannot hold in any form (PostgreSQL: a NUL character in a
-    string), not written; the rest of the collection is mirrored. (A value that only its
-    typed column cannot hold is stored NULL there, the item kept as sent in
-    ``mirror_item``.)"""
 
 
 def _event_types(values: Sequence[Any]) -> list[str]:
@@ -273,9 +268,8 @@ async def _mirror(
         inserted=counts.inserted,
         updated=counts.updated,
         deleted=counts.deleted,
-        unchanged=max(0, items - counts.inserted - counts.updated - len(set(store.skipped))),
+        unchanged=max(0, items - counts.inserted - counts.updated),
         complete=complete,
-        skipped=tuple(dict.fromkeys(store.skipped)),
     )
 
 

@@ -114,9 +114,10 @@ class UTCDateTime(TypeDecorator[datetime.datetime]):
 
 
 TEXT_LIST = JSON().with_variant(postgresql.ARRAY(Text), "postgresql")
-ITEM_JSON = Text().with_variant(postgresql.JSONB(), "postgresql")
-"""An item's JSON: ``jsonb`` in PostgreSQL; in SQLite its text (SQLite's JSON functions
-read it)."""
+ITEM_JSON = Text().with_variant(postgresql.JSON(), "postgresql")
+"""An item's JSON, its text exactly as sent: ``json`` in PostgreSQL (which keeps the text,
+and holds what ``jsonb`` cannot, a ``\\u0000``; cast it ``::jsonb`` to query it as such);
+in SQLite text that SQLite's JSON functions read."""
 BOOKKEEPING = (
     "mirror_first_seen_at",
     "mirror_last_seen_at",

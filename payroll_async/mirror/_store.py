@@ -152,8 +152,6 @@ class Store:
         """Whether ``write_pages`` returns the changes (someone is told of them)."""
         self.items = 0
         """Distinct items seen by this pass of the run."""
-        self.skipped: list[uuid.UUID] = []
-        """Items the database cannot hold in any form (not written), in the order met."""
         table = mirrored.table
         self._key = table.c[mirrored.key]
         self._live: ColumnElement[bool] = table.c.mirror_deleted_at.is_(None)
@@ -283,15 +281,12 @@ class Store:
             return plan
         stored = {str(k): (d, gone) for k, d, gone in await sql.stored(conn, [m[0] for m in maybe])}
         legacy: dict[str, tuple[Any, ...]] = {}  # rows of schema 1: no digest kept
-        to_row, row_of, unstorable = self.to_row, sql.row, sql.unstorable
+        to_row, row_of = self.to_row, sql.row
         for key, one, hashed in maybe:
             raw = one.raw
             old = stored.get(key)
             if old is not None and old[1] is None and old[0] == hashed:
                 continue  # unchanged: nothing written
-            if unstorable(raw):
-                self._skip(key, "a NUL character, which PostgreSQL cannot store")
-                continue
             try:
                 row = row_of(to_row(one.item))
             except (OverflowError, ValueError, TypeError):
@@ -344,11 +339,6 @@ class Store:
         self.counts.inserted += len(plan.made) - len(plan.updated)
         self.items += items
         self._saw(_uuids(plan.keys, list[uuid.UUID]))
-
-    def _skip(self, key: str, why: str) -> None:
-        """An item the database cannot hold in any form: not written, reported by id."""
-        self.skipped.append(uuid.UUID(key))
-        logger.warning("mirror %s: item %s not stored: it holds %s", self._collection, key, why)
 
     def _careful(self, key: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
         """The row of an item with a value its column cannot hold: that column NULL."""
