@@ -420,6 +420,40 @@ async def test_a_nul_character_in_postgresql_is_kept_as_sent_and_the_rest_mirror
             assert status == json.loads(item)["status"]
 
 
+DROP_KEY = {
+    "postgresql": ["ALTER TABLE payroll_connections DROP CONSTRAINT payroll_connections_pkey"],
+    "sqlite": [  # SQLite drops a key only with its table: made again without it, by hand
+        "CREATE TABLE copy AS SELECT * FROM payroll_connections",
+        "DROP TABLE payroll_connections",
+        "ALTER TABLE copy RENAME TO payroll_connections",
+    ],
+}
+
+
+@pytest.mark.parametrize("change", ["primary key", "index"])
+async def test_a_key_or_index_dropped_by_hand_is_refused_before_anything_is_written(
+    start_emulator: StartEmulator, into: str, change: str
+) -> None:
+    dialect = "postgresql" if into.startswith("postgresql") else "sqlite"
+    emu = await start_emulator(seed=47, payroll_connections=50)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, "payroll-connections", into=into)
+        statements = (
+            DROP_KEY[dialect] if change == "primary key" else ["DROP INDEX mirror_changes_at"]
+        )
+        for statement in statements:
+            await query(into, statement)
+        with pytest.raises(MirrorError) as caught:
+            await mirror(client, "payroll-connections", into=into)
+    message = str(caught.value)
+    if change == "primary key":
+        assert "payroll_connections's primary key is not (id) but none" in message
+    else:
+        assert "mirror_changes has no index on (collection, at)" in message
+    assert await query(into, "SELECT count(*) FROM payroll_connections") == [(50,)]
+    assert await query(into, "SELECT count(*) FROM mirror_runs") == [(1,)]
+
+
 async def test_postgresql_commits_group_pages_and_tell_each_change_once_committed(
     start_emulator: StartEmulator, postgres_url: str
 ) -> None:
