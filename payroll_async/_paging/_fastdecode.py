@@ -219,6 +219,12 @@ class FastDecoder:
 
         None when the converter must decide (as ``decode_page``); no model is built.
         """
+        result = self.decode_wire_page(body)
+        return None if result is None else (result[1], result[2])
+
+    def decode_wire_page(self, body: bytes) -> tuple[list[Any], list[msgspec.Raw], ListMeta] | None:
+        """As ``decode_raw_page``, and each item's fields as decoded (a frozen struct with
+        the model's attribute names; ids as their text, event types as strings)."""
         if _wider(body):
             return None
         try:
@@ -231,7 +237,7 @@ class FastDecoder:
                 for value in values:
                     check(value)
             raw: Any = self._raw_page.decode(body)
-            return raw.data, self._build_meta(raw.meta)
+            return wire.data, raw.data, self._build_meta(raw.meta)
         except (msgspec.DecodeError, RecursionError, _Defer):
             return None
 

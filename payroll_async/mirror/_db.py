@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import errno
 import hashlib
 import os
@@ -25,14 +24,14 @@ from typing import Any, NoReturn
 from urllib.parse import quote, quote_plus, urlencode
 
 import attrs
-from sqlalchemy import event, insert, select, text
+from sqlalchemy import event, select, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from .._core._lockfile import open_lock_file, try_lock
 from ._errors import MirrorBusyError, MirrorError, MirrorURLError
-from ._schema import METADATA, SCHEMA, SCHEMA_VERSION
+from ._schema import SCHEMA_VERSION, differences, install
 
 __all__ = ["Database", "database_errors", "open_database", "redact"]
 
@@ -209,8 +208,8 @@ class Database:
             if self.dialect == "postgresql":
                 # synchronous_commit is left as the server or role sets it (on by
                 # default): a committed change is never lost, so it is never told twice.
-                # Off is ~25% faster (RESULTS.md); a user who trades that for speed sets it
-                # on the mirror's role (ALTER ROLE ... SET synchronous_commit = off).
+                # Pages are grouped into few commits (_store.COMMIT_ROWS), so that commits
+                # that wait for the disk cost little.
                 # A table that grows from empty during the run has statistics that say
                 # it is empty: without this, the look-up of a page's rows by id can be
                 # planned as a scan of the whole table, at every page.
@@ -283,27 +282,27 @@ class Database:
             os.close(fd)  # releases the flock
 
     async def ensure_schema(self, connection: AsyncConnection) -> None:
-        """Create the tables on first use; refuse a schema newer than this release's."""
+        """Create the tables on first use, migrate those of an earlier version (one
+        transaction); refuse a schema newer than this release's."""
         with self.errors("creating the mirror's tables"):
             async with connection.begin():
                 if self.dialect == "postgresql":
                     await connection.execute(
                         text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_SCHEMA_LOCK)
                     )
-                await connection.run_sync(METADATA.create_all, checkfirst=True)
-                version = (await connection.execute(select(SCHEMA.c.version))).scalars().all()
-                stored = max(version, default=None)
-                if stored is None:
-                    await connection.execute(
-                        insert(SCHEMA).values(
-                            version=SCHEMA_VERSION,
-                            installed_at=datetime.datetime.now(datetime.timezone.utc),
-                        )
+                stored = await connection.run_sync(install)
+                if stored is not None and stored > SCHEMA_VERSION:
+                    raise MirrorError(
+                        f"the mirror tables in {self.shown} are schema version {stored}; this "
+                        f"release of payroll-async knows versions up to {SCHEMA_VERSION}: "
+                        "upgrade it"
                     )
-        if stored is not None and stored > SCHEMA_VERSION:
+                differ = await connection.run_sync(differences)
+        if differ:
+            # Writing into them would go wrong (without the key, a row per item per run).
             raise MirrorError(
-                f"the mirror tables in {self.shown} are schema version {stored}; this "
-                f"release of payroll-async knows versions up to {SCHEMA_VERSION}: upgrade it"
+                f"the mirror tables in {self.shown} are not as the mirror made them: "
+                f"{'; '.join(differ)}. Restore them, or mirror into a new database"
             )
 
 

@@ -3,8 +3,8 @@
 SQLAlchemy builds and compiles every statement (one upsert construct,
 ``insert().on_conflict_do_update``, for both dialects); the rows then go to the driver as
 plain tuples in the form the database stores, so that a page costs no per-value type
-processing. The forms are exactly what SQLAlchemy's own types write (32 hex digits for a
-``Uuid`` in SQLite, ``YYYY-MM-DD HH:MM:SS.ffffff`` UTC text for a timestamp, JSON text for
+processing. The forms are exactly what the schema's types write (``8-4-4-4-12`` text for
+an id in SQLite, ``YYYY-MM-DD HH:MM:SS.ffffff`` UTC text for a timestamp, JSON text for
 a list), so rows read back through SQLAlchemy are the same values. Comparing a stored row
 with an item is then one tuple comparison.
 """
@@ -13,22 +13,22 @@ from __future__ import annotations
 
 import datetime
 import json
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Boolean, Column, Dialect, Table, Uuid, bindparam
+from sqlalchemy import BigInteger, Boolean, Column, Dialect, Table, Text, bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._json import loads
-from ._schema import CHANGES, UTCDateTime
+from ._schema import BOOKKEEPING, CHANGES, ItemId, UTCDateTime
 
-__all__ = ["Statements"]
+__all__ = ["Statements", "id_text"]
 
 Convert = Callable[[Any], Any]
 _UTC = datetime.timezone.utc
 _ROWS_PER_STATEMENT = 250  # SQLite: rows in one multi-row INSERT
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _sqlite_time(value: datetime.datetime | None) -> str | None:
@@ -40,16 +40,50 @@ def _sqlite_time(value: datetime.datetime | None) -> str | None:
     return value.replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
+def id_text(value: Any) -> str:
+    """An id (a UUID, or its text as sent) as SQLite stores it: lower-case 8-4-4-4-12."""
+    return value.lower() if type(value) is str else str(value)
+
+
 def _same(value: Any) -> Any:
     return value
 
 
+def _int64(value: Any) -> Any:
+    """A BIGINT: the integers both databases hold (else OverflowError)."""
+    if value is not None and not _INT64_MIN <= value <= _INT64_MAX:
+        raise OverflowError(f"{value} does not fit a 64-bit integer")
+    return value
+
+
+def _pg_time(value: datetime.datetime | None) -> datetime.datetime | None:
+    """A timestamptz as asyncpg sends it: UTC (OverflowError past year 9999 or before 1)."""
+    return None if value is None else value.astimezone(_UTC)
+
+
+def _pg_text(value: str | None) -> str | None:
+    """PostgreSQL's text: no NUL character (else ValueError)."""
+    if value is not None and "\x00" in value:
+        raise ValueError("PostgreSQL's text cannot hold a NUL character")
+    return value
+
+
+def _pg_text_list(values: Any) -> list[Any]:
+    return [_pg_text(value) for value in values]
+
+
 def _converter(column: Column[Any], dialect: str) -> Convert:
     kind = column.type
+    if isinstance(kind, BigInteger):
+        return _int64
     if dialect == "postgresql":
-        return list if column.name == "webhook_event_types" else _same
-    if isinstance(kind, Uuid):
-        return operator.attrgetter("hex")  # never None: ids are required
+        if isinstance(kind, UTCDateTime):
+            return _pg_time
+        if isinstance(kind, Text):
+            return _pg_text
+        return _pg_text_list if column.name == "webhook_event_types" else _same
+    if isinstance(kind, ItemId):
+        return id_text  # never None: ids are required
     if isinstance(kind, UTCDateTime):
         return _sqlite_time
     if isinstance(kind, Boolean):
@@ -84,11 +118,17 @@ class Statements:
 
     def __init__(self, table: Table, key: str, fields: Sequence[str], dialect: Dialect) -> None:
         self.dialect = dialect.name
+        self._driver: Any = None
+        self.direct = False
+        """Whether statements go to the driver's connection (SQLite, once attached)."""
         self._multi: dict[tuple[str, int], str] = {}
         pg = self.dialect == "postgresql"
         columns = [table.c[name] for name in fields]
         self.row = _row_converter(columns, self.dialect)
-        """The model's values (key first) as the driver sends and returns them."""
+        """The model's values (key first) as the driver sends and returns them; raises
+        OverflowError for a value the database cannot hold (see ``careful_row``)."""
+        self._names = tuple(fields)
+        self._converters = [_converter(c, self.dialect) for c in columns]
         self.time = _converter(table.c.mirror_first_seen_at, self.dialect)
         self.uuid = _converter(table.c[key], self.dialect)
         make: Any = postgresql.insert if pg else sqlite.insert
@@ -99,10 +139,9 @@ class Statements:
             set_={c.name: upsert.excluded[c.name] for c in table.c if c.name not in kept},
         )
         self.upsert, order = _compiled(upsert, dialect)
-        tail = ["mirror_first_seen_at", "mirror_last_seen_at", "mirror_deleted_at"]
-        if order != [*fields, *tail]:
+        if order != [*fields, *BOOKKEEPING]:
             raise AssertionError(f"unexpected column order of the upsert: {order}")
-        names = ["run_id", "collection", "item_id", "change", "at"]
+        names = ["run_id", "collection", "item_id", "change", "at", "before", "after"]
         self.change, order = _compiled(
             insert_changes := CHANGES.insert().values({n: bindparam(n) for n in names}), dialect
         )
@@ -112,16 +151,59 @@ class Statements:
         self.change = self.change.partition(" RETURNING ")[0]  # change_id is never read
         self.change_row = _row_converter([CHANGES.c[n] for n in names], self.dialect)
         quoted = dialect.identifier_preparer.quote
-        listed = ", ".join(quoted(name) for name in (*fields, "mirror_deleted_at"))
-        self._select = f"SELECT {listed} FROM {quoted(table.name)} WHERE {quoted(key)}"
-        if not pg:
-            # One row back, whatever the page's size: SQLite steps once, so its thread
-            # gives up the GIL once, not once a row; the ids go in as one JSON array.
-            listed = ", ".join(quoted(name) for name in (*fields, "mirror_deleted_at"))
-            self._select = (
-                f"SELECT json_group_array(json_array({listed})) FROM {quoted(table.name)} "
-                f"WHERE {quoted(key)} IN (SELECT value FROM json_each(?))"
-            )
+        self._name, self._key = quoted(table.name), quoted(key)
+        self._digests = self._select(key, "mirror_digest", "mirror_deleted_at")
+        self._digests_in = (
+            f'SELECT {self._key}, "mirror_digest", "mirror_deleted_at" FROM {self._name} '
+            f"WHERE {self._key} IN"
+        )
+        self._typed = self._select(*fields, "mirror_deleted_at")
+        # jsonb as its text (SQLAlchemy's codec of asyncpg would parse it)
+        self._items = self._select(key, "mirror_item").replace(
+            '"mirror_item" FROM', '"mirror_item"::text FROM'
+        )
+
+    def careful_row(self, values: Sequence[Any]) -> tuple[tuple[Any, ...], list[str]]:
+        """As ``row``, a value the database cannot hold made NULL: the row, and the names
+        of the columns left NULL (the item as sent, in ``mirror_item``, keeps them)."""
+        row: list[Any] = []
+        empty: list[str] = []
+        for name, convert, value in zip(self._names, self._converters, values, strict=True):
+            try:
+                row.append(convert(value))
+            except (OverflowError, ValueError, TypeError):
+                if not row:  # the key: never NULL (the page's check made it an id)
+                    raise
+                row.append(None)
+                empty.append(name)
+        return tuple(row), empty
+
+    def _select(self, *columns: str) -> str:
+        """The statement that reads ``columns`` of the rows of some ids."""
+        quoted = ", ".join(f'"{name}"' for name in columns)
+        if self.dialect == "postgresql":
+            return f"SELECT {quoted} FROM {self._name} WHERE {self._key} = ANY($1::uuid[])"
+        # One row back, whatever the page's size: SQLite steps once, so its thread gives
+        # up the GIL once, not once a row; the ids go in as one JSON array.
+        return (
+            f"SELECT json_group_array(json_array({quoted})) FROM {self._name} "
+            f"WHERE {self._key} IN (SELECT value FROM json_each(?))"
+        )
+
+    async def attach(self, conn: AsyncConnection) -> None:
+        """SQLite: run this table's statements on the driver's connection itself (aiosqlite:
+        one hop to its thread each, none of SQLAlchemy's work per statement). Transactions
+        stay SQLAlchemy's: its ``begin`` sends ``BEGIN IMMEDIATE`` on that connection."""
+        if self.dialect == "sqlite":
+            raw = await conn.get_raw_connection()
+            self._driver = raw.driver_connection
+            self.direct = self._driver is not None
+
+    async def _run(self, conn: AsyncConnection, statement: str, params: Any) -> list[Any]:
+        if self._driver is not None:
+            found: list[Any] = list(await self._driver.execute_fetchall(statement, params))
+            return found
+        return list(await conn.exec_driver_sql(statement, params))
 
     async def insert(
         self, conn: AsyncConnection, statement: str, rows: list[tuple[Any, ...]]
@@ -129,7 +211,7 @@ class Statements:
         """Run a one-row INSERT for every row: in SQLite as multi-row INSERTs (each
         statement one step of the database, so its thread gives up the GIL less often);
         asyncpg sends an executemany as one pipeline already."""
-        if len(rows) == 1:
+        if len(rows) == 1 and self._driver is None:
             await conn.exec_driver_sql(statement, rows)
             return
         if self.dialect == "postgresql":
@@ -141,8 +223,8 @@ class Statements:
             return
         for start in range(0, len(rows), _ROWS_PER_STATEMENT):
             chunk = rows[start : start + _ROWS_PER_STATEMENT]
-            params = tuple(value for row in chunk for value in row)
-            await conn.exec_driver_sql(self._many(statement, len(chunk)), params)
+            params = [value for row in chunk for value in row]
+            await self._run(conn, self._many(statement, len(chunk)), params)
 
     def _arrays(self, statement: str) -> str | None:
         """PostgreSQL: the one-row INSERT as ``INSERT ... SELECT * FROM unnest(arrays)``."""
@@ -171,11 +253,36 @@ class Statements:
             found = self._multi[key] = f"{head} VALUES {groups}{tail}"
         return found
 
-    async def stored(self, conn: AsyncConnection, keys: Sequence[Any]) -> list[Sequence[Any]]:
-        """The stored rows of ``keys`` (the model's columns, then ``mirror_deleted_at``)."""
-        if self.dialect == "postgresql":
-            result = await conn.exec_driver_sql(f"{self._select} = ANY($1::uuid[])", (list(keys),))
-            return list(result)
-        result = await conn.exec_driver_sql(self._select, (json.dumps(list(keys)),))
-        found: list[Sequence[Any]] = loads(result.scalar_one())
+    async def _read(
+        self, conn: AsyncConnection, statement: str, keys: Sequence[Any]
+    ) -> list[Sequence[Any]]:
+        found: list[Sequence[Any]] = []
+        for start in range(0, len(keys), 1000):
+            chunk = list(keys[start : start + 1000])
+            if self.dialect == "postgresql":
+                found.extend(await conn.exec_driver_sql(statement, (chunk,)))
+            else:
+                ((rows,),) = await self._run(conn, statement, (json.dumps(chunk),))
+                found.extend(loads(rows))
         return found
+
+    async def stored(self, conn: AsyncConnection, keys: Sequence[Any]) -> list[Sequence[Any]]:
+        """(key, ``mirror_digest``, ``mirror_deleted_at``) of the stored rows of ``keys``."""
+        if self._driver is None:
+            return await self._read(conn, self._digests, keys)
+        # SQLite: the ids as parameters, the rows as sqlite3 returns them (few: an item of
+        # an unchanged row is never looked up, see Store).
+        found: list[Sequence[Any]] = []
+        for start in range(0, len(keys), 1000):
+            chunk = list(keys[start : start + 1000])
+            marks = ", ".join("?" * len(chunk))
+            found.extend(await self._run(conn, f"{self._digests_in} ({marks})", chunk))
+        return found
+
+    async def typed(self, conn: AsyncConnection, keys: Sequence[Any]) -> list[Sequence[Any]]:
+        """The model's columns (key first), then ``mirror_deleted_at``, of ``keys``' rows."""
+        return await self._read(conn, self._typed, keys)
+
+    async def items(self, conn: AsyncConnection, keys: Sequence[Any]) -> dict[str, Any]:
+        """``mirror_item`` of ``keys``' rows, by the key's text."""
+        return {str(key): item for key, item in await self._read(conn, self._items, keys)}

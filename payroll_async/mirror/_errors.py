@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._core._exceptions import PayrollError
+from .._core._exceptions import InvalidArgumentError, PayrollError
 
 __all__ = ["MirrorBusyError", "MirrorError", "MirrorURLError"]
 
@@ -16,8 +16,11 @@ class MirrorError(PayrollError):
     """
 
 
-class MirrorURLError(MirrorError, ValueError):
-    """``into`` is not a database URL the mirror can write to (bad input)."""
+class MirrorURLError(MirrorError, InvalidArgumentError):
+    """``into`` is not a database URL the mirror can write to (bad input).
+
+    An `InvalidArgumentError` too, as all bad input is: raised before any request.
+    """
 
 
 class MirrorBusyError(MirrorError):

@@ -58,6 +58,8 @@ class Feed:
             CHANGES.c.item_id,
             CHANGES.c.change,
             CHANGES.c.at,
+            CHANGES.c.before,
+            CHANGES.c.after,
         )
         if self.employer is not None:  # one employer's update groups: its rows' changes
             groups = TABLES["update-groups"].table
@@ -70,9 +72,11 @@ class Feed:
         return [
             (
                 int(number),
-                None if run == skip_run else Change(run, self.collection, item, change, at),
+                None
+                if run == skip_run
+                else Change(run, self.collection, item, change, at, before, after),
             )
-            for number, run, item, change, at in rows
+            for number, run, item, change, at, before, after in rows
         ]
 
     async def recorded(self, run_id: uuid.UUID, after: int) -> tuple[int, int | None]:

@@ -21,6 +21,7 @@ from .._core._validation import check_id
 from ._db import open_database
 from ._errors import MirrorError, MirrorURLError
 from ._schema import TABLES, MirrorTable
+from ._sent import sent_listing
 from ._store import MAX_PAGES, Change, Store
 from ._walk import ListingSource, Walk
 
@@ -119,6 +120,11 @@ async def _live_rows(conn: AsyncConnection, mirrored: MirrorTable) -> int:
 
 
 def _listing(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> ListMethod:
+    """The listing of ``collection``, its items `Sent` (each item's fields and bytes)."""
+    return sent_listing(_list_method(client, collection, employer), TABLES[collection].key)
+
+
+def _list_method(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> Any:
     if collection == "payroll-connections":
         return client.payroll_connections.list
     if collection == "employer-identifiers":
@@ -237,6 +243,9 @@ async def _mirror(
                         client, collection, store, db, on_change, told, page_size, concurrency, hint
                     )
                     proven = await _pass(run, scope)
+                    with db.errors(f"writing to {db.shown}"):
+                        committed = await store.commit()  # the pass's last pages
+                    await _tell(on_change, committed)
                     with db.errors(f"reading {db.shown}"):
                         suspects = await store.narrow_suspects()
                     proven = proven and not store.repeated  # an id twice: the proof is void

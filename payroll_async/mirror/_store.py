@@ -1,10 +1,12 @@
 """Writing pages: compare with the rows, upsert what changed, record it, all at once.
 
 The pages that arrived while the previous write ran (one page when the service is slow,
-at most ``MAX_PAGES`` when it is fast) are one transaction, together with the run's
-progress in ``mirror_runs``, so that a run killed at any point leaves every page either
-wholly written or not at all; the next run, finding those rows equal, records nothing
-twice.
+at most ``MAX_PAGES`` when it is fast) are written at once, into a transaction that also
+holds the run's progress in ``mirror_runs`` and commits every ``COMMIT_ROWS`` items or
+``COMMIT_SECONDS`` (PostgreSQL; in SQLite each write commits), so that a run killed at
+any point leaves every page either wholly written or not at all; the next run, finding
+those rows equal, records nothing twice. A change is told (``on_change``) only once its
+transaction has committed.
 
 Which ids the first pass saw is kept in memory, exactly, in ``seen`` (a ``SeenIds``, 16
 bytes an id, about 16 MB for a million; see ``_seen``), which the pass's walks fill (each
@@ -14,24 +16,49 @@ which live rows the pass did not see.
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import datetime
+import logging
+import time
 import uuid
+from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
+import msgspec
 from sqlalchemy import ColumnElement, func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncTransaction
 
+from .._core._json import loads
 from ._driver import Statements
 from ._schema import RUNS, MirrorTable
 from ._seen import SeenIds
+from ._sent import Sent, digest
 
-__all__ = ["MAX_PAGES", "Change", "Counts", "Store"]
+__all__ = ["COMMIT_ROWS", "COMMIT_SECONDS", "MAX_PAGES", "Change", "Counts", "Store"]
+
+logger = logging.getLogger("payroll_async")
 
 MAX_PAGES = 10
-"""Most pages written in one transaction."""
+"""Most pages written in one statement group (what arrived while the last was written)."""
+COMMIT_ROWS = {"postgresql": 5000, "sqlite": 2000}
+"""Items a transaction gathers before it commits. PostgreSQL: a commit waits for the
+server's disk (``synchronous_commit`` as the server says), so pages are grouped; SQLite's
+commits cost little (WAL, ``synchronous=NORMAL``) and its lock is the whole database's
+(another collection's run waits), so each write commits."""
+COMMIT_SECONDS = 1.0
+"""Or once the transaction is this old (at the next write)."""
 _BATCH = 500  # ids per statement where a set of ids is marked deleted
+
+
+_uuids = msgspec.convert  # ids' text to UUIDs, in C
+
+
+def _plain(row: Sequence[Any]) -> tuple[Any, ...]:
+    """A row with its ids as text (a driver gives UUIDs, an item sent text)."""
+    return tuple(str(v) if isinstance(v, uuid.UUID) else v for v in row)
 
 
 @attrs.frozen
@@ -48,20 +75,48 @@ class Change:
     """``inserted``, ``updated`` or ``deleted``."""
     at: datetime.datetime
     """When the change was committed (UTC)."""
+    before: str | None = None
+    """The item's JSON as its row held it before the change: None for an insert (and for
+    a row of an earlier schema, which kept no JSON)."""
+    after: str | None = None
+    """The item's JSON as the service sent it: None for a deletion."""
 
     def values(self) -> tuple[Any, ...]:
-        """As a row of ``mirror_changes``: run_id, collection, item_id, change, at."""
-        return (self.run_id, self.collection, self.item_id, self.change, self.at)
+        """As a row of ``mirror_changes``: run_id, collection, item_id, change, at, before,
+        after."""
+        return (
+            self.run_id,
+            self.collection,
+            self.item_id,
+            self.change,
+            self.at,
+            self.before,
+            self.after,
+        )
 
-    def to_json(self) -> dict[str, str]:
-        """As a line of ``--changes``."""
+    def to_json(self) -> dict[str, Any]:
+        """As a line of ``--changes``: ``before`` and ``after`` as JSON values (or null)."""
         return {
             "run_id": str(self.run_id),
             "collection": self.collection,
             "item_id": str(self.item_id),
             "change": self.change,
             "at": self.at.isoformat().replace("+00:00", "Z"),
+            "before": None if self.before is None else loads(self.before),
+            "after": None if self.after is None else loads(self.after),
         }
+
+
+@attrs.define
+class _Plan:
+    """What one write does: the rows to upsert and the changes to record."""
+
+    keys: list[str]
+    now: datetime.datetime
+    stamp: Any
+    writes: list[tuple[Any, ...]] = attrs.Factory(list)
+    made: list[tuple[str, str, Any, str]] = attrs.Factory(list)  # key, change, before, after
+    updated: list[str] = attrs.Factory(list)
 
 
 @attrs.define
@@ -105,8 +160,26 @@ class Store:
         """Whether the first pass's walks were given one id twice (other than overlaps)."""
         self._suspects: set[uuid.UUID] | None = None  # None: the first pass is running
         self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
+        self._known = array("q")  # the digests of the live rows when the run began, sorted
+        self._open: AsyncTransaction | None = None  # the transaction not committed yet
+        self._opened = 0.0
+        self._pending: list[Change] = []  # its changes
+        self._pending_rows = 0
+        self._commit_rows = COMMIT_ROWS.get(connection.dialect.name, 1)
 
     async def start(self, started_at: datetime.datetime) -> None:
+        await self._sql.attach(self._conn)
+        table = self._m.table
+        known = array("q")
+        result = await self._conn.stream(
+            select(table.c.mirror_digest).where(
+                table.c.mirror_deleted_at.is_(None), table.c.mirror_digest.is_not(None)
+            )
+        )
+        async for rows in result.partitions(10_000):
+            known.extend(row[0] for row in rows)
+        await self._conn.commit()
+        self._known = array("q", sorted(known))  # 8 bytes a live row
         await self._conn.execute(
             insert(RUNS).values(
                 run_id=self.run_id,
@@ -122,59 +195,161 @@ class Store:
         )
         await self._conn.commit()
 
-    async def write_pages(self, pages: Sequence[Sequence[Any]]) -> list[Change]:
-        """Upsert some pages (one transaction); the changes they made."""
-        sql = self._sql
-        rows: dict[Any, tuple[Any, ...]] = {}
-        ids: dict[Any, uuid.UUID] = {}
+    async def write_pages(self, pages: Sequence[Sequence[Sent]]) -> list[Change]:
+        """Upsert some pages; the changes this call committed (to be told, in order).
+
+        The pages go into the open transaction, committed once it holds the dialect's
+        ``COMMIT_ROWS`` items or is ``COMMIT_SECONDS`` old (``commit()`` commits the
+        rest). An item whose bytes hash to the digest kept in its live row is unchanged:
+        nothing is written. Otherwise its typed columns, ``mirror_item`` and digest are
+        written, and the change recorded with the item before (``mirror_item`` of the
+        row) and after (as sent).
+        """
+        sent: dict[str, Sent] = {}
         items = 0
+        previous = self._previous
         for page in pages:
-            keys = []
-            for item in page:
-                values = self.to_row(item)
-                row = sql.row(values)
-                key = row[0]
-                rows[key] = row  # an overlap or a retried page may repeat an item
-                ids[key] = values[0]
-                keys.append(key)
-            items += len(set(keys) - self._previous)
-            self._previous = set(keys)
-        if not rows:
+            keys = [one.key for one in page]
+            for one in page:
+                sent[one.key] = one  # an overlap or a retried page may repeat an item
+            fresh = set(keys)
+            items += len(fresh - previous)
+            previous = fresh
+        self._previous = previous
+        if not sent:
             return []
+        plan: _Plan | None = None
+        if self._open is None and self._sql.direct:
+            # SQLite: this run alone writes the table (the run lock), so its rows are read
+            # before the write lock is taken, and a batch with nothing to write takes none.
+            plan = await self._plan(sent)
+            if not plan.writes and not plan.made:
+                self._done(plan, items)
+                return []
+        if self._open is None:
+            self._open = await self._conn.begin()
+            self._opened = time.monotonic()
+        try:
+            if plan is None:
+                plan = await self._plan(sent)
+            self._pending.extend(await self._apply(plan, items))
+        except BaseException:
+            await self._rollback()
+            raise
+        self._pending_rows += len(sent)
+        if (
+            self._pending_rows >= self._commit_rows
+            or time.monotonic() - self._opened >= COMMIT_SECONDS
+        ):
+            return await self.commit()
+        return []
+
+    async def commit(self) -> list[Change]:
+        """Commit the pages written since the last commit; their changes (to be told)."""
+        if self._open is not None:
+            transaction, self._open = self._open, None
+            await transaction.commit()
+        changes, self._pending, self._pending_rows = self._pending, [], 0
+        return changes
+
+    async def _rollback(self) -> None:
+        transaction, self._open = self._open, None
+        self._pending, self._pending_rows = [], 0
+        if transaction is not None and transaction.is_active:
+            with contextlib.suppress(Exception):
+                await transaction.rollback()
+
+    async def _plan(self, sent: dict[str, Sent]) -> _Plan:
+        """Compare the items with their rows: what to write and record (reads only)."""
+        sql = self._sql
+        conn = self._conn
         now = datetime.datetime.now(datetime.timezone.utc)
         stamp = sql.time(now)
-        conn = self._conn
-        made: list[tuple[Any, str]] = []  # (key, change)
-        async with conn.begin():
-            stored: dict[str, Any] = {}
-            keys = list(rows)
-            for start in range(0, len(keys), 1000):
-                for found in await sql.stored(conn, keys[start : start + 1000]):
-                    stored[str(found[0])] = found
-            writes: list[tuple[Any, ...]] = []
-            for key, row in rows.items():
-                old = stored.get(str(key))
-                live = old is not None and old[-1] is None
-                if old is not None and live and tuple(old[:-1]) == row:
-                    continue  # unchanged: nothing written
-                writes.append((*row, stamp, stamp, None))
-                # an item that comes back after it was marked deleted is inserted again
-                made.append((key, "updated" if live else "inserted"))
-            if writes:
-                await sql.insert(conn, sql.upsert, writes)
-                run, name = sql.uuid(self.run_id), self._collection
-                await sql.insert(
-                    conn, sql.change, [(run, name, key, kind, stamp) for key, kind in made]
-                )
-            updated = sum(kind == "updated" for _, kind in made)
-            self.counts.updated += updated
-            self.counts.inserted += len(made) - updated
-            self.items += items
-            await self._progress(now=None)
-        self._saw(ids.values())
+        plan = _Plan(list(sent), now, stamp)
+        made, writes, updated = plan.made, plan.writes, plan.updated
+        # An item whose digest a live row had when the run began is unchanged (the digest
+        # covers the item's bytes, its id included): no row is read for it.
+        known, last = self._known, len(self._known)
+        maybe: list[tuple[str, Sent, int]] = []
+        for key, one in sent.items():
+            hashed = digest(one.raw)
+            at = bisect.bisect_left(known, hashed)
+            if at == last or known[at] != hashed:
+                maybe.append((key, one, hashed))
+        if not maybe:
+            return plan
+        stored = {str(k): (d, gone) for k, d, gone in await sql.stored(conn, [m[0] for m in maybe])}
+        legacy: dict[str, tuple[Any, ...]] = {}  # rows of schema 1: no digest kept
+        to_row, row_of = self.to_row, sql.row
+        for key, one, hashed in maybe:
+            raw = one.raw
+            old = stored.get(key)
+            if old is not None and old[1] is None and old[0] == hashed:
+                continue  # unchanged: nothing written
+            try:
+                row = row_of(to_row(one.item))
+            except (OverflowError, ValueError, TypeError):
+                row = self._careful(key, to_row(one.item))
+            text = bytes(raw).decode()
+            writes.append((*row, stamp, stamp, None, text, hashed))
+            if old is None or old[1] is not None:
+                # new, or back after it was marked deleted: inserted again
+                made.append((key, "inserted", None, text))
+            elif old[0] is None:
+                legacy[key] = row
+            else:
+                updated.append(key)
+                made.append((key, "updated", None, text))
+        if legacy:
+            for found in await sql.typed(conn, list(legacy)):
+                key = str(found[0])
+                if _plain(found[:-1]) != _plain(legacy[key]):
+                    updated.append(key)
+                    made.append((key, "updated", None, bytes(sent[key].raw).decode()))
+                # else: only mirror_item and its digest are new (written, not a change)
+        if updated:
+            before = await sql.items(conn, updated)
+            plan.made = [(k, c, before.get(k) if c == "updated" else b, a) for k, c, b, a in made]
+        return plan
+
+    async def _apply(self, plan: _Plan, items: int) -> list[Change]:
+        """Write a plan in the open transaction; its changes."""
+        sql, conn = self._sql, self._conn
+        if plan.writes:
+            await sql.insert(conn, sql.upsert, plan.writes)
+        if plan.made:
+            run, name, stamp = sql.uuid(self.run_id), self._collection, plan.stamp
+            await sql.insert(
+                conn,
+                sql.change,
+                [(run, name, key, kind, stamp, b, a) for key, kind, b, a in plan.made],
+            )
+        self._done(plan, items)
+        await self._progress(now=None)
         if not self.keep_changes:
             return []
-        return [Change(self.run_id, self._collection, ids[k], kind, now) for k, kind in made]
+        return [
+            Change(self.run_id, self._collection, uuid.UUID(k), kind, plan.now, b, a)
+            for k, kind, b, a in plan.made
+        ]
+
+    def _done(self, plan: _Plan, items: int) -> None:
+        self.counts.updated += len(plan.updated)
+        self.counts.inserted += len(plan.made) - len(plan.updated)
+        self.items += items
+        self._saw(_uuids(plan.keys, list[uuid.UUID]))
+
+    def _careful(self, key: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The row of an item with a value its column cannot hold: that column NULL."""
+        row, empty = self._sql.careful_row(values)
+        logger.warning(
+            "mirror %s: item %s stored with %s NULL (a value the database cannot hold; "
+            "mirror_item keeps it as sent)",
+            self._collection,
+            key,
+            ", ".join(empty),
+        )
+        return row
 
     def _saw(self, ids: Any) -> None:
         if self._suspects is not None:  # the first pass's walks add to ``seen`` themselves
@@ -210,6 +385,7 @@ class Store:
         self.repeated = self.items != seen.added
         suspects: set[uuid.UUID] = set()
         conn = self._conn
+        await self.commit()  # nothing to tell: the run committed (and told) after the pass
         async with conn.begin():
             live = (await conn.execute(select(func.count()).where(self._live))).scalar() or 0
             # Every item seen was written live, so equal counts mean every live row was seen.
@@ -229,8 +405,12 @@ class Store:
         for start in range(0, len(pending), _BATCH):
             ids = pending[start : start + _BATCH]
             now = datetime.datetime.now(datetime.timezone.utc)
-            batch = [Change(self.run_id, self._collection, i, "deleted", now) for i in ids]
             async with self._conn.begin():
+                before = await self._sql.items(self._conn, [self._sql.uuid(i) for i in ids])
+                batch = [
+                    Change(self.run_id, self._collection, i, "deleted", now, before.get(str(i)))
+                    for i in ids
+                ]
                 await self._conn.execute(
                     update(table)
                     .where(self._key.in_(ids), table.c.mirror_deleted_at.is_(None))
@@ -246,5 +426,6 @@ class Store:
         return changes
 
     async def finish(self, complete: bool) -> None:
+        await self.commit()  # nothing to tell: the run committed (and told) after the pass
         async with self._conn.begin():
             await self._progress(datetime.datetime.now(datetime.timezone.utc), complete)

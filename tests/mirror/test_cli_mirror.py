@@ -48,7 +48,7 @@ def test_mirror_then_again_with_the_changes_as_json_lines(emu: Emulator, tmp_pat
     lines = [json.loads(line) for line in changes.read_text().splitlines()]
     assert len(lines) == 420
     assert {line["change"] for line in lines} == {"inserted"}
-    assert set(lines[0]) == {"run_id", "collection", "item_id", "change", "at"}
+    assert set(lines[0]) == {"run_id", "collection", "item_id", "change", "at", "before", "after"}
     assert stat.S_IMODE(changes.stat().st_mode) == 0o600
     assert stat.S_IMODE(db.stat().st_mode) == 0o600
     again = invoke(
