@@ -36,6 +36,8 @@ class Collection:
     """The service's page-size limit for this listing, when it states one."""
     needs_employer: bool = False
     """Whether it is listed per employer (``--employer ID``)."""
+    key: str = "id"
+    """The attribute of an item that identifies it."""
 
     @property
     def columns(self) -> list[str]:
@@ -50,11 +52,20 @@ class Collection:
         return f"{self.name} are listed at most {limit} a page"
 
     def listing(
-        self, client: PayrollClient, employer: str | None, **options: Any
+        self, client: PayrollClient, employer: object | None, **options: Any
     ) -> AsyncPaginator[Any]:
         """Its paginator; every option is checked now, before anything is written."""
         args = (employer,) if self.needs_employer else ()
         return self.lister(client)(*args, **options)
+
+    def list_method(self, client: PayrollClient, employer: object | None) -> Lister:
+        """Its list method, bound to ``employer`` when it is listed per employer."""
+        method = self.lister(client)
+        if not self.needs_employer:
+            return method
+        if employer is None:
+            raise ValueError(f"{self.name} are listed one employer at a time")
+        return lambda **options: method(employer, **options)
 
 
 COLLECTIONS: dict[str, Collection] = {
@@ -69,12 +80,14 @@ COLLECTIONS: dict[str, Collection] = {
             WebhookSubscription,
             lambda c: c.webhooks.list,
             page_size_max=WEBHOOK_PAGE_SIZE_MAX,
+            key="webhook_subscription_id",
         ),
         Collection(
             "update-groups",
             UpdateGroup,
             lambda c: c.employer_identifiers.update_groups.list,
             needs_employer=True,
+            key="update_group_id",
         ),
     )
 }

@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._client import PayrollClient
+from .._collections import COLLECTIONS as REGISTRY
 from .._core._assumed import MIRROR_ORDER, MIRROR_ORDER_FIELDS
 from .._core._env import MIRROR_URL, read
 from .._core._exceptions import InvalidArgumentError, NotFoundError
@@ -125,15 +126,7 @@ def _listing(client: PayrollClient, collection: str, employer: uuid.UUID | None)
 
 
 def _list_method(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> Any:
-    if collection == "payroll-connections":
-        return client.payroll_connections.list
-    if collection == "employer-identifiers":
-        return client.employer_identifiers.list
-    if collection == "webhooks":
-        return client.webhooks.list
-    groups = client.employer_identifiers.update_groups.list
-    assert employer is not None  # update groups are walked one employer at a time
-    return lambda **options: groups(employer, **options)
+    return REGISTRY[collection].list_method(client, employer)
 
 
 async def mirror(
@@ -173,7 +166,7 @@ async def mirror(
         raise InvalidArgumentError(
             f"collection: one of {', '.join(COLLECTIONS)}, got {collection!r}"
         )
-    if employer is not None and collection != "update-groups":
+    if employer is not None and not REGISTRY[collection].needs_employer:
         raise InvalidArgumentError("employer= applies to update-groups only")
     scope = uuid.UUID(check_id(employer, "employer")) if employer is not None else None
     if not page_size >= 2:
@@ -316,7 +309,7 @@ class _Pass:
             operator.attrgetter(order),
             page_size=self.page_size,
             concurrency=self.concurrency,
-            missing_ok=items and self.collection == "update-groups",
+            missing_ok=items and REGISTRY[self.collection].needs_employer,
             hint=self.hint,
             seen=self.store.seen if items else None,
         )
@@ -324,7 +317,7 @@ class _Pass:
 
 async def _pass(run: _Pass, scope: uuid.UUID | None) -> bool:
     """One walk of the whole collection, every page written; whether it is proven."""
-    if run.collection == "update-groups" and scope is None:
+    if REGISTRY[run.collection].needs_employer and scope is None:
         employers = run.walk(
             run.client.employer_identifiers.list,
             "id",
@@ -358,7 +351,7 @@ async def _walk(run: _Pass, scope: uuid.UUID | None, told: Told) -> bool:
             await _tell(run.on_change, changes)
             told(walk.total)
     except NotFoundError:
-        if collection != "update-groups":
+        if not REGISTRY[collection].needs_employer:
             raise
         return False  # the employer went away during the walk
     return walk.proven
