@@ -46,7 +46,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiohttp
 from aiohttp import web
@@ -69,6 +69,9 @@ from ._signature import (
 )
 from ._visible import EscapingFilter
 from .models import EVENT_TYPES, EventType, WebhookEvent, event_type
+
+if TYPE_CHECKING:
+    from .inbox import Inbox
 
 __all__ = [
     "Claim",
@@ -210,6 +213,11 @@ class EventRouter:
     ``dedupe_*`` arguments configure only the default, in-process memory. A copy being handled by
     another process is answered 409 with Retry-After; while the store cannot be reached,
     every notification with an id is answered 503 with Retry-After and nothing runs.
+
+    ``inbox``: an [`Inbox`][payroll_async.inbox.Inbox]. A verified notification is then
+    committed to it and answered 200 (200 ``duplicate`` if its id was already stored, 503
+    if the inbox cannot be written); no handler runs in the request: ``Inbox.run``
+    workers run them.
     """
 
     def __init__(
@@ -226,6 +234,7 @@ class EventRouter:
         read_timeout: float = 10.0,
         clock: Clock = SYSTEM_CLOCK,
         dedupe: Dedupe | None = None,
+        inbox: Inbox | None = None,
     ) -> None:
         if secret is None and verify is None and insecure is not True:
             raise InvalidArgumentError(
@@ -293,6 +302,10 @@ class EventRouter:
                 clock=clock.now,
             )
         self._handling = Handling(self.dispatch, handler_timeout, dedupe, clock)
+        # --- inbox seam (branch inbox; the hooks branch's router.receive() replaces it) ---
+        if inbox is not None and not callable(getattr(inbox, "accept", None)):
+            raise InvalidArgumentError(f"inbox must be an Inbox, got {inbox!r}")
+        self._inbox = inbox
 
     def on(self, *event_types: EventType | str) -> Callable[[H], H]:
         """Register a handler for these event types; with none, for every event.
@@ -370,7 +383,23 @@ class EventRouter:
             return web.json_response({"error": f"bad notification: {exc}"}, status=400)
         if self._signer is not None and request.headers.get(ID_HEADER) != event.event_id:
             return unverified(request, "webhook-id differs from the body's eventId")
+        if self._inbox is not None:
+            return await self._accept(event, body)
         return await self._handling.answer(event)
+
+    async def _accept(self, event: WebhookEvent, body: bytes) -> web.Response:
+        """--- inbox seam --- Commit to the inbox, then answer: 200, 200 duplicate, or 503."""
+        assert self._inbox is not None
+        try:
+            stored = await self._inbox.accept(event, body)
+        except Exception as exc:  # InboxError (the database), or an inbox of the user's
+            logger.error(
+                "notification %s could not be stored in the inbox: %s", event.event_id, exc
+            )
+            return web.json_response(
+                {"error": "the inbox cannot be written"}, status=503, headers={"Retry-After": "5"}
+            )
+        return web.json_response({"status": "ok" if stored else "duplicate"})
 
     async def _read(self, request: web.Request) -> bytes | None:
         """The body, or None if it did not arrive within ``read_timeout`` (then closed)."""
