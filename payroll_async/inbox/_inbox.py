@@ -159,7 +159,7 @@ class Inbox:
             raise InvalidArgumentError("backoff_max must be at least backoff")
         # tenacity's own strategy, asked for the wait after attempt n (below, _retry_at)
         self._wait = tenacity.wait_exponential_jitter(
-            initial=backoff, max=backoff_max, jitter=backoff
+            multiplier=backoff, max=backoff_max, jitter=backoff
         )
         try:
             self._db: Database = open_database(url)
