@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import tenacity
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import delete, func, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -35,6 +35,7 @@ from .._visible import EscapingFilter
 from ..mirror._db import Database, open_database
 from ..mirror._errors import MirrorError, MirrorURLError
 from ..models import WebhookEvent
+from ._batch import Batched
 from ._schema import DEAD, DONE, EVENTS, METADATA, PENDING, STATUSES
 
 if TYPE_CHECKING:
@@ -168,7 +169,13 @@ class Inbox:
         except MirrorError as exc:
             raise InboxError(str(exc)) from None
         postgres = self._db.dialect == "postgresql"
-        self._insert: Any = (postgresql.insert if postgres else sqlite.insert)(EVENTS)
+        insert: Any = (postgresql.insert if postgres else sqlite.insert)(EVENTS)
+        self._storing = insert.on_conflict_do_nothing(index_elements=["event_id"]).returning(
+            EVENTS.c.event_id
+        )
+        # Notifications that arrive while one commit runs are stored by the next one.
+        self._accepting = Batched(self._insert_rows)
+        self._done = Batched(self._mark_done)  # likewise the workers' events handled
         # One INSERT is its own transaction: on PostgreSQL in autocommit (one round trip
         # instead of three); SQLite's BEGIN IMMEDIATE is kept (mirror._db).
         self._writer = (
@@ -230,25 +237,36 @@ class Inbox:
         """
         if not event.event_id:
             raise InvalidArgumentError("an event needs an event_id to be kept in the inbox")
-        await self._ensure()
         now = _now()
-        statement = self._insert.on_conflict_do_nothing(index_elements=["event_id"]).returning(
-            EVENTS.c.event_id
+        return await self._accepting(
+            {
+                "event_id": event.event_id,
+                "event_type": str(event.event_type),
+                "occurred_at": event.occurred_at,
+                "received_at": now,
+                "body": bytes(body),
+                "status": PENDING,
+                "attempts": 0,
+                "next_attempt_at": now,
+            }
         )
-        row = {
-            "event_id": event.event_id,
-            "event_type": str(event.event_type),
-            "occurred_at": event.occurred_at,
-            "received_at": now,
-            "body": bytes(body),
-            "status": PENDING,
-            "attempts": 0,
-            "next_attempt_at": now,
-        }
-        with self._errors(f"storing notification {event.event_id}"):
+
+    async def _insert_rows(self, rows: builtins.list[dict[str, Any]]) -> builtins.list[bool]:
+        """One INSERT of the notifications that arrived together; which were new.
+
+        A copy in the same batch is not new either: the first of an id gets the answer.
+        """
+        await self._ensure()
+        unique = {row["event_id"]: row for row in reversed(rows)}  # the first of each id
+        with self._errors(f"storing {len(unique)} notification{'s' if len(unique) > 1 else ''}"):
             async with self._writer.begin() as connection:
-                stored = (await connection.execute(statement, row)).first()
-        return stored is not None
+                result = await connection.execute(self._storing, builtins.list(unique.values()))
+                stored = {event_id for (event_id,) in result}
+        answers = []
+        for row in rows:
+            answers.append(row["event_id"] in stored)
+            stored.discard(row["event_id"])
+        return answers
 
     async def stats(self) -> InboxStats:
         """How many events are pending, retrying, done and dead; how old the oldest pending is."""
@@ -396,6 +414,24 @@ class Inbox:
             async with self._begin() as connection:
                 return (await connection.execute(statement)).rowcount == 1
 
+    async def _mark_done(self, claims: builtins.list[_Claim]) -> builtins.list[bool]:
+        """Mark the events of ``claims`` done, in one statement; which claims still held."""
+        statement = (
+            update(EVENTS)
+            .where(
+                EVENTS.c.status == PENDING,
+                tuple_(EVENTS.c.event_id, EVENTS.c.attempts).in_(
+                    [(claim.event_id, claim.attempts) for claim in claims]
+                ),
+            )
+            .values(status=DONE, handled_at=_now(), next_attempt_at=None, last_error=None)
+            .returning(EVENTS.c.event_id)
+        )
+        with self._errors(f"marking {len(claims)} event{'s' if len(claims) > 1 else ''} done"):
+            async with self._begin() as connection:
+                written = {event_id for (event_id,) in await connection.execute(statement)}
+        return [claim.event_id in written for claim in claims]
+
     async def _renew(self, claim: _Claim) -> bool:
         return await self._fenced(
             claim, next_attempt_at=_now() + datetime.timedelta(seconds=self._lease)
@@ -533,28 +569,20 @@ class _Worker:
 
     async def _settle(self, claim: _Claim, error: str | None, *, final: bool) -> None:
         """Write the outcome; while the database is down, try again until the lease ends."""
-        now = _now()
-        if error is None:
-            values: dict[str, Any] = {
-                "status": DONE,
-                "handled_at": now,
-                "next_attempt_at": None,
-                "last_error": None,
-            }
-        elif final:
-            values = {
-                "status": DEAD,
-                "handled_at": now,
-                "next_attempt_at": None,
-                "last_error": error,
-            }
-        else:
-            values = {"next_attempt_at": self._inbox._retry_at(claim.attempts), "last_error": error}
+        values: dict[str, Any] = {}  # none: done, written with the others done (batched)
+        if error is not None and final:
+            values = {"status": DEAD, "handled_at": _now(), "next_attempt_at": None}
+        elif error is not None:
+            values = {"next_attempt_at": self._inbox._retry_at(claim.attempts)}
+        if error is not None:
+            values["last_error"] = error
         deadline = asyncio.get_running_loop().time() + self._inbox._lease
         pause = 0.05
         while True:
             try:
-                written = await self._inbox._fenced(claim, **values)
+                written = await (
+                    self._inbox._fenced(claim, **values) if values else self._inbox._done(claim)
+                )
             except InboxError as exc:
                 self._inbox._outage(exc)
                 if asyncio.get_running_loop().time() + pause > deadline:
