@@ -242,10 +242,7 @@ async def main() -> int:
         table(
             [f"PostgreSQL inbox, drained by ({args.worker_concurrency} at once each)", "events/s"],
             [
-                [
-                    f"{n} worker process{'es' if n > 1 else ''} ({args.worker_concurrency} at once)",
-                    f"{r:,.0f}",
-                ]
+                [f"{n} worker process{'es' if n > 1 else ''}", f"{r:,.0f}"]
                 for n, r in drains.items()
             ],
         )
