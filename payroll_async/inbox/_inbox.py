@@ -71,6 +71,7 @@ class InboxStats:
     retrying: int
     """Of ``pending``, those whose handlers failed at least once (or whose worker died)."""
     done: int
+    """Events handled (until purged)."""
     dead: int
     """Events whose handlers failed ``max_attempts`` times: they wait for ``retry``."""
     oldest_pending: datetime.datetime | None
@@ -82,13 +83,21 @@ class InboxEntry:
     """One row of the inbox, as ``inbox list`` shows it (without the body)."""
 
     event_id: str
+    """The notification's ``eventId``: the table's key."""
     event_type: str
+    """Its ``eventType``, as sent."""
     status: str
+    """``pending``, ``done`` or ``dead``."""
     attempts: int
+    """Times a worker claimed it (a worker that died mid-handler counts)."""
     received_at: datetime.datetime
+    """When a receiver stored it (UTC)."""
     next_attempt_at: datetime.datetime | None
+    """Pending: when it is due (or when a worker's claim on it ends). None once settled."""
     handled_at: datetime.datetime | None
+    """When it became ``done`` or ``dead``."""
     last_error: str | None
+    """The last failure of its handlers (type and first line); None once done."""
 
 
 @attrs.frozen

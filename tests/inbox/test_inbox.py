@@ -101,6 +101,17 @@ async def test_an_event_id_is_stored_once_with_the_body_as_sent(open_inbox: Any,
     assert stats.oldest_pending.tzinfo is not None
 
 
+async def test_copies_arriving_together_are_stored_once_and_others_all_stored(
+    open_inbox: Any, into: str
+) -> None:
+    inbox = open_inbox()
+    copies = await asyncio.gather(*(inbox.accept(*event("evt-same")) for _ in range(20)))
+    assert sorted(copies) == [False] * 19 + [True]
+    ids = [f"evt-{n}" for n in range(200)]
+    assert all(await asyncio.gather(*(inbox.accept(*event(i)) for i in ids)))
+    assert await query(into, "SELECT count(*) FROM inbox_events") == [(201,)]
+
+
 async def test_the_router_commits_and_answers_then_a_worker_handles_it(
     open_inbox: Any, serve: Serve
 ) -> None:
