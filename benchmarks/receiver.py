@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import json
 import statistics
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from pathlib import Path
 
 import aiohttp
 from _util import HERE, ROOT, machine, table
+from fleet_receivers import body
 from mirror import postgres
 
 from payroll_async._signature import sign
@@ -50,17 +50,6 @@ from payroll_async.inbox import Inbox
 
 SECRET = "whsec_" + "YmVuY2htYXJrLXNlY3JldC1mb3ItdGhlLWluYm94"
 PROCESS = str(HERE / "_inbox_process.py")
-
-
-def body(event_id: str) -> bytes:
-    return json.dumps(
-        {
-            "eventId": event_id,
-            "eventType": "PAYROLL_PROCESSED",
-            "occurredAt": "2026-11-22T05:00:00Z",
-            "data": {"payrollId": event_id, "employees": 42},
-        }
-    ).encode()
 
 
 async def _spawn(*args: str) -> asyncio.subprocess.Process:
@@ -120,6 +109,24 @@ async def latency(urls: dict[str, str], count: int, rounds: int) -> dict[str, fl
                     await deliver(session, url, f"lat-{n}-{i}-{uuid.uuid4().hex}")
                     times[name].append((time.perf_counter() - started) * 1000)
     return {name: statistics.median(values) for name, values in times.items()}
+
+
+async def commit_floor(url: str, count: int) -> float:
+    """Median ms of one bare INSERT and commit on ``url`` (asyncpg, no HTTP, no SDK): the
+    disk's flush, which no receiver that commits before answering can go under."""
+    import asyncpg
+
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute("CREATE TABLE floor (k text PRIMARY KEY, b bytea)")
+        times = []
+        for n in range(count):
+            started = time.perf_counter()
+            await connection.execute("INSERT INTO floor VALUES ($1, $2)", str(n), body(str(n)))
+            times.append((time.perf_counter() - started) * 1000)
+        return statistics.median(times)
+    finally:
+        await connection.close()
 
 
 async def throughput(urls: list[str], events: int, concurrency: int) -> float:
@@ -194,6 +201,14 @@ async def main() -> int:
                     args.latency_count,
                     args.rounds,
                 )
+            floors = {
+                "a bare INSERT + commit (asyncpg, no HTTP)": await commit_floor(
+                    pg, args.latency_count
+                ),
+                "the same, synchronous_commit=off": await commit_floor(
+                    pg_async, args.latency_count
+                ),
+            }
             rates: dict[str, float] = {}
             for name, url, count in (
                 ("bare, 1 receiver", "bare", 1),
@@ -220,7 +235,10 @@ async def main() -> int:
     print(
         table(
             ["one receiver, one delivery at a time", "median ms", "vs bare"],
-            [[name, f"{ms:.3f}", f"{ms / base:.2f}"] for name, ms in medians.items()],
+            [
+                *([name, f"{ms:.3f}", f"{ms / base:.2f}"] for name, ms in medians.items()),
+                *([f"PostgreSQL floor: {name}", f"{ms:.3f}", ""] for name, ms in floors.items()),
+            ],
         )
     )
     print()

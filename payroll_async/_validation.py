@@ -34,6 +34,7 @@ __all__ = [
     "check_max_items",
     "check_max_response_size",
     "check_page_size",
+    "check_seconds",
     "check_sort",
     "check_start_offset",
     "check_timeout",
@@ -118,6 +119,14 @@ def _is_seconds(value: object) -> bool:
         and math.isfinite(value)
         and value > 0
     )
+
+
+def check_seconds(value: object, name: str) -> float:
+    """Finite seconds > 0, as a float."""
+    if not _is_seconds(value):
+        raise InvalidArgumentError(f"{name} must be finite seconds > 0, got {value!r}")
+    assert isinstance(value, (int, float))
+    return float(value)
 
 
 def check_sort(sort: SortLike | None, allowed: frozenset[str] | None = None) -> str | None:

@@ -18,7 +18,6 @@ import builtins
 import contextlib
 import datetime
 import logging
-import math
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from .._converter import from_dict
 from .._exceptions import InvalidArgumentError, PayrollError
 from .._json import loads
+from .._validation import check_concurrency, check_seconds
 from .._visible import EscapingFilter
 from ..mirror._db import Database, open_database
 from ..mirror._errors import MirrorError, MirrorURLError
@@ -48,6 +48,8 @@ logger.addFilter(EscapingFilter())  # event ids and handlers' errors are outside
 
 _SCHEMA_LOCK = 0x7061_7972_6F6C_6C01  # the PostgreSQL lock of the inbox's table creation
 _MAX_ERROR = 2000  # characters of a handler's error kept in last_error
+_RETRY = 0.05  # seconds between tries of a write about a claimed event, database down
+_GRACE = 1.0  # seconds a worker waits after an outage before it claims again
 
 
 class InboxError(PayrollError):
@@ -112,17 +114,6 @@ def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
 
 
-def _seconds(name: str, value: object) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise InvalidArgumentError(f"{name} must be finite seconds > 0, got {value!r}")
-    return float(value)
-
-
 def _count(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
@@ -161,10 +152,10 @@ class Inbox:
     ) -> None:
         if not isinstance(url, str):
             raise InboxURLError(f"the inbox URL must be a str, got {type(url).__name__}")
-        self._lease = _seconds("lease", lease)
-        self._poll = _seconds("poll_interval", poll_interval)
-        backoff = _seconds("backoff", backoff)
-        backoff_max = _seconds("backoff_max", backoff_max)
+        self._lease = check_seconds(lease, "lease")
+        self._poll = check_seconds(poll_interval, "poll_interval")
+        backoff = check_seconds(backoff, "backoff")
+        backoff_max = check_seconds(backoff_max, "backoff_max")
         if backoff_max < backoff:
             raise InvalidArgumentError("backoff_max must be at least backoff")
         # tenacity's own strategy, asked for the wait after attempt n (below, _retry_at)
@@ -376,7 +367,7 @@ class Inbox:
         trying. Any number of workers may run on one PostgreSQL database (or, on one
         machine, one SQLite file).
         """
-        _count("concurrency", concurrency)
+        check_concurrency(concurrency)
         _count("max_attempts", max_attempts)
         if stop is not None and not isinstance(stop, asyncio.Event):
             raise InvalidArgumentError(f"stop must be an asyncio.Event, got {stop!r}")
@@ -441,6 +432,11 @@ class Inbox:
                 written = {event_id for (event_id,) in await connection.execute(statement)}
         return [claim.event_id in written for claim in claims]
 
+    async def _ping(self) -> None:
+        with self._errors("reaching the inbox"):
+            async with self._begin() as connection:
+                await connection.execute(select(1))
+
     async def _renew(self, claim: _Claim) -> bool:
         return await self._fenced(
             claim, next_attempt_at=_now() + datetime.timedelta(seconds=self._lease)
@@ -493,15 +489,19 @@ class _Worker:
 
     async def run(self) -> None:
         watcher = asyncio.ensure_future(self._watch_stop())
+        unreachable = False
         try:
             while not self._stop.is_set():
                 room = self._concurrency - len(self._running)
                 claimed: list[_Claim] = []
-                if room > 0:
+                if room > 0 and unreachable:
+                    unreachable = not await self._back_after_outage()
+                if room > 0 and not unreachable:
                     try:
                         claimed = await self._inbox._claim(room)
                     except InboxError as exc:
                         self._inbox._outage(exc)
+                        unreachable = True
                     else:
                         self._inbox._reached()
                 for claim in claimed:
@@ -521,6 +521,21 @@ class _Worker:
                 task.cancel()  # cancelled: their claims come due again after the lease
             if self._running:
                 await asyncio.wait(self._running)
+
+    async def _back_after_outage(self) -> bool:
+        """After an outage, whether the database answers again; if it does, a pause first.
+
+        Leases ran out while nobody could write: the outcomes of events handled during
+        the outage (this process's and other workers') are written first, during the
+        pause (their writes are retried every ``_RETRY`` seconds), rather than their
+        events claimed again and run twice.
+        """
+        try:
+            await self._inbox._ping()
+        except InboxError:
+            return False
+        await asyncio.sleep(_GRACE)
+        return True
 
     async def _watch_stop(self) -> None:
         await self._stop.wait()
@@ -563,8 +578,10 @@ class _Worker:
         await self._settle(claim, error, final=final)
 
     async def _renew_while_running(self, claim: _Claim) -> None:
+        pause = self._inbox._lease / 3
         while True:
-            await asyncio.sleep(self._inbox._lease / 3)
+            await asyncio.sleep(pause)
+            pause = self._inbox._lease / 3
             try:
                 if not await self._inbox._renew(claim):
                     logger.error(
@@ -575,9 +592,10 @@ class _Worker:
                     return
             except InboxError as exc:
                 self._inbox._outage(exc)
+                pause = _RETRY  # renewed as soon as the database is back
 
     async def _settle(self, claim: _Claim, error: str | None, *, final: bool) -> None:
-        """Write the outcome; while the database is down, try again until the lease ends."""
+        """Write the outcome; while the database is down, try again every ``_RETRY``."""
         values: dict[str, Any] = {}  # none: done, written with the others done (batched)
         if error is not None and final:
             values = {"status": DEAD, "handled_at": _now(), "next_attempt_at": None}
@@ -585,8 +603,9 @@ class _Worker:
             values = {"next_attempt_at": self._inbox._retry_at(claim.attempts)}
         if error is not None:
             values["last_error"] = error
-        deadline = asyncio.get_running_loop().time() + self._inbox._lease
-        pause = 0.05
+        # Written as soon as the database answers (the write is fenced, so it is safe even
+        # after the lease ended); given up only after ten leases without a database.
+        deadline = asyncio.get_running_loop().time() + 10 * self._inbox._lease
         while True:
             try:
                 written = await (
@@ -594,15 +613,14 @@ class _Worker:
                 )
             except InboxError as exc:
                 self._inbox._outage(exc)
-                if asyncio.get_running_loop().time() + pause > deadline:
+                if asyncio.get_running_loop().time() > deadline:
                     logger.error(
-                        "event %s: its outcome could not be written before its lease ended; "
-                        "it will run again",
+                        "event %s: its outcome could not be written (no database for ten "
+                        "leases); it will run again",
                         claim.event_id,
                     )
                     return
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, 0.5)
+                await asyncio.sleep(_RETRY)
                 continue
             self._inbox._reached()
             if not written:

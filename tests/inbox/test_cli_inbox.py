@@ -114,27 +114,22 @@ def test_an_inbox_url_of_an_unknown_scheme_is_bad_input(args: tuple[str, ...]) -
     assert "Listening" not in result.output  # refused before anything is served
 
 
-async def _listening(process: asyncio.subprocess.Process) -> str:
-    assert process.stderr is not None
-    while True:
-        line = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
-        if line.startswith("Listening for webhook notifications on "):
-            return line.split(" on ")[1].split()[0]
-
-
-async def test_listen_with_an_inbox_stores_each_event_once_and_prints_it(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'inbox.db'}"
+async def _serve_and_post(
+    args: tuple[str, ...], deliveries: tuple[tuple[str, str], ...]
+) -> tuple[bytes, bytes]:
+    """Start the command, post each (event id, expected status) to it, and wait for its
+    end (it stops by --count): its stdout and stderr."""
     process = await start(
-        None,
-        *("webhooks", "listen", "--port", "0", "--secret", SECRET, "--inbox", url),
-        *("--count", "2", "--json"),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+        None, *args, "--port", "0", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
+    assert process.stderr is not None
     try:
-        hooks = await _listening(process)
+        line = ""
+        while not line.startswith("Listening for webhook notifications on "):
+            line = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
+        hooks = line.split(" on ")[1].split()[0]
         async with aiohttp.ClientSession() as session:
-            for event_id, expected in (("e-1", "ok"), ("e-1", "duplicate"), ("e-2", "ok")):
+            for event_id, expected in deliveries:
                 body, headers = notification(event_id)
                 async with session.post(hooks, data=body, headers=headers) as response:
                     assert (response.status, await response.json()) == (200, {"status": expected})
@@ -144,6 +139,15 @@ async def test_listen_with_an_inbox_stores_each_event_once_and_prints_it(tmp_pat
             process.kill()
             await process.wait()
     assert process.returncode == 0, err.decode()
+    return out, err
+
+
+async def test_listen_with_an_inbox_stores_each_event_once_and_prints_it(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'inbox.db'}"
+    out, _ = await _serve_and_post(
+        ("webhooks", "listen", "--secret", SECRET, "--inbox", url, "--count", "2", "--json"),
+        (("e-1", "ok"), ("e-1", "duplicate"), ("e-2", "ok")),
+    )
     assert [json.loads(line)["eventId"] for line in out.decode().splitlines()] == ["e-1", "e-2"]
     rows = await query(url, "SELECT event_id, status FROM inbox_events ORDER BY event_id")
     assert rows == [("e-1", "pending"), ("e-2", "pending")]  # stored; handled by inbox run
@@ -151,27 +155,10 @@ async def test_listen_with_an_inbox_stores_each_event_once_and_prints_it(tmp_pat
 
 async def test_run_with_a_secret_receives_and_handles_in_one_process(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'inbox.db'}"
-    process = await start(
-        None,
-        *("inbox", "run", "--into", url, "--port", "0", "--secret", SECRET),
-        *("--count", "1", "--json"),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+    out, _ = await _serve_and_post(
+        ("inbox", "run", "--into", url, "--secret", SECRET, "--count", "1", "--json"),
+        (("e-1", "ok"),),
     )
-    try:
-        hooks = await _listening(process)
-        body, headers = notification("e-1")
-        async with (
-            aiohttp.ClientSession() as session,
-            session.post(hooks, data=body, headers=headers) as response,
-        ):
-            assert response.status == 200
-        out, err = await asyncio.wait_for(process.communicate(), 60)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-    assert process.returncode == 0, err.decode()
     assert json.loads(out)["eventId"] == "e-1"
     assert await query(url, "SELECT status FROM inbox_events") == [("done",)]
 
