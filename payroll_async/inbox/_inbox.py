@@ -3,8 +3,9 @@
 One table (``_schema.EVENTS``) on the mirror's database layer (``mirror._db``: the URL,
 the engine, SQLite's ``BEGIN IMMEDIATE`` and 0600 file, errors without the password).
 
-- ``accept``: ``INSERT ... ON CONFLICT (event_id) DO NOTHING RETURNING``: one statement,
-  so an event id is stored once however many receivers get copies at the same moment.
+- ``accept``: ``INSERT ... ON CONFLICT (event_id) DO NOTHING RETURNING``, one statement for
+  the notifications that arrived together (``_batch.Batched``), so an event id is stored
+  once however many receivers get copies at the same moment.
 - a worker claims due events with one ``UPDATE ... WHERE event_id IN (SELECT ... FOR UPDATE
   SKIP LOCKED) RETURNING``: on PostgreSQL two workers' claims skip each other's rows; on
   SQLite the claim runs under the database's single write lock (``BEGIN IMMEDIATE``).
