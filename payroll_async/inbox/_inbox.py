@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import tenacity
-from sqlalchemy import delete, func, select, text, tuple_, update
+from sqlalchemy import bindparam, delete, func, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -34,6 +34,7 @@ from .._json import loads
 from .._validation import check_concurrency, check_seconds
 from .._visible import EscapingFilter
 from ..mirror._db import Database, open_database
+from ..mirror._driver import _compiled, _row_converter
 from ..mirror._errors import MirrorError, MirrorURLError
 from ..models import WebhookEvent
 from ._batch import Batched
@@ -174,6 +175,16 @@ class Inbox:
         self._storing = insert.on_conflict_do_nothing(index_elements=["event_id"]).returning(
             EVENTS.c.event_id
         )
+        # One notification (a receiver's usual case): the same statement compiled once,
+        # its row sent to the driver as a tuple in stored form, as the mirror's hot path
+        # does (mirror._driver): no per-call compilation or type processing.
+        self._storing_one, order = _compiled(
+            self._storing.values({c.name: bindparam(c.name) for c in EVENTS.c}),
+            self._db.engine.dialect,
+        )
+        if order != [c.name for c in EVENTS.c]:
+            raise AssertionError(f"unexpected column order of the inbox's INSERT: {order}")
+        self._stored_form = _row_converter(list(EVENTS.c), self._db.dialect)
         # Notifications that arrive while one commit runs are stored by the next one.
         self._accepting = Batched(self._insert_rows)
         self._done = Batched(self._mark_done)  # likewise the workers' events handled
@@ -184,6 +195,7 @@ class Inbox:
             if postgres
             else self._db.engine
         )
+        self._held: AsyncConnection | None = None  # the connection accepts are written on
         self._ready = False
         self._down = False
 
@@ -197,7 +209,14 @@ class Inbox:
 
     async def close(self) -> None:
         """Close the database connections (the inbox opens them again when used)."""
+        await self._let_go()
         await self._db.engine.dispose()
+
+    async def _let_go(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            with contextlib.suppress(Exception):
+                await held.close()
 
     async def __aenter__(self) -> Inbox:
         return self
@@ -260,9 +279,24 @@ class Inbox:
         await self._ensure()
         unique = {row["event_id"]: row for row in reversed(rows)}  # the first of each id
         with self._errors(f"storing {len(unique)} notification{'s' if len(unique) > 1 else ''}"):
-            async with self._writer.begin() as connection:
-                result = await connection.execute(self._storing, builtins.list(unique.values()))
-                stored = {event_id for (event_id,) in result}
+            try:
+                # One connection kept for this: Batched runs one flush at a time, and a
+                # checkout from the pool costs as much as the INSERT itself.
+                if self._held is None:
+                    self._held = await self._writer.connect()
+                async with self._held.begin():
+                    if len(unique) == 1:
+                        (row,) = unique.values()
+                        values = self._stored_form(tuple(row.get(c.name) for c in EVENTS.c))
+                        result = await self._held.exec_driver_sql(self._storing_one, values)
+                    else:
+                        result = await self._held.execute(
+                            self._storing, builtins.list(unique.values())
+                        )
+                    stored = {event_id for (event_id,) in result}
+            except Exception:
+                await self._let_go()  # a new connection next time
+                raise
         answers = []
         for row in rows:
             answers.append(row["event_id"] in stored)
