@@ -392,10 +392,8 @@ class EventRouter:
         assert self._inbox is not None
         try:
             stored = await self._inbox.accept(event, body)
-        except Exception as exc:  # InboxError (the database), or an inbox of the user's
-            logger.error(
-                "notification %s could not be stored in the inbox: %s", event.event_id, exc
-            )
+        except Exception as exc:  # InboxError: the inbox logs its outage once, as an ERROR
+            logger.info("notification %s could not be stored in the inbox: %s", event.event_id, exc)
             return web.json_response(
                 {"error": "the inbox cannot be written"}, status=503, headers={"Retry-After": "5"}
             )

@@ -276,8 +276,20 @@ class Inbox:
 
         A copy in the same batch is not new either: the first of an id gets the answer.
         """
+        try:
+            stored = await self._insert_unique({row["event_id"]: row for row in reversed(rows)})
+        except InboxError as exc:
+            self._outage(exc)  # logged once an outage; each sender is answered 503
+            raise
+        answers = []
+        for row in rows:
+            answers.append(row["event_id"] in stored)
+            stored.discard(row["event_id"])
+        return answers
+
+    async def _insert_unique(self, unique: dict[str, dict[str, Any]]) -> set[str]:
+        """Store the rows by event id; the ids stored now (the first row of each id)."""
         await self._ensure()
-        unique = {row["event_id"]: row for row in reversed(rows)}  # the first of each id
         with self._errors(f"storing {len(unique)} notification{'s' if len(unique) > 1 else ''}"):
             try:
                 # One connection kept for this: Batched runs one flush at a time, and a
@@ -297,11 +309,8 @@ class Inbox:
             except Exception:
                 await self._let_go()  # a new connection next time
                 raise
-        answers = []
-        for row in rows:
-            answers.append(row["event_id"] in stored)
-            stored.discard(row["event_id"])
-        return answers
+        self._reached()
+        return stored
 
     async def stats(self) -> InboxStats:
         """How many events are pending, retrying, done and dead; how old the oldest pending is."""
@@ -485,7 +494,11 @@ class Inbox:
     def _outage(self, exc: InboxError) -> None:
         if not self._down:
             self._down = True
-            logger.error("the inbox cannot be reached (%s); trying again", exc)
+            logger.error(
+                "the inbox cannot be reached (%s): notifications are answered 503 and "
+                "workers wait until it can",
+                exc,
+            )
 
     def _reached(self) -> None:
         if self._down:
