@@ -6,7 +6,7 @@ import asyncio
 import datetime
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -29,13 +29,14 @@ from ._listen import (
 )
 
 if TYPE_CHECKING:
-    from payroll_async.inbox import Inbox, InboxEntry
+    from payroll_async.inbox import Inbox, InboxEntry, InboxStats
 
 __all__ = ["inbox"]
 
 DEFAULT_INTO = "sqlite:///inbox.db"
 STATUSES = ("pending", "done", "dead")
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def into_option(command: F) -> F:
@@ -78,14 +79,12 @@ def inbox() -> None:
     """
 
 
-def _closing(inbox_: Inbox, work: Any) -> Any:
-    async def go() -> Any:
-        try:
-            return await work
-        finally:
-            await inbox_.close()
-
-    return go()
+async def _closing(kept: Inbox, work: Awaitable[T]) -> T:
+    """``work``, then the inbox's connections closed (in the same event loop)."""
+    try:
+        return await work
+    finally:
+        await kept.close()
 
 
 @inbox.command("run")
@@ -235,7 +234,7 @@ def inbox_list(
     """List the inbox's events, the latest received first, with the counts of each status."""
     kept = open_inbox(into, "--into")
 
-    async def main() -> Any:
+    async def main() -> tuple[list[InboxEntry], InboxStats]:
         return await kept.list(status, limit=limit), await kept.stats()
 
     entries, stats = execute(settings, _closing(kept, main()))
