@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import signal
 import sys
@@ -66,7 +67,7 @@ class Fleet:
                 str(WORKER),
                 *(self.url, str(self.handled), str(concurrency), "1" if hold else "0"),
                 cwd=ROOT,
-                env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=stderr,
