@@ -8,6 +8,7 @@ reason, except under ``PAYROLL_REQUIRE_POSTGRES=1`` (set by ``.ci/run``), where 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import uuid
@@ -70,6 +71,17 @@ class PostgresServer:
         return name
 
     def stop(self) -> None:
+        from pgserver._commands import pg_ctl
+
+        # pgserver stops only the postmaster it started itself, which _restart replaced:
+        # stopped here, or every session would leave its server running.
+        with contextlib.suppress(Exception):
+            pg_ctl(
+                ["-w", "-m", "fast", "stop"],
+                pgdata=self._server.pgdata,
+                user=self._server.system_user,
+                timeout=60,
+            )
         self._server.cleanup()
 
 
