@@ -12,6 +12,7 @@ from ._visible import VisibleFormatter
 __all__ = [
     "BASE_URL",
     "DEMO_BASE_URL",
+    "INBOX_URL",
     "LOG",
     "MIRROR_URL",
     "REDIS_URL",
@@ -33,6 +34,8 @@ WEBHOOK_SECRET: Final = "PAYROLL_WEBHOOK_SECRET"
 """The ``whsec_`` secret notifications are signed with (``webhooks listen --secret``)."""
 MIRROR_URL: Final = "PAYROLL_MIRROR_URL"
 """The mirror's database, when ``into`` is not given (the command's ``--into``)."""
+INBOX_URL: Final = "PAYROLL_INBOX_URL"
+"""The inbox's database (the command's ``inbox --into`` and ``webhooks listen --inbox``)."""
 LOG: Final = "PAYROLL_LOG"
 """``debug`` or ``info``: log the SDK's records of that level and above to stderr."""
 

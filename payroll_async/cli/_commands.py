@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._app import cli, demo_emulator
 from ._emulator_cmd import emulator
 from ._export_cmd import export
+from ._inbox import inbox
 from ._invite import invite_link
 from ._listen import listen
 from ._mirror import mirror
@@ -13,5 +14,5 @@ from ._webhooks import webhooks
 __all__ = ["cli", "demo_emulator"]
 
 webhooks.add_command(listen)
-for command in (export, mirror, webhooks, invite_link, emulator):
+for command in (export, mirror, webhooks, inbox, invite_link, emulator):
     cli.add_command(command)

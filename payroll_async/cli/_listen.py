@@ -10,14 +10,14 @@ import json
 import logging
 import signal
 import uuid
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from aiohttp import web
 
 from payroll_async import EventType, InvalidArgumentError, PayrollClient, to_dict
-from payroll_async._core._env import WEBHOOK_SECRET
+from payroll_async._core._env import INBOX_URL, WEBHOOK_SECRET
 from payroll_async.emulator import Emulator
 from payroll_async.events import EventRouter, WebhookEvent
 
@@ -25,7 +25,19 @@ from ._app import Settings, demo_emulator, execute
 from ._console import visible
 from ._errors import BadInput, ExitCode, stderr
 
-__all__ = ["listen"]
+if TYPE_CHECKING:
+    from payroll_async.inbox import Inbox
+
+__all__ = [
+    "build_router",
+    "check_receiver_options",
+    "listen",
+    "open_inbox",
+    "receiver_options",
+    "serving",
+    "show_event",
+    "stop_on_signals",
+]
 
 READ_TIMEOUT = 10.0
 """Seconds a sender has for a request's headers, and again for its body."""
@@ -41,7 +53,7 @@ def _demo_event(n: int, employer_id: str) -> tuple[EventType, dict[str, Any]]:
     return kind, {"employeeId": str(uuid.uuid4()), "employerIdentifierId": employer_id}
 
 
-def _show_event(event: WebhookEvent, as_json: bool) -> None:
+def show_event(event: WebhookEvent, as_json: bool) -> None:
     # Everything here was written by the sender: JSON escapes control characters itself
     # (ensure_ascii), and the type and id are escaped, so nothing reaches the terminal as
     # a control code.
@@ -54,18 +66,133 @@ def _show_event(event: WebhookEvent, as_json: bool) -> None:
     click.echo(f"{when}  {kind:<27} {event_id}  {json.dumps(dict(event.data))}")
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def receiver_options(command: F) -> F:
+    """--port, --host, --path, --secret and --insecure: where and how notifications arrive."""
+    for option in reversed(
+        (
+            click.option(
+                "--port",
+                type=click.IntRange(0, 65535),
+                default=8787,
+                show_default=True,
+                help="Port to listen on (0 picks a free one).",
+            ),
+            click.option(
+                "--host", default="127.0.0.1", show_default=True, help="Address to listen on."
+            ),
+            click.option(
+                "--path",
+                "hook_path",
+                default="/hooks",
+                show_default=True,
+                help="The receiving path.",
+            ),
+            click.option(
+                "--secret",
+                envvar=WEBHOOK_SECRET,
+                metavar="SECRET",
+                help="The 'whsec_...' signing secret, or the 'whpk_...' public key of v1a "
+                f"signatures: unsigned notifications get 401 [env: {WEBHOOK_SECRET}].",
+            ),
+            click.option(
+                "--insecure",
+                is_flag=True,
+                help="Accept notifications without a signature (anyone who can reach the port).",
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
+def check_receiver_options(hook_path: str, secret: str | None, insecure: bool) -> None:
+    if not hook_path.startswith("/"):
+        raise click.BadParameter("must start with /", param_hint="--path")
+    if secret and insecure:
+        raise BadInput(
+            f"--secret (or {WEBHOOK_SECRET}) and --insecure contradict each other: pass one"
+        )
+
+
+def open_inbox(url: str, option: str, shown: Callable[[WebhookEvent], None] | None = None) -> Inbox:
+    """The Inbox at ``url`` (given as ``option``): bad input before anything is served.
+
+    ``shown`` is called with each notification once it is stored (not for a copy).
+    """
+    try:
+        from payroll_async.inbox import Inbox, InboxError, InboxURLError
+    except ImportError:
+        raise BadInput(
+            f"{option} needs the 'mirror' extra: python3 -m pip install 'payroll-async[mirror]'"
+        ) from None
+
+    class ShownInbox(Inbox):
+        async def accept(self, event: WebhookEvent, body: bytes) -> bool:
+            stored = await super().accept(event, body)
+            if stored and shown is not None:
+                shown(event)
+            return stored
+
+    try:
+        return ShownInbox(url)
+    except InboxURLError as exc:
+        raise BadInput(str(exc).replace("inbox: ", f"{option}: ", 1)) from None
+    except InboxError as exc:
+        raise BadInput(f"{option}: {exc}") from None
+
+
+def build_router(secret: str | None, insecure: bool, inbox: Inbox | None = None) -> EventRouter:
+    """The router of the options (bounded by READ_TIMEOUT); a bad secret is bad input."""
+    try:
+        if insecure:
+            return EventRouter(insecure=True, read_timeout=READ_TIMEOUT, inbox=inbox)
+        return EventRouter(secret=secret, read_timeout=READ_TIMEOUT, inbox=inbox)
+    except InvalidArgumentError as exc:
+        raise BadInput(f"--secret: {exc}") from None
+
+
+def stop_on_signals(stop: asyncio.Event, stopped_by: list[int]) -> None:
+    """Ctrl-C and SIGTERM set ``stop``; their exit codes are kept in ``stopped_by``."""
+
+    def on_signal(code: int) -> None:
+        stopped_by.append(code)
+        stop.set()
+
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, on_signal, ExitCode.INTERRUPTED)
+    loop.add_signal_handler(signal.SIGTERM, on_signal, ExitCode.TERMINATED)
+
+
+@contextlib.asynccontextmanager
+async def serving(router: EventRouter, host: str, port: int, hook_path: str) -> AsyncIterator[str]:
+    """``router.app()`` on ``host:port`` for the ``with`` block; the receiving URL."""
+    # router.app() bounds the headers and the body by READ_TIMEOUT each
+    runner = web.AppRunner(router.app(path=hook_path), access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        try:
+            await site.start()
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            raise BadInput(
+                f"cannot listen on {host}:{port}: the port is in use: pick another "
+                "--port, or --port 0 for a free one"
+            ) from None
+        bound = runner.addresses[0][1]
+        url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}{hook_path}"
+        stderr.print(f"Listening for webhook notifications on {url} (Ctrl-C to stop)")
+        yield url
+    finally:
+        await runner.cleanup()
+
+
 @click.command("listen")
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=8787,
-    show_default=True,
-    help="Port to listen on (0 picks a free one).",
-)
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--path", "hook_path", default="/hooks", show_default=True, help="The receiving path."
-)
+@receiver_options
 @click.option("--json", "as_json", is_flag=True, help="Print each event as a JSON line.")
 @click.option(
     "--interval",
@@ -78,18 +205,12 @@ def _show_event(event: WebhookEvent, as_json: bool) -> None:
     "--count", type=click.IntRange(min=1), default=None, help="Stop after this many events."
 )
 @click.option(
-    "--secret",
-    envvar=WEBHOOK_SECRET,
-    metavar="SECRET",
-    help=(
-        "The 'whsec_...' signing secret, or the 'whpk_...' public key of v1a signatures: "
-        f"unsigned notifications get 401 [env: {WEBHOOK_SECRET}]."
-    ),
-)
-@click.option(
-    "--insecure",
-    is_flag=True,
-    help="Accept notifications without a signature (anyone who can reach the port).",
+    "--inbox",
+    "inbox_url",
+    envvar=INBOX_URL,
+    metavar="URL",
+    help="Store each notification in this inbox (sqlite:///PATH or postgresql://...) and "
+    "answer; `payroll-async inbox run` handles them [env: " + INBOX_URL + "].",
 )
 @click.pass_obj
 def listen(
@@ -102,20 +223,18 @@ def listen(
     count: int | None,
     secret: str | None,
     insecure: bool,
+    inbox_url: str | None,
 ) -> None:
     """Receive webhook notifications locally and print each one as it arrives.
 
     Every notification must be signed with --secret (Standard Webhooks), unless --insecure.
     With --emulator, it subscribes itself to every event type on an in-process emulator,
     which signs with its own secret (or --secret) and emits a demo event every --interval
-    seconds. Ctrl-C stops it.
+    seconds. With --inbox, each notification is committed to the inbox before it is
+    answered and printed once stored (a copy already stored is not printed again). Ctrl-C
+    stops it.
     """
-    if not hook_path.startswith("/"):
-        raise click.BadParameter("must start with /", param_hint="--path")
-    if secret and insecure:
-        raise BadInput(
-            f"--secret (or {WEBHOOK_SECRET}) and --insecure contradict each other: pass one"
-        )
+    check_receiver_options(hook_path, secret, insecure)
     if not secret and not insecure and not settings.emulator:
         raise BadInput(
             f"pass --secret (or set {WEBHOOK_SECRET}) with the subscription's 'whsec_...' "
@@ -125,71 +244,48 @@ def listen(
         emulator = demo_emulator(webhook_secret=secret or None) if settings.emulator else None
     except ValueError as exc:
         raise BadInput(f"--secret: {exc}") from None
-    try:
-        router = (
-            EventRouter(insecure=True, read_timeout=READ_TIMEOUT)
-            if insecure
-            else EventRouter(
-                secret=(emulator.webhook_public_key or emulator.webhook_secret)
-                if emulator
-                else secret,
-                read_timeout=READ_TIMEOUT,
-            )
-        )
-    except InvalidArgumentError as exc:
-        raise BadInput(f"--secret: {exc}") from None
+    stop = asyncio.Event()
+    received = 0
+
+    def show(event: WebhookEvent) -> None:
+        nonlocal received
+        show_event(event, as_json)
+        received += 1
+        if count is not None and received >= count:
+            stop.set()
+
+    inbox = None if inbox_url is None else open_inbox(inbox_url, "--inbox", show)
+    router = build_router(
+        (emulator.webhook_public_key or emulator.webhook_secret) if emulator else secret,
+        insecure,
+        inbox,
+    )
+    if inbox is None:
+
+        @router.on()
+        async def show_now(event: WebhookEvent) -> None:
+            show(event)
 
     stopped_by: list[int] = []
 
     async def listen() -> int:
-        stop = asyncio.Event()
-        received = 0
-
-        @router.on()
-        async def show(event: WebhookEvent) -> None:
-            nonlocal received
-            _show_event(event, as_json)
-            received += 1
-            if count is not None and received >= count:
-                stop.set()
-
-        def on_signal(code: int) -> None:
-            stopped_by.append(code)
-            stop.set()
-
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, on_signal, ExitCode.INTERRUPTED)
-        loop.add_signal_handler(signal.SIGTERM, on_signal, ExitCode.TERMINATED)
-        # router.app() bounds the headers and the body by READ_TIMEOUT each
-        runner = web.AppRunner(router.app(path=hook_path), access_log=None)
-        await runner.setup()
+        stop_on_signals(stop, stopped_by)
         try:
-            site = web.TCPSite(runner, host, port)
-            try:
-                await site.start()
-            except OSError as exc:
-                if exc.errno != errno.EADDRINUSE:
-                    raise
-                raise BadInput(
-                    f"cannot listen on {host}:{port}: the port is in use: pick another "
-                    "--port, or --port 0 for a free one"
-                ) from None
-            bound = runner.addresses[0][1]
-            url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}{hook_path}"
-            stderr.print(f"Listening for webhook notifications on {url} (Ctrl-C to stop)")
-            if emulator is not None:
-                await _listen_on_emulator(emulator, url, interval, stop)
-            else:
-                stderr.print(
-                    "Point a subscription at this receiver's public URL (through a tunnel, say): "
-                    "payroll-async webhooks create --event TYPE --path https://..."
-                )
-                await stop.wait()
+            async with serving(router, host, port, hook_path) as url:
+                if emulator is not None:
+                    await _listen_on_emulator(emulator, url, interval, stop)
+                else:
+                    stderr.print(
+                        "Point a subscription at this receiver's public URL (through a tunnel, "
+                        "say): payroll-async webhooks create --event TYPE --path https://..."
+                    )
+                    await stop.wait()
         finally:
-            await runner.cleanup()
+            if inbox is not None:
+                await inbox.close()
         return received
 
-    with _receiver_log_on_console(settings.verbose):
+    with receiver_log_on_console(settings.verbose):
         received = execute(settings, listen())
     stderr.print(f"Stopped after {received} event{'s' if received != 1 else ''}.")
     if stopped_by:  # Ctrl-C (130) or SIGTERM (143), as the exit-code table says
@@ -208,7 +304,7 @@ class _ConsoleHandler(logging.Handler):
 
 
 @contextlib.contextmanager
-def _receiver_log_on_console(verbose: bool) -> Iterator[None]:
+def receiver_log_on_console(verbose: bool) -> Iterator[None]:
     """The receiver's log lines on stderr, each once: a rejected notification is one
     WARNING line by default (why, from which address; never the secret), and with -v the
     receiver's DEBUG and INFO lines too, in the same format, not again through -v's or

@@ -29,22 +29,31 @@ class PostgresServer:
         with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR as root
             warnings.simplefilter("ignore")
             import pgserver
-            from pgserver._commands import pg_ctl
         self._server: Any = pgserver.get_server(folder / "data", cleanup_mode="stop")
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port: int = sock.getsockname()[1]
         # pgserver listens on a Unix socket only; the tests connect as a remote server's
         # client would, over TCP on loopback.
+        self._restart("fast")
+
+    def _restart(self, mode: str) -> None:
+        from pgserver._commands import pg_ctl
+
         pg_ctl(
             [
-                *("-w", "-m", "fast", "-o", "-h 127.0.0.1", "-o", f"-p {self.port}"),
+                *("-w", "-m", mode, "-o", "-h 127.0.0.1", "-o", f"-p {self.port}"),
                 *("-l", str(self._server.log), "restart"),
             ],
             pgdata=self._server.pgdata,
             user=self._server.system_user,
             timeout=60,
         )
+
+    def restart(self) -> None:
+        """Stop the server as a crash would (``immediate``: no checkpoint, every connection
+        cut) and start it again on the same port; returns once it accepts connections."""
+        self._restart("immediate")
 
     def url(self, database: str = "postgres", password: str | None = None) -> str:
         secret = f":{password}" if password else ""

@@ -1,0 +1,680 @@
+"""The inbox: notifications committed before the 200, handled by workers that may die.
+
+One table (``_schema.EVENTS``) on the mirror's database layer (``mirror._db``: the URL,
+the engine, SQLite's ``BEGIN IMMEDIATE`` and 0600 file, errors without the password).
+
+- ``accept``: ``INSERT ... ON CONFLICT (event_id) DO NOTHING RETURNING``, one statement for
+  the notifications that arrived together (``_batch.Batched``), so an event id is stored
+  once however many receivers get copies at the same moment.
+- a worker claims due events with one ``UPDATE ... WHERE event_id IN (SELECT ... FOR UPDATE
+  SKIP LOCKED) RETURNING``: on PostgreSQL two workers' claims skip each other's rows; on
+  SQLite the claim runs under the database's single write lock (``BEGIN IMMEDIATE``).
+- every later write about a claimed event is fenced by the ``attempts`` it claimed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import datetime
+import logging
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import tenacity
+from sqlalchemy import bindparam, delete, func, select, text, tuple_, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from .._core._converter import from_dict
+from .._core._exceptions import InvalidArgumentError, PayrollError
+from .._core._json import loads
+from .._core._validation import check_concurrency, check_seconds
+from .._core._visible import EscapingFilter
+from ..mirror._db import Database, open_database
+from ..mirror._driver import _compiled, _row_converter
+from ..mirror._errors import MirrorError, MirrorURLError
+from ..models import WebhookEvent
+from ._batch import Batched
+from ._schema import DEAD, DONE, EVENTS, METADATA, PENDING, STATUSES
+
+if TYPE_CHECKING:
+    from ..events import EventRouter
+
+__all__ = ["Inbox", "InboxEntry", "InboxError", "InboxStats", "InboxURLError"]
+
+logger: logging.Logger = logging.getLogger("payroll_async.inbox")
+logger.addFilter(EscapingFilter())  # event ids and handlers' errors are outside text
+
+_SCHEMA_LOCK = 0x7061_7972_6F6C_6C01  # the PostgreSQL lock of the inbox's table creation
+_MAX_ERROR = 2000  # characters of a handler's error kept in last_error
+_RETRY = 0.05  # seconds between tries of a write about a claimed event, database down
+_GRACE = 1.0  # seconds a worker waits after an outage before it claims again
+
+
+class InboxError(PayrollError):
+    """The inbox's database failed (cannot connect, a statement failed).
+
+    The message never carries the database URL's password; the driver's exception is not
+    chained.
+    """
+
+
+class InboxURLError(InboxError, InvalidArgumentError):
+    """The inbox URL is not a database the inbox can use (bad input)."""
+
+
+@attrs.frozen
+class InboxStats:
+    """What [`Inbox.stats()`][payroll_async.inbox.Inbox.stats] counts: what to watch."""
+
+    pending: int
+    """Events not handled yet (new, being handled, or waiting for a retry)."""
+    retrying: int
+    """Of ``pending``, those whose handlers failed at least once (or whose worker died)."""
+    done: int
+    """Events handled (until purged)."""
+    dead: int
+    """Events whose handlers failed ``max_attempts`` times: they wait for ``retry``."""
+    oldest_pending: datetime.datetime | None
+    """When the oldest pending event was received (None: nothing pending): the lag."""
+
+
+@attrs.frozen
+class InboxEntry:
+    """One row of the inbox, as ``inbox list`` shows it (without the body)."""
+
+    event_id: str
+    """The notification's ``eventId``: the table's key."""
+    event_type: str
+    """Its ``eventType``, as sent."""
+    status: str
+    """``pending``, ``done`` or ``dead``."""
+    attempts: int
+    """Times a worker claimed it (a worker that died mid-handler counts)."""
+    received_at: datetime.datetime
+    """When a receiver stored it (UTC)."""
+    next_attempt_at: datetime.datetime | None
+    """Pending: when it is due (or when a worker's claim on it ends). None once settled."""
+    handled_at: datetime.datetime | None
+    """When it became ``done`` or ``dead``."""
+    last_error: str | None
+    """The last failure of its handlers (type and first line); None once done."""
+
+
+@attrs.frozen
+class _Claim:
+    event_id: str
+    body: bytes
+    attempts: int
+    """The fence: this claim's writes apply only while the row still has this count."""
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
+    return value
+
+
+class Inbox:
+    """A durable inbox of verified notifications: SQLite by default, PostgreSQL for a fleet.
+
+    ```pycon
+    >>> from payroll_async.inbox import Inbox
+    >>> inbox = Inbox("sqlite:///inbox.db")                  # or postgresql://USER@HOST/DB
+    >>> router = EventRouter(secret="whsec_...", inbox=inbox)  # store, answer 200
+    >>> await inbox.run(router, concurrency=8)                 # a worker: claim, handle, retry
+    ```
+
+    Needs the ``mirror`` extra (SQLAlchemy with aiosqlite and asyncpg). The table
+    ``inbox_events`` is created on first use.
+
+    ``lease``: seconds a worker's claim on an event holds; renewed every ``lease / 3``
+    while the handlers run, so only a worker that died (or lost the database for a whole
+    lease) loses it, and then another worker runs the event again. ``backoff`` and
+    ``backoff_max``: the first and the longest wait before a failed event is tried again
+    (exponential, with up to ``backoff`` seconds of random jitter). ``poll_interval``:
+    seconds an idle worker waits before looking for due events again.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        lease: float = 60.0,
+        backoff: float = 1.0,
+        backoff_max: float = 3600.0,
+        poll_interval: float = 1.0,
+    ) -> None:
+        if not isinstance(url, str):
+            raise InboxURLError(f"the inbox URL must be a str, got {type(url).__name__}")
+        self._lease = check_seconds(lease, "lease")
+        self._poll = check_seconds(poll_interval, "poll_interval")
+        backoff = check_seconds(backoff, "backoff")
+        backoff_max = check_seconds(backoff_max, "backoff_max")
+        if backoff_max < backoff:
+            raise InvalidArgumentError("backoff_max must be at least backoff")
+        # tenacity's own strategy, asked for the wait after attempt n (below, _retry_at)
+        self._wait = tenacity.wait_exponential_jitter(
+            multiplier=backoff, max=backoff_max, jitter=backoff
+        )
+        try:
+            self._db: Database = open_database(url)
+        except MirrorURLError as exc:
+            raise InboxURLError(str(exc).replace("into: ", "inbox: ", 1)) from None
+        except MirrorError as exc:
+            raise InboxError(str(exc)) from None
+        postgres = self._db.dialect == "postgresql"
+        insert: Any = (postgresql.insert if postgres else sqlite.insert)(EVENTS)
+        self._storing = insert.on_conflict_do_nothing(index_elements=["event_id"]).returning(
+            EVENTS.c.event_id
+        )
+        # One notification (a receiver's usual case): the same statement compiled once,
+        # its row sent to the driver as a tuple in stored form, as the mirror's hot path
+        # does (mirror._driver): no per-call compilation or type processing.
+        self._storing_one, order = _compiled(
+            self._storing.values({c.name: bindparam(c.name) for c in EVENTS.c}),
+            self._db.engine.dialect,
+        )
+        if order != [c.name for c in EVENTS.c]:
+            raise AssertionError(f"unexpected column order of the inbox's INSERT: {order}")
+        self._stored_form = _row_converter(list(EVENTS.c), self._db.dialect)
+        # Notifications that arrive while one commit runs are stored by the next one.
+        self._accepting = Batched(self._insert_rows)
+        self._done = Batched(self._mark_done)  # likewise the workers' events handled
+        # One INSERT is its own transaction: on PostgreSQL in autocommit (one round trip
+        # instead of three); SQLite's BEGIN IMMEDIATE is kept (mirror._db).
+        self._writer = (
+            self._db.engine.execution_options(isolation_level="AUTOCOMMIT")
+            if postgres
+            else self._db.engine
+        )
+        self._held: AsyncConnection | None = None  # the connection accepts are written on
+        self._ready = False
+        self._down = False
+
+    def __repr__(self) -> str:
+        return f"Inbox({self._db.shown!r})"
+
+    @property
+    def url(self) -> str:
+        """The database's URL, its password hidden."""
+        return self._db.shown
+
+    async def close(self) -> None:
+        """Close the database connections (the inbox opens them again when used)."""
+        await self._let_go()
+        await self._db.engine.dispose()
+
+    async def _let_go(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            with contextlib.suppress(Exception):
+                await held.close()
+
+    async def __aenter__(self) -> Inbox:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @contextlib.contextmanager
+    def _errors(self, doing: str) -> Iterator[None]:
+        try:
+            with self._db.errors(doing):
+                yield
+        except MirrorError as exc:
+            raise InboxError(str(exc)) from None
+
+    @contextlib.asynccontextmanager
+    async def _begin(self) -> AsyncIterator[AsyncConnection]:
+        async with self._db.engine.begin() as connection:
+            yield connection
+
+    async def _ensure(self) -> None:
+        if self._ready:
+            return
+        with self._errors(f"creating the inbox's table in {self._db.shown}"):
+            async with self._begin() as connection:
+                if self._db.dialect == "postgresql":
+                    await connection.execute(
+                        text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_SCHEMA_LOCK)
+                    )
+                await connection.run_sync(METADATA.create_all, checkfirst=True)
+        self._ready = True
+
+    async def accept(self, event: WebhookEvent, body: bytes) -> bool:
+        """Commit a verified notification: True if stored now, False if its id already was.
+
+        ``body`` is kept as sent. Raises [`InboxError`][payroll_async.inbox.InboxError]
+        if the database cannot be written (the receiver answers 503: nothing is lost).
+        """
+        if not event.event_id:
+            raise InvalidArgumentError("an event needs an event_id to be kept in the inbox")
+        now = _now()
+        return await self._accepting(
+            {
+                "event_id": event.event_id,
+                "event_type": str(event.event_type),
+                "occurred_at": event.occurred_at,
+                "received_at": now,
+                "body": bytes(body),
+                "status": PENDING,
+                "attempts": 0,
+                "next_attempt_at": now,
+            }
+        )
+
+    async def _insert_rows(self, rows: builtins.list[dict[str, Any]]) -> builtins.list[bool]:
+        """One INSERT of the notifications that arrived together; which were new.
+
+        A copy in the same batch is not new either: the first of an id gets the answer.
+        """
+        try:
+            stored = await self._insert_unique({row["event_id"]: row for row in reversed(rows)})
+        except InboxError as exc:
+            self._outage(exc)  # logged once an outage; each sender is answered 503
+            raise
+        answers = []
+        for row in rows:
+            answers.append(row["event_id"] in stored)
+            stored.discard(row["event_id"])
+        return answers
+
+    async def _insert_unique(self, unique: dict[str, dict[str, Any]]) -> set[str]:
+        """Store the rows by event id; the ids stored now (the first row of each id)."""
+        await self._ensure()
+        with self._errors(f"storing {len(unique)} notification{'s' if len(unique) > 1 else ''}"):
+            try:
+                # One connection kept for this: Batched runs one flush at a time, and a
+                # checkout from the pool costs as much as the INSERT itself.
+                if self._held is None:
+                    self._held = await self._writer.connect()
+                async with self._held.begin():
+                    if len(unique) == 1:
+                        (row,) = unique.values()
+                        values = self._stored_form(tuple(row.get(c.name) for c in EVENTS.c))
+                        result = await self._held.exec_driver_sql(self._storing_one, values)
+                    else:
+                        result = await self._held.execute(
+                            self._storing, builtins.list(unique.values())
+                        )
+                    stored = {event_id for (event_id,) in result}
+            except Exception:
+                await self._let_go()  # a new connection next time
+                raise
+        self._reached()
+        return stored
+
+    async def stats(self) -> InboxStats:
+        """How many events are pending, retrying, done and dead; how old the oldest pending is."""
+        await self._ensure()
+        columns = (
+            EVENTS.c.status,
+            func.count(),
+            func.count().filter(EVENTS.c.attempts > 0),
+            func.min(EVENTS.c.received_at),
+        )
+        with self._errors("reading the inbox"):
+            async with self._begin() as connection:
+                rows = (await connection.execute(select(*columns).group_by(EVENTS.c.status))).all()
+        counts = {status: (n, retried, oldest) for status, n, retried, oldest in rows}
+        pending, retrying, oldest = counts.get(PENDING, (0, 0, None))
+        return InboxStats(
+            pending=pending,
+            retrying=retrying,
+            done=counts.get(DONE, (0,))[0],
+            dead=counts.get(DEAD, (0,))[0],
+            oldest_pending=oldest,
+        )
+
+    async def list(
+        self, status: str | None = None, *, limit: int = 100
+    ) -> builtins.list[InboxEntry]:
+        """The latest ``limit`` events received (of ``status`` if given), newest first."""
+        if status is not None and status not in STATUSES:
+            raise InvalidArgumentError(
+                f"status must be one of {', '.join(STATUSES)}, got {status!r}"
+            )
+        _count("limit", limit)
+        await self._ensure()
+        query = (
+            select(*(EVENTS.c[field.name] for field in attrs.fields(InboxEntry)))
+            .order_by(EVENTS.c.received_at.desc(), EVENTS.c.event_id)
+            .limit(limit)
+        )
+        if status is not None:
+            query = query.where(EVENTS.c.status == status)
+        with self._errors("reading the inbox"):
+            async with self._begin() as connection:
+                rows = (await connection.execute(query)).all()
+        return [InboxEntry(*row) for row in rows]
+
+    async def retry(self, event_id: str | None = None, *, dead: bool = False) -> int:
+        """Put events back to pending, due now, with no attempts: how many were.
+
+        ``retry(event_id)``: that event, if it is done (a replay) or dead.
+        ``retry(dead=True)``: every dead event. A pending event is left as it is (it may
+        be in a worker's hands).
+        """
+        if (event_id is None) == (not dead):
+            raise InvalidArgumentError("retry needs an event_id or dead=True (one of them)")
+        where = EVENTS.c.event_id == event_id if event_id is not None else EVENTS.c.status == DEAD
+        statement = (
+            update(EVENTS)
+            .where(where, EVENTS.c.status != PENDING)
+            .values(status=PENDING, attempts=0, next_attempt_at=_now(), handled_at=None)
+        )
+        await self._ensure()
+        with self._errors("retrying events"):
+            async with self._begin() as connection:
+                return (await connection.execute(statement)).rowcount
+
+    async def purge(self, done_before: datetime.timedelta) -> int:
+        """Delete the events handled more than ``done_before`` ago: how many were.
+
+        Only ``done`` events go; dead ones stay until retried. The ids deleted are no
+        longer remembered, so a copy arriving later is stored and handled again: keep
+        ``done_before`` longer than the sender's redelivery schedule.
+        """
+        if not isinstance(done_before, datetime.timedelta) or done_before < datetime.timedelta():
+            raise InvalidArgumentError(f"done_before must be a timedelta >= 0, got {done_before!r}")
+        statement = delete(EVENTS).where(
+            EVENTS.c.status == DONE, EVENTS.c.handled_at < _now() - done_before
+        )
+        await self._ensure()
+        with self._errors("purging the inbox"):
+            async with self._begin() as connection:
+                return (await connection.execute(statement)).rowcount
+
+    async def run(
+        self,
+        router: EventRouter,
+        *,
+        concurrency: int = 8,
+        max_attempts: int = 8,
+        stop: asyncio.Event | None = None,
+    ) -> None:
+        """Work the inbox until ``stop`` is set (or the task is cancelled).
+
+        Claims due events, up to ``concurrency`` at once, runs ``router``'s handlers
+        (``router.dispatch``) and marks each ``done``. An event whose handlers raise is
+        tried again later (exponential backoff with jitter); after ``max_attempts`` it is
+        ``dead``, with the last error. Once ``stop`` is set, the events in hand finish
+        first. While the database cannot be reached the worker logs it once and keeps
+        trying. Any number of workers may run on one PostgreSQL database (or, on one
+        machine, one SQLite file).
+        """
+        check_concurrency(concurrency)
+        _count("max_attempts", max_attempts)
+        if stop is not None and not isinstance(stop, asyncio.Event):
+            raise InvalidArgumentError(f"stop must be an asyncio.Event, got {stop!r}")
+        await _Worker(self, router, concurrency, max_attempts, stop or asyncio.Event()).run()
+
+    # What a worker does, each a statement of its own.
+
+    async def _claim(self, n: int) -> builtins.list[_Claim]:
+        await self._ensure()
+        now = _now()
+        due = (
+            select(EVENTS.c.event_id)
+            .where(EVENTS.c.status == PENDING, EVENTS.c.next_attempt_at <= now)
+            .order_by(EVENTS.c.next_attempt_at)
+            .limit(n)
+            .with_for_update(skip_locked=True)  # PostgreSQL; SQLite's claim is its write lock
+        )
+        statement = (
+            update(EVENTS)
+            .where(EVENTS.c.event_id.in_(due.scalar_subquery()))
+            .values(
+                attempts=EVENTS.c.attempts + 1,
+                next_attempt_at=now + datetime.timedelta(seconds=self._lease),
+            )
+            .returning(EVENTS.c.event_id, EVENTS.c.body, EVENTS.c.attempts)
+        )
+        with self._errors("claiming events"):
+            async with self._begin() as connection:
+                rows = (await connection.execute(statement)).all()
+        return [_Claim(event_id, bytes(body), attempts) for event_id, body, attempts in rows]
+
+    async def _fenced(self, claim: _Claim, **values: Any) -> bool:
+        """Write ``values`` to the claimed row if the claim still holds; whether it did."""
+        statement = (
+            update(EVENTS)
+            .where(
+                EVENTS.c.event_id == claim.event_id,
+                EVENTS.c.attempts == claim.attempts,
+                EVENTS.c.status == PENDING,
+            )
+            .values(**values)
+        )
+        with self._errors(f"updating event {claim.event_id}"):
+            async with self._begin() as connection:
+                return (await connection.execute(statement)).rowcount == 1
+
+    async def _mark_done(self, claims: builtins.list[_Claim]) -> builtins.list[bool]:
+        """Mark the events of ``claims`` done, in one statement; which claims still held."""
+        statement = (
+            update(EVENTS)
+            .where(
+                EVENTS.c.status == PENDING,
+                tuple_(EVENTS.c.event_id, EVENTS.c.attempts).in_(
+                    [(claim.event_id, claim.attempts) for claim in claims]
+                ),
+            )
+            .values(status=DONE, handled_at=_now(), next_attempt_at=None, last_error=None)
+            .returning(EVENTS.c.event_id)
+        )
+        with self._errors(f"marking {len(claims)} event{'s' if len(claims) > 1 else ''} done"):
+            async with self._begin() as connection:
+                written = {event_id for (event_id,) in await connection.execute(statement)}
+        return [claim.event_id in written for claim in claims]
+
+    async def _ping(self) -> None:
+        with self._errors("reaching the inbox"):
+            async with self._begin() as connection:
+                await connection.execute(select(1))
+
+    async def _renew(self, claim: _Claim) -> bool:
+        return await self._fenced(
+            claim, next_attempt_at=_now() + datetime.timedelta(seconds=self._lease)
+        )
+
+    def _retry_at(self, attempt: int) -> datetime.datetime:
+        state = tenacity.RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
+        state.attempt_number = attempt
+        return _now() + datetime.timedelta(seconds=self._wait(state))
+
+    def _outage(self, exc: InboxError) -> None:
+        if not self._down:
+            self._down = True
+            logger.error(
+                "the inbox cannot be reached (%s): notifications are answered 503 and "
+                "workers wait until it can",
+                exc,
+            )
+
+    def _reached(self) -> None:
+        if self._down:
+            self._down = False
+            logger.warning("the inbox can be reached again")
+
+
+def _describe(exc: BaseException, secrets: tuple[str, ...]) -> str:
+    """A handler's error as last_error: its type and first line, bounded, no DB password."""
+    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    for secret in secrets:
+        if secret:
+            message = message.replace(secret, "***")
+    first = message.splitlines()[0] if message else type(exc).__name__
+    return first[:_MAX_ERROR]
+
+
+class _Worker:
+    """One ``Inbox.run``: a loop that claims what it has room for, and a task per event."""
+
+    def __init__(
+        self,
+        inbox: Inbox,
+        router: EventRouter,
+        concurrency: int,
+        max_attempts: int,
+        stop: asyncio.Event,
+    ) -> None:
+        self._inbox = inbox
+        self._router = router
+        self._concurrency = concurrency
+        self._max_attempts = max_attempts
+        self._stop = stop
+        self._running: set[asyncio.Task[None]] = set()
+        self._wake = asyncio.Event()
+
+    async def run(self) -> None:
+        watcher = asyncio.ensure_future(self._watch_stop())
+        unreachable = False
+        try:
+            while not self._stop.is_set():
+                room = self._concurrency - len(self._running)
+                claimed: list[_Claim] = []
+                if room > 0 and unreachable:
+                    unreachable = not await self._back_after_outage()
+                if room > 0 and not unreachable:
+                    try:
+                        claimed = await self._inbox._claim(room)
+                    except InboxError as exc:
+                        self._inbox._outage(exc)
+                        unreachable = True
+                    else:
+                        self._inbox._reached()
+                for claim in claimed:
+                    task = asyncio.ensure_future(self._handle(claim))
+                    self._running.add(task)
+                    task.add_done_callback(self._finished)
+                if room > 0 and len(claimed) == room:
+                    continue  # a backlog: claim again as soon as there is room
+                self._wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._inbox._poll)
+            if self._running:
+                await asyncio.wait(self._running)
+        finally:
+            watcher.cancel()
+            for task in self._running:
+                task.cancel()  # cancelled: their claims come due again after the lease
+            if self._running:
+                await asyncio.wait(self._running)
+
+    async def _back_after_outage(self) -> bool:
+        """After an outage, whether the database answers again; if it does, a pause first.
+
+        Leases ran out while nobody could write: the outcomes of events handled during
+        the outage (this process's and other workers') are written first, during the
+        pause (their writes are retried every ``_RETRY`` seconds), rather than their
+        events claimed again and run twice.
+        """
+        try:
+            await self._inbox._ping()
+        except InboxError:
+            return False
+        await asyncio.sleep(_GRACE)
+        return True
+
+    async def _watch_stop(self) -> None:
+        await self._stop.wait()
+        self._wake.set()
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        self._wake.set()
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("an inbox worker task failed", exc_info=task.exception())
+
+    async def _handle(self, claim: _Claim) -> None:
+        renewal = asyncio.ensure_future(self._renew_while_running(claim))
+        error: str | None = None
+        final = True
+        try:
+            try:
+                event = from_dict(WebhookEvent, loads(claim.body))
+            except ValueError as exc:
+                # stored after it was verified and parsed: only a body from another version
+                error = f"the stored body cannot be read: {exc}"
+            else:
+                try:
+                    await self._router.dispatch(event)
+                except Exception as exc:
+                    error = _describe(exc, self._inbox._db.secrets)
+                    final = claim.attempts >= self._max_attempts
+                    logger.warning(
+                        "a handler of event %s failed (attempt %d of %d%s): %s",
+                        claim.event_id,
+                        claim.attempts,
+                        self._max_attempts,
+                        ", now dead" if final else "",
+                        error,
+                    )
+        finally:
+            # stopped before the outcome is written, so no renewal lands after it
+            renewal.cancel()
+            await asyncio.wait([renewal])
+        await self._settle(claim, error, final=final)
+
+    async def _renew_while_running(self, claim: _Claim) -> None:
+        pause = self._inbox._lease / 3
+        while True:
+            await asyncio.sleep(pause)
+            pause = self._inbox._lease / 3
+            try:
+                if not await self._inbox._renew(claim):
+                    logger.error(
+                        "event %s: the claim was lost (its lease ran out); another worker "
+                        "may run it too",
+                        claim.event_id,
+                    )
+                    return
+            except InboxError as exc:
+                self._inbox._outage(exc)
+                pause = _RETRY  # renewed as soon as the database is back
+
+    async def _settle(self, claim: _Claim, error: str | None, *, final: bool) -> None:
+        """Write the outcome; while the database is down, try again every ``_RETRY``."""
+        values: dict[str, Any] = {}  # none: done, written with the others done (batched)
+        if error is not None and final:
+            values = {"status": DEAD, "handled_at": _now(), "next_attempt_at": None}
+        elif error is not None:
+            values = {"next_attempt_at": self._inbox._retry_at(claim.attempts)}
+        if error is not None:
+            values["last_error"] = error
+        # Written as soon as the database answers (the write is fenced, so it is safe even
+        # after the lease ended); given up only after ten leases without a database.
+        deadline = asyncio.get_running_loop().time() + 10 * self._inbox._lease
+        while True:
+            try:
+                written = await (
+                    self._inbox._fenced(claim, **values) if values else self._inbox._done(claim)
+                )
+            except InboxError as exc:
+                self._inbox._outage(exc)
+                if asyncio.get_running_loop().time() > deadline:
+                    logger.error(
+                        "event %s: its outcome could not be written (no database for ten "
+                        "leases); it will run again",
+                        claim.event_id,
+                    )
+                    return
+                await asyncio.sleep(_RETRY)
+                continue
+            self._inbox._reached()
+            if not written:
+                logger.error(
+                    "event %s: the claim was lost before its outcome was written (its lease "
+                    "ran out); another worker runs it",
+                    claim.event_id,
+                )
+            return

@@ -1,0 +1,44 @@
+"""The inbox's databases: SQLite files, and the mirror tests' PostgreSQL (pgserver).
+
+The fixtures are the mirror's (``tests/mirror/conftest.py``), shared rather than copied:
+``into`` runs a test on both databases, ``postgres_server`` can be restarted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+
+from payroll_async.events import sign
+from tests.mirror.conftest import PostgresServer, into, postgres_server, postgres_url
+
+__all__ = ["SECRET", "PostgresServer", "into", "notification", "postgres_server", "postgres_url"]
+
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+
+def notification(event_id: str, **data: object) -> tuple[bytes, dict[str, str]]:
+    """A signed notification's body and headers."""
+    body = json.dumps(
+        {
+            "eventId": event_id,
+            "eventType": "PAYROLL_PROCESSED",
+            "occurredAt": "2026-11-22T05:00:00Z",
+            "data": {"payrollId": event_id, **data},
+        }
+    ).encode()
+    return body, {
+        **sign(SECRET, event_id, int(time.time()), body),
+        "Content-Type": "application/json",
+    }
+
+
+async def until(condition: Callable[[], Awaitable[bool]], timeout: float = 30.0) -> None:
+    """Return once the database state ``condition()`` reads holds (looked at every 20 ms)."""
+    deadline = time.monotonic() + timeout
+    while not await condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the inbox did not reach the state waited for")
+        await asyncio.sleep(0.02)

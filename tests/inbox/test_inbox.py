@@ -1,0 +1,400 @@
+"""The inbox on real databases (SQLite, and PostgreSQL from pgserver): accept, work, retry.
+
+Each test that takes ``into`` runs on both. Workers run in this process (each with an Inbox
+of its own, so a connection pool of its own); the fleet of processes is in
+``test_inbox_fleet.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import logging
+import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from payroll_async import InvalidArgumentError
+from payroll_async.events import EventRouter, WebhookEvent
+from payroll_async.inbox import Inbox, InboxError, InboxStats, InboxURLError
+from tests.conftest import Serve
+from tests.mirror.conftest import query
+
+from .conftest import SECRET, PostgresServer, notification, until
+
+FAST = {"lease": 2.0, "backoff": 0.05, "backoff_max": 0.2, "poll_interval": 0.02}
+
+
+def event(event_id: str) -> tuple[WebhookEvent, bytes]:
+    body, _ = notification(event_id)
+    document = json.loads(body)
+    return WebhookEvent(
+        event_type=document["eventType"],
+        event_id=event_id,
+        occurred_at=datetime.datetime(2026, 11, 22, 5, tzinfo=datetime.timezone.utc),
+        data=document["data"],
+    ), body
+
+
+@pytest.fixture
+async def open_inbox(into: str) -> AsyncIterator[Callable[..., Inbox]]:
+    """Inboxes on ``into`` (each its own engine, as another process's); closed after."""
+    opened: list[Inbox] = []
+
+    def make(**options: Any) -> Inbox:
+        inbox = Inbox(into, **{**FAST, **options})
+        opened.append(inbox)
+        return inbox
+
+    yield make
+    for inbox in opened:
+        await inbox.close()
+
+
+async def fill(inbox: Inbox, *event_ids: str) -> None:
+    for event_id in event_ids:
+        assert await inbox.accept(*event(event_id))
+
+
+async def work_until(
+    inbox: Inbox, router: EventRouter, condition: Callable[[InboxStats], bool], **options: Any
+) -> InboxStats:
+    """Run a worker until the inbox's stats satisfy ``condition``; those stats."""
+    stop = asyncio.Event()
+    worker = asyncio.create_task(inbox.run(router, stop=stop, **options))
+    seen: list[InboxStats] = []
+
+    async def reached() -> bool:
+        if worker.done():
+            worker.result()  # a worker that failed fails the test
+        seen.append(await inbox.stats())
+        return condition(seen[-1])
+
+    try:
+        await until(reached)
+    finally:
+        stop.set()
+        await worker
+    return seen[-1]
+
+
+async def test_an_event_id_is_stored_once_with_the_body_as_sent(open_inbox: Any, into: str) -> None:
+    inbox = open_inbox()
+    first, body = event("evt-1")
+    assert await inbox.accept(first, body) is True
+    assert await inbox.accept(first, body + b" ") is False  # a copy: not stored again
+    rows = await query(
+        into, "SELECT event_id, event_type, status, attempts, body, handled_at FROM inbox_events"
+    )
+    assert [(*row[:4], bytes(row[4]), row[5]) for row in rows] == [
+        ("evt-1", "PAYROLL_PROCESSED", "pending", 0, body, None)
+    ]
+    stats = await inbox.stats()
+    assert (stats.pending, stats.retrying, stats.done, stats.dead) == (1, 0, 0, 0)
+    assert stats.oldest_pending is not None
+    assert stats.oldest_pending.tzinfo is not None
+
+
+async def test_copies_arriving_together_are_stored_once_and_others_all_stored(
+    open_inbox: Any, into: str
+) -> None:
+    inbox = open_inbox()
+    copies = await asyncio.gather(*(inbox.accept(*event("evt-same")) for _ in range(20)))
+    assert sorted(copies) == [False] * 19 + [True]
+    ids = [f"evt-{n}" for n in range(200)]
+    assert all(await asyncio.gather(*(inbox.accept(*event(i)) for i in ids)))
+    assert await query(into, "SELECT count(*) FROM inbox_events") == [(201,)]
+
+
+async def test_the_router_commits_and_answers_then_a_worker_handles_it(
+    open_inbox: Any, serve: Serve
+) -> None:
+    inbox = open_inbox()
+    router = EventRouter(secret=SECRET, inbox=inbox)
+    handled: list[str] = []
+
+    @router.on()
+    async def handle(event: WebhookEvent) -> None:
+        handled.append(event.event_id or "")
+
+    url = await serve(router.app(path="/hooks")) + "/hooks"
+    body, headers = notification("evt-1")
+    async with aiohttp.ClientSession() as session:
+        for expected in ("ok", "duplicate", "duplicate"):
+            async with session.post(url, data=body, headers=headers) as response:
+                assert (response.status, await response.json()) == (200, {"status": expected})
+        forged = {**headers, "webhook-signature": "v1,AAAA"}
+        async with session.post(url, data=body.replace(b"evt-1", b"evt-2"), headers=forged) as r:
+            assert r.status == 401
+    assert handled == []  # no handler runs inside the request
+    stats = await work_until(inbox, router, lambda s: s.done == 1)
+    assert (stats.pending, stats.done, stats.dead) == (0, 1, 0)
+    assert handled == ["evt-1"]
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def test_an_inbox_that_cannot_be_written_answers_503_without_the_password(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    password = "hunter2-Secret"
+    inbox = Inbox(f"postgresql://postgres:{password}@127.0.0.1:{_closed_port()}/inbox")
+    router = EventRouter(secret=SECRET, inbox=inbox)
+    ran: list[str] = []
+
+    @router.on()
+    async def handle(event: WebhookEvent) -> None:
+        ran.append("ran")
+
+    url = await serve(router.app(path="/hooks")) + "/hooks"
+    body, headers = notification("evt-1")
+    with caplog.at_level(logging.DEBUG):
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(url, data=body, headers=headers) as response,
+        ):
+            assert response.status == 503
+            assert response.headers["Retry-After"]
+    assert ran == []
+    assert "could not be stored in the inbox" in caplog.text
+    assert password not in caplog.text
+    with pytest.raises(InboxError) as raised:
+        await inbox.stats()
+    assert password not in str(raised.value)
+    assert password not in repr(inbox)
+    await inbox.close()
+
+
+async def test_a_failing_handler_is_retried_with_backoff_until_it_succeeds(
+    open_inbox: Any, into: str
+) -> None:
+    inbox = open_inbox(backoff=0.1, backoff_max=1.0)
+    router = EventRouter(insecure=True)
+    calls: list[float] = []
+
+    @router.on()
+    async def flaky(event: WebhookEvent) -> None:
+        calls.append(time.monotonic())
+        if len(calls) < 3:
+            raise ConnectionError(f"downstream unavailable (call {len(calls)})")
+
+    await fill(inbox, "evt-1")
+    await work_until(inbox, router, lambda s: s.done == 1)
+    rows = await query(into, "SELECT status, attempts, last_error FROM inbox_events")
+    assert rows == [("done", 3, None)]
+    # exponential: at least 0.1 s, then 0.2 s (and up to 0.1 s of jitter each)
+    assert calls[1] - calls[0] >= 0.1
+    assert calls[2] - calls[1] >= 0.2
+
+
+async def test_after_max_attempts_an_event_is_dead_with_its_last_error(
+    open_inbox: Any, into: str
+) -> None:
+    inbox = open_inbox(backoff=0.01, backoff_max=0.02)
+    router = EventRouter(insecure=True)
+    calls = 0
+
+    @router.on()
+    async def broken(event: WebhookEvent) -> None:
+        nonlocal calls
+        calls += 1
+        raise ValueError(f"cannot handle attempt {calls}\nsecond line\x1b[31m")
+
+    await fill(inbox, "evt-1", "evt-2")
+    stats = await work_until(inbox, router, lambda s: s.dead == 2, max_attempts=3)
+    assert (stats.pending, stats.done, stats.dead) == (0, 0, 2)
+    assert calls == 6
+    rows = await query(into, "SELECT status, attempts, last_error FROM inbox_events")
+    for status, attempts, last_error in rows:
+        assert (status, attempts) == ("dead", 3)
+        assert last_error.startswith("ValueError: cannot handle attempt ")
+        assert "\n" not in last_error
+        assert "second line" not in last_error
+    dead = await inbox.list("dead")
+    assert {entry.event_id for entry in dead} == {"evt-1", "evt-2"}
+    assert all(entry.handled_at is not None for entry in dead)
+
+
+async def test_a_worker_that_dies_mid_handler_loses_its_claim_when_the_lease_ends(
+    open_inbox: Any, into: str
+) -> None:
+    lease = 0.6
+    first, second = open_inbox(lease=lease), open_inbox(lease=lease)
+    started = asyncio.Event()
+    stuck_router = EventRouter(insecure=True)
+
+    @stuck_router.on()
+    async def stuck(event: WebhookEvent) -> None:
+        started.set()
+        await asyncio.Event().wait()  # until its worker dies
+
+    await fill(first, "evt-1")
+    dying = asyncio.create_task(first.run(stuck_router))
+    await asyncio.wait_for(started.wait(), 30)
+    claimed_at = time.monotonic()
+    dying.cancel()  # the worker is gone; its claim is not given back
+    with pytest.raises(asyncio.CancelledError):
+        await dying
+    router = EventRouter(insecure=True)
+    handled: list[float] = []
+
+    @router.on()
+    async def handle(event: WebhookEvent) -> None:
+        handled.append(time.monotonic())
+
+    await work_until(second, router, lambda s: s.done == 1)
+    assert handled[0] - claimed_at >= lease * 0.9  # not before the lease ended
+    assert await query(into, "SELECT status, attempts FROM inbox_events") == [("done", 2)]
+
+
+async def test_a_slow_handler_keeps_its_claim_by_renewing_the_lease(
+    open_inbox: Any, into: str
+) -> None:
+    lease = 0.3
+    first, second = open_inbox(lease=lease), open_inbox(lease=lease)
+    runs: list[str] = []
+    router = EventRouter(insecure=True)
+
+    @router.on()
+    async def slow(event: WebhookEvent) -> None:
+        runs.append(event.event_id or "")
+        await asyncio.sleep(lease * 4)  # four leases: renewed, so nobody else takes it
+
+    await fill(first, "evt-1")
+    stop = asyncio.Event()
+    other = asyncio.create_task(second.run(router, stop=stop))
+    try:
+        await work_until(first, router, lambda s: s.done == 1)
+    finally:
+        stop.set()
+        await other
+    assert runs == ["evt-1"]
+    assert await query(into, "SELECT status, attempts FROM inbox_events") == [("done", 1)]
+
+
+async def test_several_workers_never_run_one_event_at_once(open_inbox: Any, into: str) -> None:
+    inboxes = [open_inbox() for _ in range(3)]
+    ids = [f"evt-{n}" for n in range(150)]
+    await fill(inboxes[0], *ids)
+    router = EventRouter(insecure=True)
+    running: set[str] = set()
+    handled: list[str] = []
+
+    @router.on()
+    async def handle(event: WebhookEvent) -> None:
+        key = event.event_id or ""
+        assert key not in running
+        running.add(key)
+        await asyncio.sleep(0)
+        running.discard(key)
+        handled.append(key)
+
+    stop = asyncio.Event()
+    workers = [asyncio.create_task(i.run(router, concurrency=4, stop=stop)) for i in inboxes[1:]]
+    try:
+        await work_until(inboxes[0], router, lambda s: s.done == len(ids), concurrency=4)
+    finally:
+        stop.set()
+        await asyncio.gather(*workers)
+    assert sorted(handled) == sorted(ids)
+    assert await query(into, "SELECT max(attempts) FROM inbox_events") == [(1,)]
+
+
+async def test_retry_replays_done_and_dead_events_and_purge_deletes_only_old_done_ones(
+    open_inbox: Any,
+) -> None:
+    inbox = open_inbox()
+    router = EventRouter(insecure=True)
+    handled: list[str] = []
+
+    @router.on()
+    async def handle(event: WebhookEvent) -> None:
+        if event.event_id == "evt-bad":
+            raise RuntimeError("always")
+        handled.append(event.event_id or "")
+
+    await fill(inbox, "evt-1", "evt-2", "evt-bad")
+    await work_until(inbox, router, lambda s: s.done == 2 and s.dead == 1, max_attempts=1)
+    assert sorted(handled) == ["evt-1", "evt-2"]
+    assert await inbox.retry("evt-1") == 1  # a replay of a done event
+    assert await inbox.retry("evt-unknown") == 0
+    assert await inbox.retry(dead=True) == 1
+    stats = await inbox.stats()
+    assert (stats.pending, stats.done, stats.dead) == (2, 1, 0)
+    await work_until(inbox, router, lambda s: s.pending == 0, max_attempts=1)
+    assert sorted(handled) == ["evt-1", "evt-1", "evt-2"]
+    assert await inbox.purge(datetime.timedelta(days=7)) == 0
+    assert await inbox.purge(datetime.timedelta(0)) == 2
+    stats = await inbox.stats()
+    assert (stats.pending, stats.done, stats.dead) == (0, 0, 1)  # dead ones are kept
+    assert await inbox.accept(*event("evt-1")) is True  # a purged id is forgotten
+
+
+async def test_the_database_password_never_reaches_last_error(
+    postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    password = "pw-Very-Secret-42"
+    url = postgres_server.url(postgres_url.rsplit("/", 1)[1], password=password)
+    async with Inbox(url, **FAST) as inbox:  # type: ignore[arg-type]
+        router = EventRouter(insecure=True)
+
+        @router.on()
+        async def leaky(event: WebhookEvent) -> None:
+            raise RuntimeError(f"could not reach {url}: " + "x" * 5000)
+
+        await fill(inbox, "evt-1")
+        await work_until(inbox, router, lambda s: s.dead == 1, max_attempts=1)
+        (entry,) = await inbox.list()
+    assert entry.last_error is not None
+    assert password not in entry.last_error
+    assert "***" in entry.last_error
+    assert len(entry.last_error) <= 2000
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Inbox("mysql://user:pw-123@db/x"), "not supported"),
+        (lambda: Inbox("sqlite:///:memory:"), "path of a database file"),
+        (lambda: Inbox("not a url"), "not a database URL"),
+        (lambda: Inbox("sqlite:///x.db", lease=0), "lease must be"),
+        (lambda: Inbox("sqlite:///x.db", backoff=1, backoff_max=0.5), "backoff_max"),
+        (lambda: EventRouter(insecure=True, inbox=object()), "inbox must be"),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_input_is_refused_before_anything_runs(
+    build: Callable[[], object], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidArgumentError, match=message) as raised:
+        build()
+    assert "pw-123" not in str(raised.value)
+    if "inbox must" not in message and "lease" not in message and "backoff" not in message:
+        assert isinstance(raised.value, InboxURLError)
+
+
+async def test_bad_arguments_of_the_calls(tmp_path: Path) -> None:
+    async with Inbox(f"sqlite:///{tmp_path / 'inbox.db'}") as inbox:
+        router = EventRouter(insecure=True)
+        calls: list[Awaitable[object]] = [
+            inbox.run(router, concurrency=0),
+            inbox.run(router, max_attempts=0),
+            inbox.retry(),
+            inbox.retry("evt-1", dead=True),
+            inbox.purge(datetime.timedelta(days=-1)),
+            inbox.list("finished"),
+        ]
+        for call in calls:
+            with pytest.raises(InvalidArgumentError):
+                await call
