@@ -306,7 +306,7 @@ class _Pass:
         return Walk(
             ListingSource(paginator),
             operator.attrgetter(key),
-            operator.attrgetter(order),
+            operator.attrgetter(order if not items else f"item.{order}"),
             page_size=self.page_size,
             concurrency=self.concurrency,
             missing_ok=items and REGISTRY[self.collection].needs_employer,

@@ -23,7 +23,9 @@ _MASK = (1 << 64) - 1
 _BUCKETS = 256
 
 
-def _as_int(value: uuid.UUID | int) -> int:
+def _as_int(value: uuid.UUID | int | str) -> int:
+    if isinstance(value, str):  # an id as the service writes it (8-4-4-4-12 hex)
+        return int(value.replace("-", ""), 16)
     return value.int if isinstance(value, uuid.UUID) else value % (1 << 128)
 
 
@@ -32,8 +34,8 @@ def _bucket(high: int, low: int) -> int:
 
 
 class SeenIds:
-    """An exact set of ids (``uuid.UUID``, or ints, taken modulo 2**128): add, freeze,
-    look up."""
+    """An exact set of ids (``uuid.UUID``, their ``8-4-4-4-12`` text, or ints taken modulo
+    2**128): add, freeze, look up."""
 
     __slots__ = ("_high", "_low", "added", "frozen")
 
@@ -44,7 +46,7 @@ class SeenIds:
         """How many ids were added, repeats included."""
         self.frozen = False
 
-    def add(self, ids: Iterable[uuid.UUID | int]) -> None:
+    def add(self, ids: Iterable[uuid.UUID | int | str]) -> None:
         """Add ``ids`` (before ``freeze()``)."""
         if self.frozen:
             raise RuntimeError("SeenIds: add after freeze")
@@ -78,7 +80,7 @@ class SeenIds:
     def __contains__(self, value: object) -> bool:
         if not self.frozen:
             raise RuntimeError("SeenIds: lookup before freeze")
-        if not isinstance(value, (uuid.UUID, int)):
+        if not isinstance(value, (uuid.UUID, int, str)):
             return False
         number = _as_int(value)
         high, low = number >> 64, number & _MASK
