@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import attrs
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, Text, cast, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._db import Database, open_database
@@ -58,8 +58,8 @@ class Feed:
             CHANGES.c.item_id,
             CHANGES.c.change,
             CHANGES.c.at,
-            CHANGES.c.before,
-            CHANGES.c.after,
+            cast(CHANGES.c.before, Text),  # the JSON's text as stored (PostgreSQL: json)
+            cast(CHANGES.c.after, Text),
         )
         if self.employer is not None:  # one employer's update groups: its rows' changes
             groups = TABLES["update-groups"].table

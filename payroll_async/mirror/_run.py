@@ -352,6 +352,19 @@ async def _walk(run: _Pass, scope: uuid.UUID | None, told: Told) -> bool:
             told(walk.total)
     except NotFoundError:
         if not REGISTRY[collection].needs_employer:
+            await _keep(run)
             raise
         return False  # the employer went away during the walk
+    except Exception:
+        await _keep(run)
+        raise
     return walk.proven
+
+
+async def _keep(run: _Pass) -> None:
+    """Commit the pages written before the walk failed (each whole), and tell their changes:
+    a failed run keeps what it fetched. A write that failed has rolled back: nothing to do."""
+    db = run.db
+    with db.errors(f"writing to {db.shown}"):
+        committed = await run.store.commit()
+    await _tell(run.on_change, committed)

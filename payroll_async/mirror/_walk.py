@@ -224,7 +224,14 @@ class Walk:
                     if requests >= bound:
                         self._doubts(f"still full pages after {requests + 1} requests")
                     break
-                if batch and (len(batch) >= most or not pending[0][1].done()):
+                following = pending[0][1]
+                if batch and (
+                    len(batch) >= most
+                    or not following.done()
+                    or (not following.cancelled() and following.exception() is not None)
+                ):
+                    # written before the next page is awaited, and before its failure is
+                    # raised: what was fetched is kept (and told) whatever comes next
                     yield batch
                     batch = []
                 offset, task = pending.popleft()

@@ -316,7 +316,9 @@ async def test_one_employers_file_holds_that_employers_changes_only(
     ids = await query(
         into,
         "SELECT update_group_id FROM update_groups WHERE employer_identifier_id = :e",
-        e=first.replace("-", "") if into.startswith("sqlite") else uuid.UUID(first),
+        e=first
+        if into.startswith("sqlite")
+        else uuid.UUID(first),  # SQLite: as the service writes it
     )
     in_file = file_changes(changes)
     assert len(ids) == 5
