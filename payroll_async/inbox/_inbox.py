@@ -22,15 +22,12 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import tenacity
-from sqlalchemy import bindparam, delete, func, select, text, tuple_, update
+from sqlalchemy import bindparam, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from .._core._converter import from_dict
-from .._core._exceptions import InvalidArgumentError, PayrollError
-from .._core._json import loads
+from .._core._exceptions import InvalidArgumentError
 from .._core._validation import check_concurrency, check_seconds
 from .._core._visible import EscapingFilter
 from ..mirror._db import Database, open_database
@@ -38,7 +35,18 @@ from ..mirror._driver import _compiled, _row_converter
 from ..mirror._errors import MirrorError, MirrorURLError
 from ..models import WebhookEvent
 from ._batch import Batched
-from ._schema import DEAD, DONE, EVENTS, METADATA, PENDING, STATUSES
+from ._operations import InboxOperations
+from ._records import (
+    InboxEntry,
+    InboxError,
+    InboxStats,
+    InboxURLError,
+    _Claim,
+    _count,
+    _now,
+)
+from ._schema import DONE, EVENTS, METADATA, PENDING
+from ._worker import _Worker
 
 if TYPE_CHECKING:
     from ..events import EventRouter
@@ -49,80 +57,9 @@ logger: logging.Logger = logging.getLogger("payroll_async.inbox")
 logger.addFilter(EscapingFilter())  # event ids and handlers' errors are outside text
 
 _SCHEMA_LOCK = 0x7061_7972_6F6C_6C01  # the PostgreSQL lock of the inbox's table creation
-_MAX_ERROR = 2000  # characters of a handler's error kept in last_error
-_RETRY = 0.05  # seconds between tries of a write about a claimed event, database down
-_GRACE = 1.0  # seconds a worker waits after an outage before it claims again
 
 
-class InboxError(PayrollError):
-    """The inbox's database failed (cannot connect, a statement failed).
-
-    The message never carries the database URL's password; the driver's exception is not
-    chained.
-    """
-
-
-class InboxURLError(InboxError, InvalidArgumentError):
-    """The inbox URL is not a database the inbox can use (bad input)."""
-
-
-@attrs.frozen
-class InboxStats:
-    """What [`Inbox.stats()`][payroll_async.inbox.Inbox.stats] counts: what to watch."""
-
-    pending: int
-    """Events not handled yet (new, being handled, or waiting for a retry)."""
-    retrying: int
-    """Of ``pending``, those whose handlers failed at least once (or whose worker died)."""
-    done: int
-    """Events handled (until purged)."""
-    dead: int
-    """Events whose handlers failed ``max_attempts`` times: they wait for ``retry``."""
-    oldest_pending: datetime.datetime | None
-    """When the oldest pending event was received (None: nothing pending): the lag."""
-
-
-@attrs.frozen
-class InboxEntry:
-    """One row of the inbox, as ``inbox list`` shows it (without the body)."""
-
-    event_id: str
-    """The notification's ``eventId``: the table's key."""
-    event_type: str
-    """Its ``eventType``, as sent."""
-    status: str
-    """``pending``, ``done`` or ``dead``."""
-    attempts: int
-    """Times a worker claimed it (a worker that died mid-handler counts)."""
-    received_at: datetime.datetime
-    """When a receiver stored it (UTC)."""
-    next_attempt_at: datetime.datetime | None
-    """Pending: when it is due (or when a worker's claim on it ends). None once settled."""
-    handled_at: datetime.datetime | None
-    """When it became ``done`` or ``dead``."""
-    last_error: str | None
-    """The last failure of its handlers (type and first line); None once done."""
-
-
-@attrs.frozen
-class _Claim:
-    event_id: str
-    body: bytes
-    attempts: int
-    """The fence: this claim's writes apply only while the row still has this count."""
-
-
-def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
-
-
-def _count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
-    return value
-
-
-class Inbox:
+class Inbox(InboxOperations):
     """A durable inbox of verified notifications: SQLite by default, PostgreSQL for a fleet.
 
     ```pycon
@@ -312,87 +249,6 @@ class Inbox:
         self._reached()
         return stored
 
-    async def stats(self) -> InboxStats:
-        """How many events are pending, retrying, done and dead; how old the oldest pending is."""
-        await self._ensure()
-        columns = (
-            EVENTS.c.status,
-            func.count(),
-            func.count().filter(EVENTS.c.attempts > 0),
-            func.min(EVENTS.c.received_at),
-        )
-        with self._errors("reading the inbox"):
-            async with self._begin() as connection:
-                rows = (await connection.execute(select(*columns).group_by(EVENTS.c.status))).all()
-        counts = {status: (n, retried, oldest) for status, n, retried, oldest in rows}
-        pending, retrying, oldest = counts.get(PENDING, (0, 0, None))
-        return InboxStats(
-            pending=pending,
-            retrying=retrying,
-            done=counts.get(DONE, (0,))[0],
-            dead=counts.get(DEAD, (0,))[0],
-            oldest_pending=oldest,
-        )
-
-    async def list(
-        self, status: str | None = None, *, limit: int = 100
-    ) -> builtins.list[InboxEntry]:
-        """The latest ``limit`` events received (of ``status`` if given), newest first."""
-        if status is not None and status not in STATUSES:
-            raise InvalidArgumentError(
-                f"status must be one of {', '.join(STATUSES)}, got {status!r}"
-            )
-        _count("limit", limit)
-        await self._ensure()
-        query = (
-            select(*(EVENTS.c[field.name] for field in attrs.fields(InboxEntry)))
-            .order_by(EVENTS.c.received_at.desc(), EVENTS.c.event_id)
-            .limit(limit)
-        )
-        if status is not None:
-            query = query.where(EVENTS.c.status == status)
-        with self._errors("reading the inbox"):
-            async with self._begin() as connection:
-                rows = (await connection.execute(query)).all()
-        return [InboxEntry(*row) for row in rows]
-
-    async def retry(self, event_id: str | None = None, *, dead: bool = False) -> int:
-        """Put events back to pending, due now, with no attempts: how many were.
-
-        ``retry(event_id)``: that event, if it is done (a replay) or dead.
-        ``retry(dead=True)``: every dead event. A pending event is left as it is (it may
-        be in a worker's hands).
-        """
-        if (event_id is None) == (not dead):
-            raise InvalidArgumentError("retry needs an event_id or dead=True (one of them)")
-        where = EVENTS.c.event_id == event_id if event_id is not None else EVENTS.c.status == DEAD
-        statement = (
-            update(EVENTS)
-            .where(where, EVENTS.c.status != PENDING)
-            .values(status=PENDING, attempts=0, next_attempt_at=_now(), handled_at=None)
-        )
-        await self._ensure()
-        with self._errors("retrying events"):
-            async with self._begin() as connection:
-                return (await connection.execute(statement)).rowcount
-
-    async def purge(self, done_before: datetime.timedelta) -> int:
-        """Delete the events handled more than ``done_before`` ago: how many were.
-
-        Only ``done`` events go; dead ones stay until retried. The ids deleted are no
-        longer remembered, so a copy arriving later is stored and handled again: keep
-        ``done_before`` longer than the sender's redelivery schedule.
-        """
-        if not isinstance(done_before, datetime.timedelta) or done_before < datetime.timedelta():
-            raise InvalidArgumentError(f"done_before must be a timedelta >= 0, got {done_before!r}")
-        statement = delete(EVENTS).where(
-            EVENTS.c.status == DONE, EVENTS.c.handled_at < _now() - done_before
-        )
-        await self._ensure()
-        with self._errors("purging the inbox"):
-            async with self._begin() as connection:
-                return (await connection.execute(statement)).rowcount
-
     async def run(
         self,
         router: EventRouter,
@@ -504,177 +360,3 @@ class Inbox:
         if self._down:
             self._down = False
             logger.warning("the inbox can be reached again")
-
-
-def _describe(exc: BaseException, secrets: tuple[str, ...]) -> str:
-    """A handler's error as last_error: its type and first line, bounded, no DB password."""
-    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    for secret in secrets:
-        if secret:
-            message = message.replace(secret, "***")
-    first = message.splitlines()[0] if message else type(exc).__name__
-    return first[:_MAX_ERROR]
-
-
-class _Worker:
-    """One ``Inbox.run``: a loop that claims what it has room for, and a task per event."""
-
-    def __init__(
-        self,
-        inbox: Inbox,
-        router: EventRouter,
-        concurrency: int,
-        max_attempts: int,
-        stop: asyncio.Event,
-    ) -> None:
-        self._inbox = inbox
-        self._router = router
-        self._concurrency = concurrency
-        self._max_attempts = max_attempts
-        self._stop = stop
-        self._running: set[asyncio.Task[None]] = set()
-        self._wake = asyncio.Event()
-
-    async def run(self) -> None:
-        watcher = asyncio.ensure_future(self._watch_stop())
-        unreachable = False
-        try:
-            while not self._stop.is_set():
-                room = self._concurrency - len(self._running)
-                claimed: list[_Claim] = []
-                if room > 0 and unreachable:
-                    unreachable = not await self._back_after_outage()
-                if room > 0 and not unreachable:
-                    try:
-                        claimed = await self._inbox._claim(room)
-                    except InboxError as exc:
-                        self._inbox._outage(exc)
-                        unreachable = True
-                    else:
-                        self._inbox._reached()
-                for claim in claimed:
-                    task = asyncio.ensure_future(self._handle(claim))
-                    self._running.add(task)
-                    task.add_done_callback(self._finished)
-                if room > 0 and len(claimed) == room:
-                    continue  # a backlog: claim again as soon as there is room
-                self._wake.clear()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self._inbox._poll)
-            if self._running:
-                await asyncio.wait(self._running)
-        finally:
-            watcher.cancel()
-            for task in self._running:
-                task.cancel()  # cancelled: their claims come due again after the lease
-            if self._running:
-                await asyncio.wait(self._running)
-
-    async def _back_after_outage(self) -> bool:
-        """After an outage, whether the database answers again; if it does, a pause first.
-
-        Leases ran out while nobody could write: the outcomes of events handled during
-        the outage (this process's and other workers') are written first, during the
-        pause (their writes are retried every ``_RETRY`` seconds), rather than their
-        events claimed again and run twice.
-        """
-        try:
-            await self._inbox._ping()
-        except InboxError:
-            return False
-        await asyncio.sleep(_GRACE)
-        return True
-
-    async def _watch_stop(self) -> None:
-        await self._stop.wait()
-        self._wake.set()
-
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        self._running.discard(task)
-        self._wake.set()
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("an inbox worker task failed", exc_info=task.exception())
-
-    async def _handle(self, claim: _Claim) -> None:
-        renewal = asyncio.ensure_future(self._renew_while_running(claim))
-        error: str | None = None
-        final = True
-        try:
-            try:
-                event = from_dict(WebhookEvent, loads(claim.body))
-            except ValueError as exc:
-                # stored after it was verified and parsed: only a body from another version
-                error = f"the stored body cannot be read: {exc}"
-            else:
-                try:
-                    await self._router.dispatch(event)
-                except Exception as exc:
-                    error = _describe(exc, self._inbox._db.secrets)
-                    final = claim.attempts >= self._max_attempts
-                    logger.warning(
-                        "a handler of event %s failed (attempt %d of %d%s): %s",
-                        claim.event_id,
-                        claim.attempts,
-                        self._max_attempts,
-                        ", now dead" if final else "",
-                        error,
-                    )
-        finally:
-            # stopped before the outcome is written, so no renewal lands after it
-            renewal.cancel()
-            await asyncio.wait([renewal])
-        await self._settle(claim, error, final=final)
-
-    async def _renew_while_running(self, claim: _Claim) -> None:
-        pause = self._inbox._lease / 3
-        while True:
-            await asyncio.sleep(pause)
-            pause = self._inbox._lease / 3
-            try:
-                if not await self._inbox._renew(claim):
-                    logger.error(
-                        "event %s: the claim was lost (its lease ran out); another worker "
-                        "may run it too",
-                        claim.event_id,
-                    )
-                    return
-            except InboxError as exc:
-                self._inbox._outage(exc)
-                pause = _RETRY  # renewed as soon as the database is back
-
-    async def _settle(self, claim: _Claim, error: str | None, *, final: bool) -> None:
-        """Write the outcome; while the database is down, try again every ``_RETRY``."""
-        values: dict[str, Any] = {}  # none: done, written with the others done (batched)
-        if error is not None and final:
-            values = {"status": DEAD, "handled_at": _now(), "next_attempt_at": None}
-        elif error is not None:
-            values = {"next_attempt_at": self._inbox._retry_at(claim.attempts)}
-        if error is not None:
-            values["last_error"] = error
-        # Written as soon as the database answers (the write is fenced, so it is safe even
-        # after the lease ended); given up only after ten leases without a database.
-        deadline = asyncio.get_running_loop().time() + 10 * self._inbox._lease
-        while True:
-            try:
-                written = await (
-                    self._inbox._fenced(claim, **values) if values else self._inbox._done(claim)
-                )
-            except InboxError as exc:
-                self._inbox._outage(exc)
-                if asyncio.get_running_loop().time() > deadline:
-                    logger.error(
-                        "event %s: its outcome could not be written (no database for ten "
-                        "leases); it will run again",
-                        claim.event_id,
-                    )
-                    return
-                await asyncio.sleep(_RETRY)
-                continue
-            self._inbox._reached()
-            if not written:
-                logger.error(
-                    "event %s: the claim was lost before its outcome was written (its lease "
-                    "ran out); another worker runs it",
-                    claim.event_id,
-                )
-            return

@@ -12,9 +12,9 @@ update and delete). A row is marked deleted only once walks of the listing prove
 gone; see ``docs/mirror.md``.
 """
 
+from ._change import Change
 from ._errors import MirrorBusyError, MirrorError, MirrorURLError
 from ._run import COLLECTIONS, MirrorProgress, MirrorResult, mirror
-from ._store import Change
 
 __all__ = [
     "COLLECTIONS",

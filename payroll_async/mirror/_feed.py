@@ -18,10 +18,10 @@ import attrs
 from sqlalchemy import ColumnElement, Text, cast, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ._change import Change
 from ._db import Database, open_database
 from ._errors import MirrorError
 from ._schema import CHANGES, SCHEMA, TABLES
-from ._store import Change
 
 __all__ = ["Feed", "open_feed"]
 

@@ -1,0 +1,119 @@
+"""What an operator does with an inbox: ``stats``, ``list``, ``retry`` and ``purge``."""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import datetime
+from typing import TYPE_CHECKING
+
+import attrs
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from .._core._exceptions import InvalidArgumentError
+from ._records import (
+    InboxEntry,
+    InboxStats,
+    _count,
+    _now,
+)
+from ._schema import DEAD, DONE, EVENTS, PENDING, STATUSES
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["InboxOperations"]
+
+
+class InboxOperations:
+    """The operator's calls of an [`Inbox`][payroll_async.inbox.Inbox] (its base class)."""
+
+    if TYPE_CHECKING:
+
+        def _errors(self, doing: str) -> contextlib.AbstractContextManager[None]: ...
+
+        def _begin(self) -> contextlib.AbstractAsyncContextManager[AsyncConnection]: ...
+
+        async def _ensure(self) -> None: ...
+
+    async def stats(self) -> InboxStats:
+        """How many events are pending, retrying, done and dead; how old the oldest pending is."""
+        await self._ensure()
+        columns = (
+            EVENTS.c.status,
+            func.count(),
+            func.count().filter(EVENTS.c.attempts > 0),
+            func.min(EVENTS.c.received_at),
+        )
+        with self._errors("reading the inbox"):
+            async with self._begin() as connection:
+                rows = (await connection.execute(select(*columns).group_by(EVENTS.c.status))).all()
+        counts = {status: (n, retried, oldest) for status, n, retried, oldest in rows}
+        pending, retrying, oldest = counts.get(PENDING, (0, 0, None))
+        return InboxStats(
+            pending=pending,
+            retrying=retrying,
+            done=counts.get(DONE, (0,))[0],
+            dead=counts.get(DEAD, (0,))[0],
+            oldest_pending=oldest,
+        )
+
+    async def list(
+        self, status: str | None = None, *, limit: int = 100
+    ) -> builtins.list[InboxEntry]:
+        """The latest ``limit`` events received (of ``status`` if given), newest first."""
+        if status is not None and status not in STATUSES:
+            raise InvalidArgumentError(
+                f"status must be one of {', '.join(STATUSES)}, got {status!r}"
+            )
+        _count("limit", limit)
+        await self._ensure()
+        query = (
+            select(*(EVENTS.c[field.name] for field in attrs.fields(InboxEntry)))
+            .order_by(EVENTS.c.received_at.desc(), EVENTS.c.event_id)
+            .limit(limit)
+        )
+        if status is not None:
+            query = query.where(EVENTS.c.status == status)
+        with self._errors("reading the inbox"):
+            async with self._begin() as connection:
+                rows = (await connection.execute(query)).all()
+        return [InboxEntry(*row) for row in rows]
+
+    async def retry(self, event_id: str | None = None, *, dead: bool = False) -> int:
+        """Put events back to pending, due now, with no attempts: how many were.
+
+        ``retry(event_id)``: that event, if it is done (a replay) or dead.
+        ``retry(dead=True)``: every dead event. A pending event is left as it is (it may
+        be in a worker's hands).
+        """
+        if (event_id is None) == (not dead):
+            raise InvalidArgumentError("retry needs an event_id or dead=True (one of them)")
+        where = EVENTS.c.event_id == event_id if event_id is not None else EVENTS.c.status == DEAD
+        statement = (
+            update(EVENTS)
+            .where(where, EVENTS.c.status != PENDING)
+            .values(status=PENDING, attempts=0, next_attempt_at=_now(), handled_at=None)
+        )
+        await self._ensure()
+        with self._errors("retrying events"):
+            async with self._begin() as connection:
+                return (await connection.execute(statement)).rowcount
+
+    async def purge(self, done_before: datetime.timedelta) -> int:
+        """Delete the events handled more than ``done_before`` ago: how many were.
+
+        Only ``done`` events go; dead ones stay until retried. The ids deleted are no
+        longer remembered, so a copy arriving later is stored and handled again: keep
+        ``done_before`` longer than the sender's redelivery schedule.
+        """
+        if not isinstance(done_before, datetime.timedelta) or done_before < datetime.timedelta():
+            raise InvalidArgumentError(f"done_before must be a timedelta >= 0, got {done_before!r}")
+        statement = delete(EVENTS).where(
+            EVENTS.c.status == DONE, EVENTS.c.handled_at < _now() - done_before
+        )
+        await self._ensure()
+        with self._errors("purging the inbox"):
+            async with self._begin() as connection:
+                return (await connection.execute(statement)).rowcount

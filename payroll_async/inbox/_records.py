@@ -1,0 +1,119 @@
+"""The inbox's records and errors: what its calls return, and a worker's claim."""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from .._core._exceptions import InvalidArgumentError, PayrollError
+
+if TYPE_CHECKING:
+    from ..mirror._db import Database
+    from ._batch import Batched
+
+__all__ = ["Claims", "InboxEntry", "InboxError", "InboxStats", "InboxURLError"]
+
+_MAX_ERROR = 2000  # characters of a handler's error kept in last_error
+
+
+class InboxError(PayrollError):
+    """The inbox's database failed (cannot connect, a statement failed).
+
+    The message never carries the database URL's password; the driver's exception is not
+    chained.
+    """
+
+
+class InboxURLError(InboxError, InvalidArgumentError):
+    """The inbox URL is not a database the inbox can use (bad input)."""
+
+
+@attrs.frozen
+class InboxStats:
+    """What [`Inbox.stats()`][payroll_async.inbox.Inbox.stats] counts: what to watch."""
+
+    pending: int
+    """Events not handled yet (new, being handled, or waiting for a retry)."""
+    retrying: int
+    """Of ``pending``, those whose handlers failed at least once (or whose worker died)."""
+    done: int
+    """Events handled (until purged)."""
+    dead: int
+    """Events whose handlers failed ``max_attempts`` times: they wait for ``retry``."""
+    oldest_pending: datetime.datetime | None
+    """When the oldest pending event was received (None: nothing pending): the lag."""
+
+
+@attrs.frozen
+class InboxEntry:
+    """One row of the inbox, as ``inbox list`` shows it (without the body)."""
+
+    event_id: str
+    """The notification's ``eventId``: the table's key."""
+    event_type: str
+    """Its ``eventType``, as sent."""
+    status: str
+    """``pending``, ``done`` or ``dead``."""
+    attempts: int
+    """Times a worker claimed it (a worker that died mid-handler counts)."""
+    received_at: datetime.datetime
+    """When a receiver stored it (UTC)."""
+    next_attempt_at: datetime.datetime | None
+    """Pending: when it is due (or when a worker's claim on it ends). None once settled."""
+    handled_at: datetime.datetime | None
+    """When it became ``done`` or ``dead``."""
+    last_error: str | None
+    """The last failure of its handlers (type and first line); None once done."""
+
+
+@attrs.frozen
+class _Claim:
+    event_id: str
+    body: bytes
+    attempts: int
+    """The fence: this claim's writes apply only while the row still has this count."""
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _describe(exc: BaseException, secrets: tuple[str, ...]) -> str:
+    """A handler's error as last_error: its type and first line, bounded, no DB password."""
+    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    for secret in secrets:
+        if secret:
+            message = message.replace(secret, "***")
+    first = message.splitlines()[0] if message else type(exc).__name__
+    return first[:_MAX_ERROR]
+
+
+class Claims(Protocol):
+    """What a worker asks of its inbox (``Inbox`` is one)."""
+
+    _db: Database
+    _done: Batched[_Claim, bool]
+    _lease: float
+    _poll: float
+
+    async def _claim(self, n: int) -> list[_Claim]: ...
+
+    async def _fenced(self, claim: _Claim, **values: Any) -> bool: ...
+
+    async def _ping(self) -> None: ...
+
+    async def _renew(self, claim: _Claim) -> bool: ...
+
+    def _retry_at(self, attempt: int) -> datetime.datetime: ...
+
+    def _outage(self, exc: InboxError) -> None: ...
+
+    def _reached(self) -> None: ...

@@ -1,0 +1,190 @@
+"""An inbox's worker: claims what it has room for, runs each event's handlers in a task,
+renews the claim while they run, and settles the outcome (done, retried later, dead)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from .._core._converter import from_dict
+from .._core._json import loads
+from ..models import WebhookEvent
+from ._schema import DEAD
+
+if TYPE_CHECKING:
+    from ..events import EventRouter
+
+from ._records import Claims, InboxError, _Claim, _describe, _now
+
+__all__ = ["_Worker"]
+
+logger: logging.Logger = logging.getLogger("payroll_async.inbox")
+
+_RETRY = 0.05  # seconds between tries of a write about a claimed event, database down
+_GRACE = 1.0  # seconds a worker waits after an outage before it claims again
+
+
+class _Worker:
+    """One ``Inbox.run``: a loop that claims what it has room for, and a task per event."""
+
+    def __init__(
+        self,
+        inbox: Claims,
+        router: EventRouter,
+        concurrency: int,
+        max_attempts: int,
+        stop: asyncio.Event,
+    ) -> None:
+        self._inbox = inbox
+        self._router = router
+        self._concurrency = concurrency
+        self._max_attempts = max_attempts
+        self._stop = stop
+        self._running: set[asyncio.Task[None]] = set()
+        self._wake = asyncio.Event()
+
+    async def run(self) -> None:
+        watcher = asyncio.ensure_future(self._watch_stop())
+        unreachable = False
+        try:
+            while not self._stop.is_set():
+                room = self._concurrency - len(self._running)
+                claimed: list[_Claim] = []
+                if room > 0 and unreachable:
+                    unreachable = not await self._back_after_outage()
+                if room > 0 and not unreachable:
+                    try:
+                        claimed = await self._inbox._claim(room)
+                    except InboxError as exc:
+                        self._inbox._outage(exc)
+                        unreachable = True
+                    else:
+                        self._inbox._reached()
+                for claim in claimed:
+                    task = asyncio.ensure_future(self._handle(claim))
+                    self._running.add(task)
+                    task.add_done_callback(self._finished)
+                if room > 0 and len(claimed) == room:
+                    continue  # a backlog: claim again as soon as there is room
+                self._wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._inbox._poll)
+            if self._running:
+                await asyncio.wait(self._running)
+        finally:
+            watcher.cancel()
+            for task in self._running:
+                task.cancel()  # cancelled: their claims come due again after the lease
+            if self._running:
+                await asyncio.wait(self._running)
+
+    async def _back_after_outage(self) -> bool:
+        """After an outage, whether the database answers again; if it does, a pause first.
+
+        Leases ran out while nobody could write: the outcomes of events handled during
+        the outage (this process's and other workers') are written first, during the
+        pause (their writes are retried every ``_RETRY`` seconds), rather than their
+        events claimed again and run twice.
+        """
+        try:
+            await self._inbox._ping()
+        except InboxError:
+            return False
+        await asyncio.sleep(_GRACE)
+        return True
+
+    async def _watch_stop(self) -> None:
+        await self._stop.wait()
+        self._wake.set()
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        self._wake.set()
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("an inbox worker task failed", exc_info=task.exception())
+
+    async def _handle(self, claim: _Claim) -> None:
+        renewal = asyncio.ensure_future(self._renew_while_running(claim))
+        error: str | None = None
+        final = True
+        try:
+            try:
+                event = from_dict(WebhookEvent, loads(claim.body))
+            except ValueError as exc:
+                # stored after it was verified and parsed: only a body from another version
+                error = f"the stored body cannot be read: {exc}"
+            else:
+                try:
+                    await self._router.dispatch(event)
+                except Exception as exc:
+                    error = _describe(exc, self._inbox._db.secrets)
+                    final = claim.attempts >= self._max_attempts
+                    logger.warning(
+                        "a handler of event %s failed (attempt %d of %d%s): %s",
+                        claim.event_id,
+                        claim.attempts,
+                        self._max_attempts,
+                        ", now dead" if final else "",
+                        error,
+                    )
+        finally:
+            # stopped before the outcome is written, so no renewal lands after it
+            renewal.cancel()
+            await asyncio.wait([renewal])
+        await self._settle(claim, error, final=final)
+
+    async def _renew_while_running(self, claim: _Claim) -> None:
+        pause = self._inbox._lease / 3
+        while True:
+            await asyncio.sleep(pause)
+            pause = self._inbox._lease / 3
+            try:
+                if not await self._inbox._renew(claim):
+                    logger.error(
+                        "event %s: the claim was lost (its lease ran out); another worker "
+                        "may run it too",
+                        claim.event_id,
+                    )
+                    return
+            except InboxError as exc:
+                self._inbox._outage(exc)
+                pause = _RETRY  # renewed as soon as the database is back
+
+    async def _settle(self, claim: _Claim, error: str | None, *, final: bool) -> None:
+        """Write the outcome; while the database is down, try again every ``_RETRY``."""
+        values: dict[str, Any] = {}  # none: done, written with the others done (batched)
+        if error is not None and final:
+            values = {"status": DEAD, "handled_at": _now(), "next_attempt_at": None}
+        elif error is not None:
+            values = {"next_attempt_at": self._inbox._retry_at(claim.attempts)}
+        if error is not None:
+            values["last_error"] = error
+        # Written as soon as the database answers (the write is fenced, so it is safe even
+        # after the lease ended); given up only after ten leases without a database.
+        deadline = asyncio.get_running_loop().time() + 10 * self._inbox._lease
+        while True:
+            try:
+                written = await (
+                    self._inbox._fenced(claim, **values) if values else self._inbox._done(claim)
+                )
+            except InboxError as exc:
+                self._inbox._outage(exc)
+                if asyncio.get_running_loop().time() > deadline:
+                    logger.error(
+                        "event %s: its outcome could not be written (no database for ten "
+                        "leases); it will run again",
+                        claim.event_id,
+                    )
+                    return
+                await asyncio.sleep(_RETRY)
+                continue
+            self._inbox._reached()
+            if not written:
+                logger.error(
+                    "event %s: the claim was lost before its outcome was written (its lease "
+                    "ran out); another worker runs it",
+                    claim.event_id,
+                )
+            return
