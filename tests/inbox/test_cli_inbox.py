@@ -146,7 +146,7 @@ async def test_listen_with_an_inbox_stores_each_event_once_and_prints_it(tmp_pat
     url = f"sqlite:///{tmp_path / 'inbox.db'}"
     out, _ = await _serve_and_post(
         ("webhooks", "listen", "--secret", SECRET, "--inbox", url, "--count", "2", "--json"),
-        (("e-1", "ok"), ("e-1", "duplicate"), ("e-2", "ok")),
+        (("e-1", "stored"), ("e-1", "duplicate"), ("e-2", "stored")),
     )
     assert [json.loads(line)["eventId"] for line in out.decode().splitlines()] == ["e-1", "e-2"]
     rows = await query(url, "SELECT event_id, status FROM inbox_events ORDER BY event_id")
@@ -157,7 +157,7 @@ async def test_run_with_a_secret_receives_and_handles_in_one_process(tmp_path: P
     url = f"sqlite:///{tmp_path / 'inbox.db'}"
     out, _ = await _serve_and_post(
         ("inbox", "run", "--into", url, "--secret", SECRET, "--count", "1", "--json"),
-        (("e-1", "ok"),),
+        (("e-1", "stored"),),
     )
     assert json.loads(out)["eventId"] == "e-1"
     assert await query(url, "SELECT status FROM inbox_events") == [("done",)]

@@ -126,7 +126,7 @@ async def test_the_router_commits_and_answers_then_a_worker_handles_it(
     url = await serve(router.app(path="/hooks")) + "/hooks"
     body, headers = notification("evt-1")
     async with aiohttp.ClientSession() as session:
-        for expected in ("ok", "duplicate", "duplicate"):
+        for expected in ("stored", "duplicate", "duplicate"):
             async with session.post(url, data=body, headers=headers) as response:
                 assert (response.status, await response.json()) == (200, {"status": expected})
         forged = {**headers, "webhook-signature": "v1,AAAA"}
@@ -167,7 +167,7 @@ async def test_an_inbox_that_cannot_be_written_answers_503_without_the_password(
             assert response.status == 503
             assert response.headers["Retry-After"]
     assert ran == []
-    assert "could not be stored in the inbox" in caplog.text
+    assert "the inbox could not store notification" in caplog.text
     assert password not in caplog.text
     with pytest.raises(InboxError) as raised:
         await inbox.stats()
@@ -370,7 +370,7 @@ async def test_the_database_password_never_reaches_last_error(
         (lambda: Inbox("not a url"), "not a database URL"),
         (lambda: Inbox("sqlite:///x.db", lease=0), "lease must be"),
         (lambda: Inbox("sqlite:///x.db", backoff=1, backoff_max=0.5), "backoff_max"),
-        (lambda: EventRouter(insecure=True, inbox=object()), "inbox must be"),  # type: ignore[arg-type]
+        (lambda: EventRouter(insecure=True, inbox=object()), "inbox must have async accept"),  # type: ignore[arg-type]
     ],
 )
 def test_bad_input_is_refused_before_anything_runs(
