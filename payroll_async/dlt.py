@@ -39,10 +39,10 @@ try:
 
     from .mirror import COLLECTIONS, mirror
     from .mirror._schema import CHANGES, RUNS, TABLES
-except ImportError as exc:  # pragma: no cover - exercised by an install without the extra
+except ImportError as _missing:  # pragma: no cover - exercised by an install without the extra
     raise ImportError(
         "payroll_async.dlt needs the 'dlt' extra: python3 -m pip install 'payroll-async[dlt]'"
-    ) from exc
+    ) from _missing
 
 from ._client import PayrollClient
 from ._core import _env
@@ -51,7 +51,7 @@ from ._core._exceptions import InvalidArgumentError
 
 __all__ = ["payroll_source"]
 
-logger = logging.getLogger("payroll_async")
+logger: logging.Logger = logging.getLogger("payroll_async")
 
 T = TypeVar("T")
 
