@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
@@ -156,22 +157,30 @@ async def start_emulator() -> AsyncIterator[StartEmulator]:
 Serve = Callable[[web.Application], Awaitable[str]]
 
 
+@contextlib.asynccontextmanager
+async def loopback(app: web.Application, **runner: Any) -> AsyncIterator[str]:
+    """Serve ``app`` on a free loopback port for the block; yields its base URL.
+
+    The one way the tests start a server of their own (``serve`` is its fixture form; a
+    hypothesis example or a test of its own loop uses this). Teardown cancels handlers
+    still running (a server that stalls on purpose) instead of waiting for them.
+    """
+    started = web.AppRunner(app, **{"shutdown_timeout": 0.01, **runner})
+    await started.setup()
+    try:
+        await web.TCPSite(started, "127.0.0.1", 0).start()
+        host, port = started.addresses[0][:2]
+        yield f"http://{host}:{port}"
+    finally:
+        await started.cleanup()
+
+
 @pytest.fixture
 async def serve() -> AsyncIterator[Serve]:
     """Start an aiohttp app on a free loopback port; returns its base URL."""
-    runners: list[web.AppRunner] = []
+    async with contextlib.AsyncExitStack() as servers:
 
-    async def start(app: web.Application) -> str:
-        # Teardown cancels handlers still running (a server that stalls on purpose)
-        # instead of waiting for them to finish.
-        runner = web.AppRunner(app, shutdown_timeout=0.01)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        runners.append(runner)
-        host, port = runner.addresses[0][:2]
-        return f"http://{host}:{port}"
+        async def start(app: web.Application) -> str:
+            return await servers.enter_async_context(loopback(app))
 
-    yield start
-    for runner in runners:
-        await runner.cleanup()
+        yield start

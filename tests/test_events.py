@@ -28,7 +28,7 @@ from payroll_async.events import (
     header_secret,
     sign,
 )
-from tests.conftest import FakeClock, Serve
+from tests.conftest import FakeClock, Serve, loopback
 
 
 def body(
@@ -330,13 +330,9 @@ async def test_a_copy_waiting_on_a_cancelled_handling_does_not_hang() -> None:
             started.set()
             await asyncio.sleep(30)
 
-    runner = web.AppRunner(router.app(path="/hooks"), handler_cancellation=True)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}/hooks"
-    payload = json.dumps(body(event_id="c")).encode()
-    try:
+    async with loopback(router.app(path="/hooks"), handler_cancellation=True) as base:
+        url = f"{base}/hooks"
+        payload = json.dumps(body(event_id="c")).encode()
         async with aiohttp.ClientSession() as first, aiohttp.ClientSession() as others:
 
             async def deliver(session: aiohttp.ClientSession) -> int:
@@ -351,8 +347,6 @@ async def test_a_copy_waiting_on_a_cancelled_handling_does_not_hang() -> None:
             await first.close()
             assert await asyncio.wait_for(copy, 10) == 503
             assert await deliver(others) == 200  # not remembered as handled: runs again
-    finally:
-        await runner.cleanup()
     assert runs == 2
 
 
@@ -536,21 +530,13 @@ async def test_a_sender_hanging_up_releases_the_claim() -> None:
         started.set()
         await asyncio.Event().wait()
 
-    runner = web.AppRunner(router.app(path="/hooks"), handler_cancellation=True)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
+    async with loopback(router.app(path="/hooks"), handler_cancellation=True) as base:
         session = aiohttp.ClientSession()
-        delivery = asyncio.create_task(
-            session.post(f"http://127.0.0.1:{runner.addresses[0][1]}/hooks", json=body())
-        )
+        delivery = asyncio.create_task(session.post(f"{base}/hooks", json=body()))
         await started.wait()
         delivery.cancel()
         await session.close()
         await asyncio.wait_for(store.released.wait(), 10)
-    finally:
-        await runner.cleanup()
     assert store.calls == [("claim", "evt_1"), ("release", "evt_1")]
 
 
@@ -575,22 +561,14 @@ async def test_a_sender_hanging_up_after_the_handlers_succeeded_still_completes(
         nonlocal runs
         runs += 1
 
-    runner = web.AppRunner(router.app(path="/hooks"), handler_cancellation=True)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
+    async with loopback(router.app(path="/hooks"), handler_cancellation=True) as base:
         session = aiohttp.ClientSession()
-        delivery = asyncio.create_task(
-            session.post(f"http://127.0.0.1:{runner.addresses[0][1]}/hooks", json=body())
-        )
+        delivery = asyncio.create_task(session.post(f"{base}/hooks", json=body()))
         await completing.wait()  # the handlers succeeded; the store is remembering it
         delivery.cancel()
         await session.close()
         finish.set()
         await asyncio.wait_for(completed.wait(), 10)
-    finally:
-        await runner.cleanup()
     assert runs == 1
     assert store.calls == [("claim", "evt_1"), ("complete", "evt_1")]  # never released
 

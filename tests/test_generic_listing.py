@@ -24,7 +24,7 @@ from payroll_async import (
 )
 from payroll_async.emulator import Emulator
 from tests import factories
-from tests.conftest import TOKEN, Serve
+from tests.conftest import TOKEN, Serve, loopback
 
 SERVICE_PAGE = 7  # the page size of the server below when none is asked for
 
@@ -130,26 +130,18 @@ def test_a_generic_listing_walks_as_the_built_in_ones(
 
     async def run() -> None:
         backend = Listing(total, links=links, server_max=server_max, lie=lie)
-        runner = web.AppRunner(backend.app())
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        host, port = runner.addresses[0][:2]
-        try:
-            async with PayrollClient(f"http://{host}:{port}", TOKEN) as client:
-                generic = client.get_api_list("/v1/things", model=dict, **options)
-                assert ids([item async for item in generic]) == expected
-                pages = [page async for page in generic.pages()]
-                assert ids([i for page in pages for i in page.items]) == expected
-                if pages:  # the last page says no, or its next page is empty (a lying total)
-                    assert len(await chain(pages[-1])) == len(pages[-1].items)
-                built_in = client.payroll_connections.list(**options)
-                assert ids(await built_in.collect()) == expected
-                typed = client.get_api_list("/v1/things", model=PayrollConnection, **options)
-                assert ids(await typed.collect()) == expected
-                assert ids(await chain(await generic)) == expected
-        finally:
-            await runner.cleanup()
+        async with loopback(backend.app()) as base, PayrollClient(base, TOKEN) as client:
+            generic = client.get_api_list("/v1/things", model=dict, **options)
+            assert ids([item async for item in generic]) == expected
+            pages = [page async for page in generic.pages()]
+            assert ids([i for page in pages for i in page.items]) == expected
+            if pages:  # the last page says no, or its next page is empty (a lying total)
+                assert len(await chain(pages[-1])) == len(pages[-1].items)
+            built_in = client.payroll_connections.list(**options)
+            assert ids(await built_in.collect()) == expected
+            typed = client.get_api_list("/v1/things", model=PayrollConnection, **options)
+            assert ids(await typed.collect()) == expected
+            assert ids(await chain(await generic)) == expected
 
     asyncio.run(run())
 

@@ -14,7 +14,7 @@ from aioresponses import aioresponses
 
 from payroll_async import APIStatusError, Page, PaginationError, PayrollClient, RetryPolicy
 from tests import factories
-from tests.conftest import BASE, TOKEN, Serve
+from tests.conftest import BASE, TOKEN, Serve, loopback
 from tests.resources.helpers import calls
 
 PATH = f"{BASE}/v1/payroll-connections"
@@ -388,21 +388,14 @@ def test_a_walk_kept_after_its_client_closes_reports_nothing_at_collection() -> 
         loop.set_exception_handler(lambda _, context: reported.append(context["message"]))
         app = web.Application()
         app.router.add_get("/v1/payroll-connections", handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        base = f"http://127.0.0.1:{runner.addresses[0][1]}"
-        try:
-            async with PayrollClient(base, TOKEN, concurrency=3) as client:
-                walk = client.payroll_connections.list().__aiter__()
-                await walk.__anext__()  # the first page is in; the next are fetched ahead
-                pages = [
-                    t for t in asyncio.all_tasks() if t.get_name().startswith("payroll_async page")
-                ]
-                assert pages
-                await asyncio.wait(pages)  # each failed with the 400; nobody has looked
-        finally:
-            await runner.cleanup()
+        async with loopback(app) as base, PayrollClient(base, TOKEN, concurrency=3) as client:
+            walk = client.payroll_connections.list().__aiter__()
+            await walk.__anext__()  # the first page is in; the next are fetched ahead
+            pages = [
+                t for t in asyncio.all_tasks() if t.get_name().startswith("payroll_async page")
+            ]
+            assert pages
+            await asyncio.wait(pages)  # each failed with the 400; nobody has looked
         return walk
 
     walk = asyncio.run(keep_a_walk())

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from payroll_async import PaginationError, PayrollClient, PayrollConnection, PayrollError
 from tests import factories
-from tests.conftest import ONCE, TOKEN, Serve
+from tests.conftest import ONCE, TOKEN, Serve, loopback
 
 PATH = "/v1/payroll-connections"
 
@@ -154,29 +154,24 @@ _LINKISH = st.one_of(
 def test_any_link_header_gives_items_or_a_payroll_error_and_stays_home(link: str) -> None:
     async def run() -> None:
         hits: list[str] = []
-        runner = web.AppRunner(_link_app(link, hits))
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        host, port = runner.addresses[0][:2]
-        try:
-            async with PayrollClient(f"http://{host}:{port}", TOKEN, retry=ONCE) as client:
-                # the built-in listing, and the same listing walked by get_api_list
-                for listing in (
-                    client.payroll_connections.list(page_size=1),
-                    client.get_api_list(PATH, model=PayrollConnection, page_size=1),
-                ):
-                    hits.clear()
-                    try:
-                        items = await listing.collect()
-                    except PayrollError:
-                        pass
-                    else:
-                        assert len(items) >= 1
-                    assert 1 <= len(hits) <= 3
-                    assert all(h.startswith(PATH) for h in hits)
-        finally:
-            await runner.cleanup()
+        async with (
+            loopback(_link_app(link, hits)) as base,
+            PayrollClient(base, TOKEN, retry=ONCE) as client,
+        ):
+            # the built-in listing, and the same listing walked by get_api_list
+            for listing in (
+                client.payroll_connections.list(page_size=1),
+                client.get_api_list(PATH, model=PayrollConnection, page_size=1),
+            ):
+                hits.clear()
+                try:
+                    items = await listing.collect()
+                except PayrollError:
+                    pass
+                else:
+                    assert len(items) >= 1
+                assert 1 <= len(hits) <= 3
+                assert all(h.startswith(PATH) for h in hits)
 
     asyncio.run(run())
 
