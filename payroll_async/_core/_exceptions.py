@@ -21,6 +21,10 @@ PayrollError
 └── ReplaceIncompleteError      replace() created the new, kept the old
 ```
 
+The export, the mirror, the receiver and the inbox raise their own, all PayrollErrors:
+``ExportError``, ``MirrorError`` (``MirrorURLError`` is an InvalidArgumentError too),
+``WebhookVerificationError``, ``InboxError`` (``InboxURLError`` likewise).
+
 No exception text ever contains the bearer token: URLs carry no credentials and request
 headers are never included.
 """
