@@ -37,7 +37,8 @@ def _sqlite_time(value: datetime.datetime | None) -> str | None:
         return None
     if value.tzinfo is not _UTC:
         value = value.astimezone(_UTC)
-    return value.replace(tzinfo=None).isoformat(" ", "microseconds")
+    # "YYYY-MM-DD HH:MM:SS.ffffff+00:00" less its offset (years have four digits)
+    return value.isoformat(" ", "microseconds")[:26]
 
 
 def id_text(value: Any) -> str:

@@ -52,10 +52,12 @@ class SeenIds:
             raise RuntimeError("SeenIds: add after freeze")
         high_buckets, low_buckets = self._high, self._low
         added = 0
+        mask, buckets = _MASK, _BUCKETS - 1
         for value in ids:
-            number = _as_int(value)
-            high, low = number >> 64, number & _MASK
-            at = _bucket(high, low)
+            # _as_int and _bucket inlined: this runs for every item of a walk
+            number = int(value.replace("-", ""), 16) if type(value) is str else _as_int(value)
+            high, low = number >> 64, number & mask
+            at = (high ^ low ^ (high >> 56) ^ (low >> 56)) & buckets
             high_buckets[at].append(high)
             low_buckets[at].append(low)
             added += 1

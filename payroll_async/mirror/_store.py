@@ -164,8 +164,7 @@ class Store:
         previous = self._previous
         for page in pages:
             keys = [one.key for one in page]
-            for one in page:
-                sent[one.key] = one  # an overlap or a retried page may repeat an item
+            sent.update(zip(keys, page, strict=True))  # an overlap or a retried page repeats one
             fresh = set(keys)
             items += len(fresh - previous)
             previous = fresh
@@ -225,9 +224,10 @@ class Store:
         # covers the item's bytes, its id included): no row is read for it.
         known, last = self._known, len(self._known)
         maybe: list[tuple[str, Sent, int]] = []
+        find = bisect.bisect_left
         for key, one in sent.items():
             hashed = digest(one.raw)
-            at = bisect.bisect_left(known, hashed)
+            at = find(known, hashed)
             if at == last or known[at] != hashed:
                 maybe.append((key, one, hashed))
         if not maybe:
@@ -291,7 +291,8 @@ class Store:
         self.counts.updated += len(plan.updated)
         self.counts.inserted += len(plan.made) - len(plan.updated)
         self.items += items
-        self._saw(_uuids(plan.keys, list[uuid.UUID]))
+        if self._suspects is not None:  # the first pass's walks add to ``seen`` themselves
+            self._suspects.difference_update(_uuids(plan.keys, list[uuid.UUID]))
 
     def _careful(self, key: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
         """The row of an item with a value its column cannot hold: that column NULL."""
@@ -304,10 +305,6 @@ class Store:
             ", ".join(empty),
         )
         return row
-
-    def _saw(self, ids: Any) -> None:
-        if self._suspects is not None:  # the first pass's walks add to ``seen`` themselves
-            self._suspects.difference_update(ids)
 
     async def _progress(self, now: datetime.datetime | None, complete: bool = False) -> None:
         await self._conn.execute(

@@ -285,7 +285,7 @@ class Walk:
             self._check_order(items)
         ids = self._ids
         if ids is not None:
-            ids.add(self._key(item) for item in items[start:])
+            ids.add(map(self._key, items[start:]))
         reached = offset + got
         if got < self._size:
             if total is not None and reached == total:
