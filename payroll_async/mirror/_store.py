@@ -2,9 +2,10 @@
 
 The pages that arrived while the previous write ran (one page when the service is slow,
 at most ``MAX_PAGES`` when it is fast) are written at once, into a transaction that also
-holds the run's progress in ``mirror_runs`` and commits every ``COMMIT_ROWS`` items or
-``COMMIT_SECONDS`` (PostgreSQL; in SQLite each write commits), so that a run killed at
-any point leaves every page either wholly written or not at all; the next run, finding
+holds the run's progress in ``mirror_runs`` and commits every ``COMMIT_ROWS`` items of its
+database (5,000 in PostgreSQL, 2,000 in SQLite) or ``COMMIT_SECONDS``, and when a walk
+ends or fails, so that a run killed at any point leaves every page either wholly written
+or not at all; the next run, finding
 those rows equal, records nothing twice. A change is told (``on_change``) only once its
 transaction has committed.
 
