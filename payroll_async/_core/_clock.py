@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
+from collections.abc import Awaitable
+from typing import TypeVar
 
-__all__ = ["SYSTEM_CLOCK", "Clock"]
+__all__ = ["SYSTEM_CLOCK", "Clock", "bounded"]
+
+T = TypeVar("T")
 
 
 class Clock:
@@ -33,3 +38,15 @@ class Clock:
 
 
 SYSTEM_CLOCK = Clock()
+
+
+async def bounded(command: Awaitable[T], seconds: float | None) -> T:
+    """``await command``, at most ``seconds`` (None: no bound; asyncio.TimeoutError past
+    them), in this task: on the paths taken once a request or a notification, no task is
+    made for it."""
+    if sys.version_info >= (3, 11):
+        # asyncio.timeout runs the call in this task; wait_for makes a task of it, which
+        # costs about 0.05 ms a call, a tenth of a Redis claim on loopback
+        async with asyncio.timeout(seconds):
+            return await command
+    return await asyncio.wait_for(command, seconds)

@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import tenacity
 
-from .._core._clock import Clock
+from .._core._clock import Clock, bounded
 from .._core._exceptions import CoordinationError
 from ..models import WebhookEvent
 from ._receive import Reply, answer
@@ -305,7 +305,7 @@ class Handling:
             if self._handler_timeout is None:
                 await self.dispatch(event)
             else:
-                await asyncio.wait_for(self.dispatch(event), self._handler_timeout)
+                await bounded(self.dispatch(event), self._handler_timeout)
         except asyncio.TimeoutError as exc:
             logger.error(
                 "the handlers of notification %s (%s) took longer than %gs: cancelled, "

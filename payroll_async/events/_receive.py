@@ -20,6 +20,7 @@ import attrs
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from .._core._clock import bounded
 from .._core._json import dumps
 
 __all__ = [
@@ -111,7 +112,7 @@ async def read_aiohttp(request: web.Request, timeout: float) -> bytes | None:
     Its size is bounded by the application's ``client_max_size`` (413 past it).
     """
     try:
-        return await asyncio.wait_for(request.read(), timeout)
+        return await bounded(request.read(), timeout)
     except asyncio.TimeoutError:
         _slow(request.remote, timeout)
     except (aiohttp.ClientPayloadError, ConnectionError) as exc:
@@ -200,7 +201,7 @@ class ASGIReceiver:
         if length.isascii() and length.isdigit() and int(length) > self._max_body:
             return _too_large()
         try:
-            body = await asyncio.wait_for(self._read(receive), self._read_timeout)
+            body = await bounded(self._read(receive), self._read_timeout)
         except asyncio.TimeoutError:
             _slow(remote, self._read_timeout)
             return _late()

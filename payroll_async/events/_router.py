@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import time
@@ -12,7 +11,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from .._core._clock import SYSTEM_CLOCK, Clock
+from .._core._clock import SYSTEM_CLOCK, Clock, bounded
 from .._core._exceptions import InvalidArgumentError
 from .._core._visible import EscapingFilter
 from ..models import EVENT_TYPES, EventType, WebhookEvent
@@ -299,7 +298,7 @@ class EventRouter:
     async def _store(self, inbox: InboxLike, event: WebhookEvent, body: bytes) -> Reply:
         """Store a verified notification in the inbox; 200, or 503 if it cannot be stored."""
         try:
-            stored = await asyncio.wait_for(inbox.accept(event, body), self._handler_timeout)
+            stored = await bounded(inbox.accept(event, body), self._handler_timeout)
         except Exception as exc:
             if not self._inbox_failing:  # once per outage, with no message: it may hold a URL
                 self._inbox_failing = True

@@ -1,14 +1,11 @@
-"""What the fleet's Redis users share: the failures a Redis call can end in, and a bound
-on one call's time."""
+"""What the fleet's Redis users share: the failures a Redis call can end in (a call's time
+is bounded by ``_core._clock.bounded``)."""
 
 from __future__ import annotations
 
 import asyncio
-import sys
-from collections.abc import Awaitable
-from typing import Any
 
-__all__ = ["bounded", "redis_failures"]
+__all__ = ["redis_failures"]
 
 
 def redis_failures() -> tuple[type[BaseException], ...]:
@@ -21,13 +18,3 @@ def redis_failures() -> tuple[type[BaseException], ...]:
     from redis.exceptions import RedisError
 
     return (asyncio.TimeoutError, OSError, RedisError, ValueError, RecursionError)
-
-
-async def bounded(command: Awaitable[Any], seconds: float) -> Any:
-    """``await command``, at most ``seconds`` (asyncio.TimeoutError past them)."""
-    if sys.version_info >= (3, 11):
-        # asyncio.timeout runs the call in this task; wait_for makes a task of it, which
-        # costs about 0.05 ms a call, a tenth of a claim on loopback
-        async with asyncio.timeout(seconds):
-            return await command
-    return await asyncio.wait_for(command, seconds)

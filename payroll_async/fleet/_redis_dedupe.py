@@ -15,11 +15,11 @@ import math
 import secrets
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .._core._clock import SYSTEM_CLOCK, Clock
+from .._core._clock import SYSTEM_CLOCK, Clock, bounded
 from .._core._exceptions import CoordinationError
 from .._core._validation import check_redis_key, check_seconds
 from .._core._visible import visible
-from ._redis import bounded, redis_failures
+from ._redis import redis_failures
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
