@@ -109,12 +109,8 @@ class PayrollClient(GenericCalls):
         clock: Clock = SYSTEM_CLOCK,
         gate: Gate | None = None,
     ) -> None:
-        base_url = base_url if base_url is not None else _env.read(_env.BASE_URL)
-        if base_url is None:
-            raise InvalidArgumentError(f"no base_url: pass base_url= or set {_env.BASE_URL}")
-        token = token if token is not None else _env.read(_env.TOKEN)
-        if token is None:
-            raise InvalidArgumentError(f"no token: pass token= or set {_env.TOKEN}")
+        base_url = base_url if base_url is not None else _env.require(_env.BASE_URL, "base_url")
+        token = token if token is not None else _env.require(_env.TOKEN, "token")
         policy = given(check_retry(retry), RetryPolicy())
         if session is not None and not isinstance(session, aiohttp.ClientSession):
             raise InvalidArgumentError(

@@ -271,12 +271,8 @@ def payroll_source(
             )
     if not chosen:
         raise InvalidArgumentError("collections: give at least one")
-    url = base_url if base_url is not None else _env.read(_env.BASE_URL)
-    if url is None:
-        raise InvalidArgumentError(f"no base_url: pass base_url= or set {_env.BASE_URL}")
-    secret = token if token is not None else _env.read(_env.TOKEN)
-    if secret is None:
-        raise InvalidArgumentError(f"no token: pass token= or set {_env.TOKEN}")
+    url = base_url if base_url is not None else _env.require(_env.BASE_URL, "base_url")
+    secret = token if token is not None else _env.require(_env.TOKEN, "token")
     resources = []
     for collection in chosen:
         mirrored = TABLES[collection]

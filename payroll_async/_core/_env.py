@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Final
 
+from ._exceptions import InvalidArgumentError
 from ._visible import VisibleFormatter
 
 __all__ = [
@@ -45,6 +46,14 @@ _LEVELS: Final = {"debug": logging.DEBUG, "info": logging.INFO}
 def read(name: str) -> str | None:
     """The variable's value, or None when it is unset or empty."""
     return os.environ.get(name) or None
+
+
+def require(name: str, parameter: str) -> str:
+    """The variable's value, for a ``parameter`` not given; InvalidArgumentError if unset."""
+    found = read(name)
+    if found is None:
+        raise InvalidArgumentError(f"no {parameter}: pass {parameter}= or set {name}")
+    return found
 
 
 class _EnvHandler(logging.StreamHandler):  # type: ignore[type-arg]
