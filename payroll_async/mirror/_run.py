@@ -236,9 +236,7 @@ async def _mirror(
                         client, collection, store, db, on_change, told, page_size, concurrency, hint
                     )
                     proven = await _pass(run, scope)
-                    with db.errors(f"writing to {db.shown}"):
-                        committed = await store.commit()  # the pass's last pages
-                    await _tell(on_change, committed)
+                    await _commit(run)  # the pass's last pages
                     with db.errors(f"reading {db.shown}"):
                         suspects = await store.narrow_suspects()
                     proven = proven and not store.repeated  # an id twice: the proof is void
@@ -350,20 +348,17 @@ async def _walk(run: _Pass, scope: uuid.UUID | None, told: Told) -> bool:
                 changes = await run.store.write_pages(batch)
             await _tell(run.on_change, changes)
             told(walk.total)
-    except NotFoundError:
-        if not REGISTRY[collection].needs_employer:
-            await _keep(run)
-            raise
-        return False  # the employer went away during the walk
-    except Exception:
-        await _keep(run)
+    except Exception as exc:
+        if isinstance(exc, NotFoundError) and REGISTRY[collection].needs_employer:
+            return False  # the employer went away during the walk
+        await _commit(run)  # a failed run keeps what it fetched
         raise
     return walk.proven
 
 
-async def _keep(run: _Pass) -> None:
-    """Commit the pages written before the walk failed (each whole), and tell their changes:
-    a failed run keeps what it fetched. A write that failed has rolled back: nothing to do."""
+async def _commit(run: _Pass) -> None:
+    """Commit the pages written since the last commit (each whole) and tell their changes:
+    at the end of a pass, and when a walk fails (a write that failed has rolled back)."""
     db = run.db
     with db.errors(f"writing to {db.shown}"):
         committed = await run.store.commit()
