@@ -1,1 +1,2 @@
-"""_core: see ARCHITECTURE.md."""
+"""The foundation: errors, types, checks, the converter, JSON, settings, clocks and
+outside text made safe. Imports nothing of the package above it."""

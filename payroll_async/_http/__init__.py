@@ -1,1 +1,2 @@
-"""_http: see ARCHITECTURE.md."""
+"""One request, done properly: the transport's loop over attempts, an attempt's steps, the
+retry policy, the gate, tokens, options, and answers made typed errors."""
