@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from .._core import _assumed
+from .._core._clock import bounded
 from .._core._exceptions import InvalidArgumentError, PayrollError
 
 if TYPE_CHECKING:
@@ -378,7 +379,7 @@ async def run_verify(
     try:
         result: object = verify(request, body)
         if inspect.isawaitable(result):
-            result = await asyncio.wait_for(result, timeout)
+            result = await bounded(result, timeout)
     except asyncio.TimeoutError:
         logger.error("the verify hook took longer than %gs: answered 503", timeout)
         return None
