@@ -17,6 +17,7 @@ from payroll_async import PayrollClient, RetryPolicy
 from payroll_async._core._clock import Clock
 from payroll_async.emulator import Emulator
 from tests import factories
+from tests._postgres import into, postgres_server, postgres_url  # noqa: F401 (fixtures)
 
 BASE = "https://api.example.test"
 TOKEN = "tok_secret_0123456789"

@@ -1,7 +1,7 @@
 """Real dlt pipelines for the source's tests: DuckDB (embedded) and PostgreSQL (pgserver).
 
 Each test gets a pipeline of its own, its working directory and DuckDB file in the test's
-tmp dir, or a fresh database on the session's PostgreSQL (the mirror's tests' server).
+tmp dir, or a fresh database on the session's PostgreSQL (``tests/_postgres.py``).
 """
 
 from __future__ import annotations
@@ -19,9 +19,7 @@ import dlt
 
 from payroll_async import PayrollClient, to_dict
 from payroll_async.emulator import Emulator
-from tests.mirror.conftest import PostgresServer, postgres_server
-
-__all__ = ["postgres_server"]
+from tests._postgres import PostgresServer
 
 MakePipeline = Callable[[], Any]
 

@@ -1,7 +1,7 @@
 """The inbox's databases: SQLite files, and the mirror tests' PostgreSQL (pgserver).
 
-The fixtures are the mirror's (``tests/mirror/conftest.py``), shared rather than copied:
-``into`` runs a test on both databases, ``postgres_server`` can be restarted.
+The databases are the suite's (``tests/_postgres.py``), shared rather than copied: ``into``
+runs a test on both databases, ``postgres_server`` can be restarted.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import time
 from collections.abc import Awaitable, Callable
 
 from payroll_async.events import sign
-from tests.mirror.conftest import PostgresServer, into, postgres_server, postgres_url
+from tests._postgres import PostgresServer
 
-__all__ = ["SECRET", "PostgresServer", "into", "notification", "postgres_server", "postgres_url"]
+__all__ = ["SECRET", "PostgresServer", "notification"]
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 

@@ -11,8 +11,8 @@ import pytest
 
 from payroll_async.events import EventRouter, WebhookEvent
 from payroll_async.inbox import Inbox
+from tests._postgres import query
 from tests.cli._run import invoke, start
-from tests.mirror.conftest import query
 
 from .conftest import SECRET, notification
 from .test_inbox import FAST, event, fill, work_until

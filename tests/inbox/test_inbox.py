@@ -23,8 +23,8 @@ import pytest
 from payroll_async import InvalidArgumentError
 from payroll_async.events import EventRouter, WebhookEvent
 from payroll_async.inbox import Inbox, InboxError, InboxStats, InboxURLError
+from tests._postgres import query
 from tests.conftest import Serve
-from tests.mirror.conftest import query
 
 from .conftest import SECRET, PostgresServer, notification, until
 

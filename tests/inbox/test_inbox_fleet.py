@@ -25,8 +25,8 @@ import aiohttp
 import pytest
 
 from payroll_async.inbox import Inbox, InboxError
+from tests._postgres import query
 from tests.cli._run import ROOT, start
-from tests.mirror.conftest import query
 
 from .conftest import SECRET, PostgresServer, notification, until
 

@@ -23,9 +23,8 @@ from click.testing import Result
 from payroll_async.cli._errors import ExitCode
 from payroll_async.emulator import Emulator
 from payroll_async.testing import EmulatorThread
+from tests._postgres import query
 from tests.cli._run import ROOT, invoke, start
-
-from .conftest import query
 
 # The command, in a process whose mirror stops itself (SIGSTOP) once it has told the
 # command of STOP_AT committed changes: the test kills it there, mid-run, for certain.

@@ -13,10 +13,9 @@ from arq.connections import RedisSettings
 from arq.jobs import Job
 
 from payroll_async.fleet import default_key
+from tests._postgres import query
 from tests.conftest import StartEmulator
 from tests.fleet.conftest import RedisServer, redis_server  # noqa: F401 (the fixture)
-
-from .conftest import query
 
 ROOT = Path(__file__).parents[2]
 

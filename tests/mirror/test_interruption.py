@@ -14,9 +14,8 @@ from aiohttp import web
 from payroll_async import PayrollClient
 from payroll_async.emulator import Emulator
 from payroll_async.mirror import mirror
+from tests._postgres import query
 from tests.cli._run import start
-
-from .conftest import query
 
 
 class KillAt:

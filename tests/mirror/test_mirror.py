@@ -19,9 +19,8 @@ from payroll_async.mirror import (
     MirrorResult,
     mirror,
 )
+from tests._postgres import query
 from tests.conftest import StartEmulator
-
-from .conftest import query
 
 TABLE = {
     "payroll-connections": ("payroll_connections", "id"),

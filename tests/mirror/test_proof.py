@@ -15,9 +15,8 @@ from aiohttp import web
 from payroll_async import PayrollClient
 from payroll_async.mirror import MirrorResult, mirror
 from tests import factories
+from tests._postgres import query
 from tests.conftest import TOKEN, Serve
-
-from .conftest import query
 
 PATH = "/v1/payroll-connections"
 EPOCH = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)

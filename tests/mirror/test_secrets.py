@@ -14,10 +14,9 @@ from payroll_async import PayrollClient, PayrollError
 from payroll_async.cli._errors import ExitCode
 from payroll_async.mirror import MirrorError, mirror
 from payroll_async.mirror._db import open_database
+from tests._postgres import PostgresServer
 from tests.cli._run import start
 from tests.conftest import StartEmulator
-
-from .conftest import PostgresServer
 
 PASSWORD = "pw-Zq9!x@y"  # with characters that a URL quotes
 QUOTED = PASSWORD.replace("!", "%21").replace("@", "%40")

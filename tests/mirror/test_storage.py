@@ -21,10 +21,9 @@ from aiohttp import web
 from payroll_async import InvalidArgumentError, PayrollClient, to_json
 from payroll_async.emulator import Emulator
 from payroll_async.mirror import Change, MirrorError, MirrorURLError, mirror
+from tests._postgres import query
 from tests.cli._run import start
 from tests.conftest import StartEmulator
-
-from .conftest import query
 
 
 @pytest.mark.parametrize("into", ["mysql://x@y/z", "sqlite://", "::::"])

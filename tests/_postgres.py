@@ -1,0 +1,164 @@
+"""Real databases for the mirror's, the inbox's and the dlt source's tests: SQLite files,
+and one PostgreSQL per session (per worker), registered once by ``tests/conftest.py``.
+
+PostgreSQL is the ``pgserver`` wheel's server (in the test extra), started once per test
+session with its data directory in a session tmp dir, listening on a free loopback port;
+each test gets a fresh database. Without pgserver the PostgreSQL tests skip with the
+reason, except under ``PAYROLL_REQUIRE_POSTGRES=1`` (set by ``.ci/run``), where they fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+class PostgresServer:
+    """A running PostgreSQL: ``url(database)``; ``create()`` makes a fresh database."""
+
+    def __init__(self, folder: Path) -> None:
+        with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR as root
+            warnings.simplefilter("ignore")
+            import pgserver
+        self._server: Any = pgserver.get_server(folder / "data", cleanup_mode="stop")
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port: int = sock.getsockname()[1]
+        # pgserver listens on a Unix socket only; the tests connect as a remote server's
+        # client would, over TCP on loopback.
+        self._restart("fast")
+
+    def _restart(self, mode: str) -> None:
+        from pgserver._commands import pg_ctl
+
+        pg_ctl(
+            [
+                *("-w", "-m", mode, "-o", "-h 127.0.0.1", "-o", f"-p {self.port}"),
+                *("-l", str(self._server.log), "restart"),
+            ],
+            pgdata=self._server.pgdata,
+            user=self._server.system_user,
+            timeout=60,
+        )
+
+    def restart(self) -> None:
+        """Stop the server as a crash would (``immediate``: no checkpoint, every connection
+        cut) and start it again on the same port; returns once it accepts connections."""
+        self._restart("immediate")
+
+    def url(self, database: str = "postgres", password: str | None = None) -> str:
+        secret = f":{password}" if password else ""
+        return f"postgresql://postgres{secret}@127.0.0.1:{self.port}/{database}"
+
+    async def create(self) -> str:
+        import asyncpg
+
+        name = f"t_{uuid.uuid4().hex[:16]}"
+        conn = await asyncpg.connect(self.url())
+        try:
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+        return name
+
+    async def role(self, name: str, password: str) -> None:
+        """A role that logs in over TCP only with ``password`` (the rest stays trusted)."""
+        import asyncpg
+
+        hba = Path(self._server.pgdata) / "pg_hba.conf"
+        rule = f"host all {name} 127.0.0.1/32 scram-sha-256\n"
+        hba.write_text(rule + hba.read_text())  # the first matching line decides
+        conn = await asyncpg.connect(self.url())
+        try:
+            quoted = password.replace("'", "''")
+            await conn.execute(f"CREATE ROLE {name} LOGIN SUPERUSER PASSWORD '{quoted}'")
+            loaded = await conn.fetchval("SELECT pg_conf_load_time()")
+            await conn.execute("SELECT pg_reload_conf()")
+        finally:
+            await conn.close()
+        for _ in range(10_000):  # until a new session has the reloaded rules (no sleep)
+            conn = await asyncpg.connect(self.url())
+            try:
+                if await conn.fetchval("SELECT pg_conf_load_time()") > loaded:
+                    return
+            finally:
+                await conn.close()
+        raise AssertionError("the server did not reload pg_hba.conf")
+
+    def stop(self) -> None:
+        # pgserver stops only the postmaster it started itself; this one was restarted on
+        # a TCP port (a new postmaster), so it is stopped here (SIGINT: PostgreSQL's fast
+        # shutdown), then pgserver lets go.
+        import signal
+
+        import psutil
+
+        pidfile = Path(self._server.pgdata) / "postmaster.pid"
+        try:
+            pid = int(pidfile.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            pid = None
+        try:
+            if pid is not None:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process = psutil.Process(pid)
+                    process.send_signal(signal.SIGINT)
+                    process.wait(timeout=60)
+        finally:
+            self._server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import pgserver  # noqa: F401
+    except ImportError:
+        reason = "no PostgreSQL: install the test extra (pgserver)"
+        if os.environ.get("PAYROLL_REQUIRE_POSTGRES") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    server = PostgresServer(tmp_path_factory.mktemp("postgres"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def postgres_url(postgres_server: PostgresServer) -> str:
+    """A fresh, empty database on the session's server."""
+    return postgres_server.url(await postgres_server.create())
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def into(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each test that takes it runs on both databases."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'mirror.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+async def query(into: str, sql: str, **params: Any) -> list[tuple[Any, ...]]:
+    """The rows of one SQL statement on the database ``into`` (committed)."""
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    url = into.replace("sqlite://", "sqlite+aiosqlite://", 1).replace(
+        "postgresql://", "postgresql+asyncpg://", 1
+    )
+    engine = create_async_engine(url)
+    try:
+        async with engine.begin() as conn:
+            result = await conn.execute(text(sql), params)
+            return [tuple(row) for row in result] if result.returns_rows else []
+    finally:
+        await engine.dispose()
