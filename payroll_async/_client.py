@@ -48,6 +48,9 @@ class ClientState(enum.Enum):
     """Closed: every call raises ClientClosedError."""
 
 
+_LIFE = (ClientState.UNOPENED, ClientState.OPEN, ClientState.CLOSED)
+
+
 class PayrollClient(GenericCalls):
     """The async client of the Payroll Onboarding and Webhook Service.
 
@@ -165,8 +168,8 @@ class PayrollClient(GenericCalls):
         """A copy with other defaults for its calls, on the same session and rate-limit pause.
 
         Takes every option of a call (``timeout``, ``retry``, ``extra_query``,
-        ``extra_headers``) and ``page_size``, ``concurrency`` (the pages a walk fetches at
-        once; the client's own ``concurrency`` still caps its requests in flight) and
+        ``extra_headers``) and ``page_size``, ``concurrency`` (the most requests one listing
+        has in flight; the client's own ``concurrency`` still caps all of them together) and
         ``max_response_size``. They are laid over this client's once, here. Closing the copy
         closes only the copy; closing this client closes both.
 
@@ -194,19 +197,22 @@ class PayrollClient(GenericCalls):
     def state(self) -> ClientState:
         """[`ClientState`][payroll_async.ClientState]: unopened, open or closed (a copy is closed
         with its parent)."""
-        if self._closed():
-            return ClientState.CLOSED
-        if self._state is ClientState.UNOPENED and self._transport.session_started:
-            return ClientState.OPEN
-        return self._state
+        # One rule: the later of this client's own state and its transport's (the session
+        # a copy shares with its parent), in the order unopened < open < closed.
+        return max(self._state, self._transport_state(), key=_LIFE.index)
 
     @property
     def is_closed(self) -> bool:
         """Whether ``close()`` was called (on this client or, for a copy, its parent)."""
         return self._closed()
 
+    def _transport_state(self) -> ClientState:
+        if self._transport.closed:
+            return ClientState.CLOSED
+        return ClientState.OPEN if self._transport.session_started else ClientState.UNOPENED
+
     def _closed(self) -> bool:
-        return self._state is ClientState.CLOSED or self._transport.closed
+        return self.state is ClientState.CLOSED
 
     async def close(self) -> None:
         """Close the client; the session it created too (a borrowed one is left open).

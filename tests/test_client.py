@@ -86,6 +86,25 @@ async def test_the_client_state_moves_from_unopened_to_open_to_closed() -> None:
     assert client.is_closed
 
 
+async def test_a_copys_state_is_its_own_and_its_parents_together(
+    mock_api: aioresponses,
+) -> None:
+    mock_api.get(URL, payload=factories.envelope([]), repeat=True)
+    parent = PayrollClient(BASE, TOKEN)
+    copy = parent.with_options(timeout=5)
+    assert (parent.state, copy.state) == (ClientState.UNOPENED, ClientState.UNOPENED)
+    await parent.payroll_connections.list().collect()  # the shared session starts: both open
+    assert (parent.state, copy.state) == (ClientState.OPEN, ClientState.OPEN)
+    await copy.close()  # closes only the copy
+    assert (parent.state, copy.state) == (ClientState.OPEN, ClientState.CLOSED)
+    with pytest.raises(ClientClosedError):
+        await copy.payroll_connections.list().collect()
+    other = parent.with_options(timeout=5)
+    await parent.close()  # closes its copies with it
+    assert (parent.state, other.state) == (ClientState.CLOSED, ClientState.CLOSED)
+    assert other.is_closed
+
+
 async def test_closed_client_refuses_use(mock_api: aioresponses) -> None:
     client = PayrollClient(BASE, TOKEN)
     await client.close()

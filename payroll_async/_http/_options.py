@@ -70,7 +70,9 @@ class ListOptions(CallOptions, total=False):
     start_offset: int
     """Skip the listing's first items (0 by default)."""
     concurrency: int | NotGiven | None
-    """Pages fetched at once once a total is known (None: the client's)."""
+    """The most requests this listing has in flight at once: its pages, fetched together
+    once a total is known (None: the client's ``concurrency``, which caps every request of
+    the client together)."""
 
 
 class ClientOptions(CallOptions, total=False):
@@ -79,7 +81,8 @@ class ClientOptions(CallOptions, total=False):
     page_size: int | None
     """What listings ask for (None: the service's own page size)."""
     concurrency: int
-    """Pages a walk fetches at once (at most the client's own ``concurrency``)."""
+    """The most requests one listing has in flight at once (the client's own ``concurrency``
+    still caps all of its requests together)."""
     max_response_size: int | None
     """The bound of one response body, in bytes (None: no limit)."""
 
@@ -140,10 +143,17 @@ _LIST_KEYS: Final = frozenset(ListOptions.__annotations__) | _CALL_KEYS
 _CLIENT_KEYS: Final = frozenset(ClientOptions.__annotations__) | _CALL_KEYS
 
 
-def parse(where: str, keywords: Mapping[str, Any], allowed: frozenset[str] = _CALL_KEYS) -> Options:
+def parse(
+    where: str,
+    keywords: Mapping[str, Any],
+    allowed: frozenset[str] = _CALL_KEYS,
+    *,
+    page_size_max: int | None = None,
+) -> Options:
     """A call's option keywords, validated (InvalidArgumentError before anything is sent).
 
     A keyword that is not an option is a TypeError, as Python raises it for a function.
+    ``page_size_max`` is a listing's own maximum page size, where the service sets one.
     """
     if not keywords:
         return EMPTY
@@ -159,22 +169,31 @@ def parse(where: str, keywords: Mapping[str, Any], allowed: frozenset[str] = _CA
         fields["extra_query"] = check.check_extra_query(keywords["extra_query"])
     if "extra_headers" in keywords:
         fields["extra_headers"] = check.check_extra_headers(keywords["extra_headers"])
-    if allowed is _CLIENT_KEYS:
-        if "page_size" in keywords:
-            size = keywords["page_size"]
-            fields["page_size"] = None if size is None else check.check_page_size(size)
-        if "concurrency" in keywords:
-            fields["concurrency"] = check.check_concurrency(keywords["concurrency"])
-        if "max_response_size" in keywords:
-            fields["max_response_size"] = check.check_max_response_size(
-                keywords["max_response_size"]
-            )
+    if allowed is _CALL_KEYS:
+        return Options(**fields)
+    size = keywords.get("page_size", NOT_GIVEN)
+    if size is not None and not isinstance(size, NotGiven):
+        fields["page_size"] = check.check_page_size(
+            size, *(() if page_size_max is None else (page_size_max,))
+        )
+    elif size is None:
+        fields["page_size"] = None
+    concurrency = keywords.get("concurrency")
+    if concurrency is not None and not isinstance(concurrency, NotGiven):
+        # One meaning everywhere: the most requests in flight at once, here for this
+        # listing's pages (within the client's own concurrency, which caps them all).
+        fields["concurrency"] = check.check_concurrency(concurrency)
+    if allowed is _CLIENT_KEYS and "max_response_size" in keywords:
+        fields["max_response_size"] = check.check_max_response_size(keywords["max_response_size"])
     return Options(**fields)
 
 
-def parse_list(where: str, keywords: Mapping[str, Any]) -> Options:
-    """A listing's keywords: the call options among them (the walk's are read apart)."""
-    return parse(where, keywords, _LIST_KEYS)
+def parse_list(
+    where: str, keywords: Mapping[str, Any], page_size_max: int | None = None
+) -> Options:
+    """A listing's keywords: its call options, page size and concurrency (the walk's own,
+    ``max_items`` and ``start_offset``, are read by the paginator)."""
+    return parse(where, keywords, _LIST_KEYS, page_size_max=page_size_max)
 
 
 def parse_client(keywords: Mapping[str, Any]) -> Options:

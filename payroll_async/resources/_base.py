@@ -15,11 +15,12 @@ import functools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar
 
+import attrs
 from yarl import URL
 
 from .._core import _validation as check
 from .._core._exceptions import InvalidArgumentError
-from .._core._types import NOT_GIVEN, NotGiven, SortLike
+from .._core._types import NotGiven, SortLike
 from .._http import _otel
 from .._http._auth import Identity
 from .._http._options import FinalOptions, ListOptions, Options, parse, parse_list
@@ -137,21 +138,16 @@ class Resource:
     ) -> AsyncPaginator[T]:
         """A listing, every option validated now, so bad input fails before iteration."""
         binding = self._binding
-        call = parse_list(f"{self._name}.{where}", keywords)
-        page_size = keywords.get("page_size", NOT_GIVEN)
-        if isinstance(page_size, NotGiven):
-            size = binding.options.page_size
-            if size is not None and page_size_max is not None and size > page_size_max:
-                page_size = page_size_max
-        elif page_size is not None:
-            page_size = check.check_page_size(
-                page_size, *(() if page_size_max is None else (page_size_max,))
-            )
-        concurrency = keywords.get("concurrency", NOT_GIVEN)
-        if concurrency is None:
-            concurrency = NOT_GIVEN
-        elif not isinstance(concurrency, NotGiven):
-            concurrency = check.check_concurrency(concurrency)
+        call = parse_list(f"{self._name}.{where}", keywords, page_size_max)
+        size = binding.options.page_size
+        if (
+            isinstance(call.page_size, NotGiven)
+            and size is not None
+            and page_size_max is not None
+            and size > page_size_max
+        ):
+            # The client's default is above what this listing allows: ask for its maximum.
+            call = attrs.evolve(call, page_size=page_size_max)
         params: dict[str, Any] = dict(filters or {})
         sort_value = check.check_sort(sort, sort_fields)
         if sort_value is not None:
@@ -162,14 +158,6 @@ class Resource:
                 f"extra_query cannot set {clash[0]!r}: this listing sets it from its own "
                 "keywords on every page"
             )
-        options = Options(
-            timeout=call.timeout,
-            retry=call.retry,
-            page_size=page_size,
-            concurrency=concurrency,
-            extra_query=call.extra_query,
-            extra_headers=call.extra_headers,
-        )
         return AsyncPaginator(
             binding,
             path,
@@ -177,7 +165,7 @@ class Resource:
             params=params,
             max_items=check.check_max_items(keywords.get("max_items")),
             start_offset=check.check_start_offset(keywords.get("start_offset", 0)),
-            options=binding.resolve(options),
+            options=binding.resolve(call),
             operation=f"{self._name}.{where}",
         )
 
