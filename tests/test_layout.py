@@ -4,7 +4,13 @@ modules (the rest in packages by job), and no module a reader cannot hold (400 l
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
+from types import FrameType
+
+import pytest
+
+from payroll_async import PayrollClient
 
 PACKAGE = Path(__file__).parents[1] / "payroll_async"
 
@@ -96,3 +102,39 @@ def test_no_module_over_400_lines() -> None:
         if (n := len(path.read_text().splitlines())) > 400
     }
     assert long == {}
+
+
+def _path_of_modules(frame: FrameType | None) -> tuple[str, ...]:
+    """The package's modules on the stack, outermost first, each once."""
+    modules: list[str] = []
+    while frame is not None:
+        name = frame.f_globals.get("__name__") or ""
+        if name.startswith("payroll_async") and name not in modules:
+            modules.append(name)
+        frame = frame.f_back
+    return tuple(reversed(modules))
+
+
+@pytest.mark.payroll_emulator(payroll_connections=250)
+async def test_a_listing_crosses_at_most_seven_rooms(payroll_client: PayrollClient) -> None:
+    """A ``list()`` request, from the iterator to the socket and back to the items, passes
+    through at most seven modules in a row, in at most seven packages (a room being what a
+    reader opens to follow it)."""
+    paths: set[tuple[str, ...]] = set()
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call":
+            paths.add(_path_of_modules(frame))
+
+    listing = payroll_client.payroll_connections.list(page_size=100)
+    sys.setprofile(profile)
+    try:
+        items = [item async for item in listing]
+    finally:
+        sys.setprofile(None)
+    assert len(items) == 250
+    deepest = max(paths, key=len)
+    assert len(deepest) <= 7, " -> ".join(deepest)
+    packages = {name.split(".")[1] for path in paths for name in path if name.count(".") >= 1}
+    assert len(packages) <= 7, sorted(packages)
+    assert {"_http", "_paging", "resources"} <= packages  # the profile saw the request
