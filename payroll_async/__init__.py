@@ -48,10 +48,10 @@ from .models import (
 if _TYPE_CHECKING:
     from ._client import ClientState, PayrollClient
     from ._core._converter import from_dict, to_dict, to_json
+    from ._core._types import RetryPolicy
     from ._http._auth import TokenProvider
     from ._http._options import CallOptions, ListOptions
     from ._http._raw import RawResponse
-    from ._http._retry import RetryPolicy
     from ._paging._pagination import AsyncPaginator, Page
 
 # The client and what it needs (aiohttp sessions, tenacity, cattrs) load on first use, so
@@ -64,7 +64,7 @@ _LAZY = {
     "Page": "._paging._pagination",
     "PayrollClient": "._client",
     "RawResponse": "._http._raw",
-    "RetryPolicy": "._http._retry",
+    "RetryPolicy": "._core._types",
     "TokenProvider": "._http._auth",
     "from_dict": "._core._converter",
     "to_dict": "._core._converter",

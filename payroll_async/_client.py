@@ -13,11 +13,11 @@ from ._core import _env
 from ._core import _validation as check
 from ._core._clock import SYSTEM_CLOCK, Clock
 from ._core._exceptions import InvalidArgumentError
-from ._core._types import NOT_GIVEN, NotGiven, TimeoutLike, given
+from ._core._types import NOT_GIVEN, NotGiven, RetryPolicy, TimeoutLike, given
+from ._core._validation import check_retry
 from ._http._auth import Auth, TokenProvider
 from ._http._gate import Gate
 from ._http._options import SINGLE_ATTEMPT, ClientOptions, FinalOptions, Unpack, parse_client
-from ._http._retry import RetryPolicy, check_retry
 from ._http._transport import DEFAULT_HEADERS, Transport
 from .resources import EmployerIdentifiers, PayrollConnections, Webhooks
 from .resources._base import Binding

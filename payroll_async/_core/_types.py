@@ -1,4 +1,4 @@
-"""Type aliases of the public surface and the "not given" sentinel."""
+"""The public surface's plain types: aliases, the "not given" sentinel, and RetryPolicy."""
 
 from __future__ import annotations
 
@@ -6,6 +6,10 @@ import enum
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
+
+import attrs
+
+from ._exceptions import InvalidArgumentError
 
 if TYPE_CHECKING:
     import aiohttp
@@ -16,6 +20,7 @@ __all__ = [
     "IdLike",
     "NotGiven",
     "QueryLike",
+    "RetryPolicy",
     "SortLike",
     "TimeoutLike",
     "given",
@@ -62,3 +67,44 @@ T = TypeVar("T")
 def given(value: T | NotGiven, default: T) -> T:
     """``value``, or ``default`` when it was left out."""
     return default if isinstance(value, NotGiven) else value
+
+
+@attrs.frozen
+class RetryPolicy:
+    """When and how long to wait before sending a failed request again.
+
+    Retried: 429 for every method; 500, 502, 503, 504, connection errors and timeouts for
+    GET and DELETE; a POST only on 429 and on connect failures where nothing was sent.
+
+    ```pycon
+    >>> RetryPolicy(max_attempts=6, backoff_max=30.0)   # more patient
+    >>> RetryPolicy(max_attempts=1)                     # never retry
+    ```
+
+    Raises [`InvalidArgumentError`][payroll_async.InvalidArgumentError] for a value out of
+    range.
+    """
+
+    max_attempts: int = 4
+    """Attempts in all, the first included (at least 1)."""
+    backoff_initial: float = 0.5
+    """Upper bound of the first backoff wait, in seconds; it doubles on each attempt."""
+    backoff_max: float = 8.0
+    """Cap of any backoff wait, in seconds."""
+    max_retry_after: float = 60.0
+    """A Retry-After longer than this raises RateLimitError at once instead of sleeping."""
+
+    def honours(self, retry_after: float | None) -> bool:
+        """Whether a Retry-After of this many seconds is waited for (None: none asked)."""
+        return retry_after is None or retry_after <= self.max_retry_after
+
+    def __attrs_post_init__(self) -> None:
+        # Checked here rather than with attrs validators so that the fields read as plain
+        # defaults in the reference and in help().
+        value: object = self.max_attempts
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidArgumentError(f"max_attempts must be an integer >= 1, got {value!r}")
+        for name in ("backoff_initial", "backoff_max", "max_retry_after"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
+                raise InvalidArgumentError(f"{name} must be a number >= 0, got {value!r}")

@@ -23,7 +23,7 @@ from . import _assumed
 from ._converter import to_camel
 from ._exceptions import InvalidArgumentError
 from ._net import is_loopback
-from ._types import IdLike, SortLike
+from ._types import IdLike, NotGiven, RetryPolicy, SortLike
 from ._visible import redact_url
 
 __all__ = [
@@ -386,3 +386,10 @@ def check_redis_key(value: object) -> str:
             f"key must be 1-200 printable ASCII characters without spaces, got {value!r}"
         )
     return value
+
+
+def check_retry(value: object) -> Any:
+    """A RetryPolicy, None (a single attempt) or NOT_GIVEN (the default), as given."""
+    if value is None or isinstance(value, (RetryPolicy, NotGiven)):
+        return value
+    raise InvalidArgumentError(f"retry must be a RetryPolicy or None, got {type(value).__name__}")

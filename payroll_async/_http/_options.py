@@ -21,8 +21,8 @@ import aiohttp
 import attrs
 
 from .._core import _validation as check
-from .._core._types import NOT_GIVEN, NotGiven, TimeoutLike
-from ._retry import RetryPolicy, check_retry
+from .._core._types import NOT_GIVEN, NotGiven, RetryPolicy, TimeoutLike
+from .._core._validation import check_retry
 
 if sys.version_info >= (3, 11):
     from typing import Unpack

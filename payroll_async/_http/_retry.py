@@ -1,33 +1,30 @@
-"""The retry policy and the tenacity pieces it is composed of.
+"""The retry decision, composed of tenacity's pieces.
 
-``RetryPolicy`` is plain data. ``Retries`` turns it into the one decision the transport's
-loop asks after a failed attempt (``wait_before``), from tenacity's own parts: ``retry``
-(which failures are worth another attempt, by method), ``stop`` (attempts) and ``wait``
-(the server's Retry-After when given, else ``backoff``: exponential with full jitter); a
-retry is logged once, with its wait.
+``RetryPolicy`` (plain data, in ``_core._types``) becomes, in ``Retries``, the one
+decision the transport's loop asks after a failed attempt (``wait_before``), from
+tenacity's own parts: ``retry`` (which failures are worth another attempt, by method),
+``stop`` (attempts) and ``wait`` (the server's Retry-After when given, else ``backoff``:
+exponential with full jitter); a retry is logged once, with its wait.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-import attrs
 import tenacity
 from tenacity.wait import wait_base
 
 from .._core._exceptions import (
     APIConnectionError,
     APIStatusError,
-    InvalidArgumentError,
     PayrollError,
     RateLimitError,
     ServerError,
 )
-from .._core._types import NotGiven
+from .._core._types import RetryPolicy
 from . import _otel
 
-__all__ = ["Retries", "RetryPolicy", "backoff", "check_retry", "is_retryable"]
+__all__ = ["Retries", "RetryPolicy", "backoff", "is_retryable"]
 
 logger: logging.Logger = logging.getLogger("payroll_async")
 
@@ -35,54 +32,6 @@ logger: logging.Logger = logging.getLogger("payroll_async")
 # calls send) are treated as POST is: the SDK cannot tell what a generic write did.
 IDEMPOTENT_METHODS = frozenset({"GET", "DELETE"})
 RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
-
-
-@attrs.frozen
-class RetryPolicy:
-    """When and how long to wait before sending a failed request again.
-
-    Retried: 429 for every method; 500, 502, 503, 504, connection errors and timeouts for
-    GET and DELETE; a POST only on 429 and on connect failures where nothing was sent.
-
-    ```pycon
-    >>> RetryPolicy(max_attempts=6, backoff_max=30.0)   # more patient
-    >>> RetryPolicy(max_attempts=1)                     # never retry
-    ```
-
-    Raises [`InvalidArgumentError`][payroll_async.InvalidArgumentError] for a value out of
-    range.
-    """
-
-    max_attempts: int = 4
-    """Attempts in all, the first included (at least 1)."""
-    backoff_initial: float = 0.5
-    """Upper bound of the first backoff wait, in seconds; it doubles on each attempt."""
-    backoff_max: float = 8.0
-    """Cap of any backoff wait, in seconds."""
-    max_retry_after: float = 60.0
-    """A Retry-After longer than this raises RateLimitError at once instead of sleeping."""
-
-    def honours(self, retry_after: float | None) -> bool:
-        """Whether a Retry-After of this many seconds is waited for (None: none asked)."""
-        return retry_after is None or retry_after <= self.max_retry_after
-
-    def __attrs_post_init__(self) -> None:
-        # Checked here rather than with attrs validators so that the fields read as plain
-        # defaults in the reference and in help().
-        value: object = self.max_attempts
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidArgumentError(f"max_attempts must be an integer >= 1, got {value!r}")
-        for name in ("backoff_initial", "backoff_max", "max_retry_after"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
-                raise InvalidArgumentError(f"{name} must be a number >= 0, got {value!r}")
-
-
-def check_retry(value: object) -> Any:
-    """A RetryPolicy, None (a single attempt) or NOT_GIVEN (the default), as given."""
-    if value is None or isinstance(value, (RetryPolicy, NotGiven)):
-        return value
-    raise InvalidArgumentError(f"retry must be a RetryPolicy or None, got {type(value).__name__}")
 
 
 def is_retryable(exc: BaseException, policy: RetryPolicy) -> bool:

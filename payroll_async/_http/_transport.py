@@ -23,6 +23,7 @@ from yarl import URL
 from .._core._clock import SYSTEM_CLOCK, Clock
 from .._core._exceptions import APIConnectionError, ClientClosedError, PayrollError
 from .._core._json import dumps
+from .._core._types import RetryPolicy
 from .._core._version import __version__
 from ._attempt import (
     Exchange,
@@ -40,7 +41,7 @@ from ._failures import display_url
 from ._gate import Gate, GateClosed, GatedConnector, LocalGate
 from ._options import FinalOptions
 from ._response import Response
-from ._retry import Retries, RetryPolicy
+from ._retry import Retries
 from ._wire import debug_traces
 
 __all__ = ["DEFAULT_HEADERS", "Transport"]

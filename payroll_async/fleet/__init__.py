@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._core._clock import SYSTEM_CLOCK, Clock, bounded
 from .._core._exceptions import CoordinationError, InvalidArgumentError
+from .._core._types import RetryPolicy
 from .._core._validation import check_redis_key, check_seconds
 from .._http._gate import LocalGate, check_rate
-from .._http._retry import RetryPolicy
 from ._redis import redis_failures
 from ._redis_dedupe import RedisDedupe
 

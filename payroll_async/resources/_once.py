@@ -27,7 +27,7 @@ import tenacity
 
 from .._core._clock import Clock
 from .._core._exceptions import APIConnectionError, PayrollError
-from .._http._retry import RetryPolicy
+from .._core._types import RetryPolicy
 
 __all__ = ["CLOCK_SKEW", "SETTLE_TIMEOUTS", "send_once", "service_since", "settle_after"]
 
