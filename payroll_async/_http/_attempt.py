@@ -25,7 +25,7 @@ from .._core._exceptions import APIConnectionError, PayrollError, RateLimitError
 from . import _otel
 from ._failures import connection_error
 from ._options import FinalOptions
-from ._response import Response
+from ._response import Links, Response
 from ._status import request_id, status_error
 from ._wire import read_body, read_links, send_counter
 
@@ -67,7 +67,7 @@ class Exchange:
     url: URL
     headers: Mapping[str, str]
     body: bytes
-    links: dict[str, URL]
+    links: Links
     link_error: str | None
     started: float
     sends: int
@@ -82,6 +82,7 @@ async def exchange(
     *,
     tracing: bool,
     waited: float,
+    origin: str,
 ) -> Exchange:
     """Send once and read the answer within its bound; a connection failure is typed.
 
@@ -116,7 +117,7 @@ async def exchange(
                 **extra,
             ) as response:
                 body = await read_body(response, method, request.options.max_response_size, token)
-                links, link_error = read_links(response)
+                links, link_error = read_links(response, origin)
         except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
             failure = connection_error(exc, method, url, params, timeout, token)
         elapsed = time.perf_counter() - started

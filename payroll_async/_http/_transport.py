@@ -68,6 +68,7 @@ class Transport:
     ) -> None:
         self.base_url: URL = base_url
         self.origin: URL = base_url.origin()
+        self._origin = str(self.origin)
         self.auth: Auth = auth
         self.clock: Clock = clock
         self.concurrency: int = concurrency
@@ -219,7 +220,13 @@ class Transport:
                     token = await self._token(request, limit)
                 try:
                     answer = await exchange(
-                        session, request, token, number, tracing=self.tracing, waited=waited
+                        session,
+                        request,
+                        token,
+                        number,
+                        tracing=self.tracing,
+                        waited=waited,
+                        origin=self._origin,
                     )
                 except GateClosed:
                     continue  # not sent: a pause began meanwhile; wait for it to end

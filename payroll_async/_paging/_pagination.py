@@ -186,7 +186,7 @@ class AsyncPaginator(Generic[T]):
             return _no_page(self._start_offset, self._params)
         limit = quota.limit(self._options.page_size)
         listing = self._listing()
-        page, _ = await listing.fetch(listing.url, listing.query(self._start_offset, limit))
+        page, _ = await listing.fetch(*listing.target(self._start_offset, limit))
         return with_items(page, quota.take(page.items))
 
     async def collect(self) -> list[T]:
@@ -240,9 +240,8 @@ class _Walker(Generic[T]):
         offset = p._start_offset
         page_size = p._options.page_size
         limit = quota.limit(page_size)
-        response = await download(
-            listing.sender, listing.url, listing.options, listing.query(offset, limit), listing.span
-        )
+        url, params = listing.target(offset, limit)
+        response = await download(listing.sender, url, listing.options, params, listing.span)
         first = listing.parse(response)
         next_link = response.links.get("next")
         got = len(first.items)
