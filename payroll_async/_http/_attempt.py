@@ -44,6 +44,7 @@ __all__ = [
 logger: logging.Logger = logging.getLogger("payroll_async")
 
 _GATE_EVENT_MIN = 0.001  # seconds at the gate worth an event on the attempt's span
+_NO_EXTRA: dict[str, Any] = {}  # read only: what most requests add to aiohttp's keywords
 
 
 @attrs.frozen(slots=True)
@@ -95,9 +96,11 @@ async def exchange(
     # before an answer. For a DELETE that matters (a 404 then means "deleted by the send
     # that got no answer"), so its sends are counted; other methods pay nothing.
     sends: list[None] = []
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = _NO_EXTRA
     if method == "DELETE":
-        extra["middlewares"] = (send_counter(sends),)
+        extra = {"middlewares": (send_counter(sends),)}
+    if tracing:
+        extra = {**extra, "trace_request_ctx": []}
     with _otel.attempt(method, url, number) as span:
         if waited > _GATE_EVENT_MIN:
             _otel.event("payroll_async.gate_wait", wait_s=waited)
@@ -113,7 +116,6 @@ async def exchange(
                 timeout=timeout,
                 allow_redirects=False,
                 raise_for_status=False,
-                trace_request_ctx=[] if tracing else None,
                 **extra,
             ) as response:
                 body = await read_body(response, method, request.options.max_response_size, token)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import aiohttp
@@ -108,25 +109,27 @@ def read_links(response: aiohttp.ClientResponse, origin: str) -> tuple[Links, st
 
 def plain_links(header: str, origin: str) -> dict[str, str] | None:
     """rel -> URL text of a Link header of plain entries only (see ``read_links``), else None."""
-    entries = _plain_entries(origin)
-    if entries.fullmatch(header) is None:
-        return None
+    entry = _plain_entry(origin)
     texts: dict[str, str] = {}
-    for url, rel in _PLAIN_ENTRY.findall(header):
-        texts.setdefault(rel, url)
+    for part in header.split(", "):
+        match = entry(part)
+        if match is None:
+            return None
+        url, rel = match.groups()
+        if rel not in texts:
+            texts[rel] = url
     return texts
 
 
 # A plain entry: a URL of unreserved characters (no "." in its path: no dot segments to
-# resolve, no "%": no escapes to normalise) and a quoted lower-case rel.
+# resolve, no "%": no escapes to normalise; no "," or space: the entries split at ", "
+# as aiohttp splits them) and a quoted lower-case rel.
 _URL_REST = r"/[A-Za-z0-9_~/\-]*(?:\?[A-Za-z0-9._~=&\-]+)?"
-_PLAIN_ENTRY = re.compile(r'<([^<>]*)>; rel="([a-z]+)"')
 
 
 @functools.lru_cache(maxsize=8)
-def _plain_entries(origin: str) -> re.Pattern[str]:
-    entry = f'<{re.escape(origin)}{_URL_REST}>; rel="[a-z]+"'
-    return re.compile(f"{entry}(?:, {entry})*")
+def _plain_entry(origin: str) -> Callable[[str], re.Match[str] | None]:
+    return re.compile(f'<({re.escape(origin)}{_URL_REST})>; rel="([a-z]+)"').fullmatch
 
 
 def send_counter(sends: list[None]) -> aiohttp.ClientMiddlewareType:
