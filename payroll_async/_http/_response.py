@@ -62,11 +62,6 @@ class Links(Mapping[str, URL]):
 NO_LINKS: Links = Links({})
 
 
-def as_links(urls: Mapping[str, URL]) -> Links:
-    """``Response.links`` of a plain mapping (rel -> URL)."""
-    return Links.of(urls)
-
-
 @attrs.frozen(repr=False)
 class Response:
     """What ``Transport.send()`` returns: nothing in it needs the connection any more."""
@@ -81,7 +76,7 @@ class Response:
     """The response headers (case-insensitive)."""
     body: bytes
     """The whole body, at most the client's ``max_response_size``."""
-    links: Links = attrs.field(default=NO_LINKS, converter=as_links)
+    links: Links = NO_LINKS
     """rel -> absolute URL from the Link header; the first link of each rel wins."""
     link_error: str | None = None
     """Why the Link header could not be parsed (it is then ignored in ``links``)."""

@@ -8,7 +8,7 @@ The walks over many pages are ``_walks``'s.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import attrs
@@ -93,7 +93,7 @@ class Sender(Protocol):
         options: FinalOptions,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
-    ) -> Awaitable[Response]: ...
+    ) -> Coroutine[Any, Any, Response]: ...
 
 
 @attrs.frozen
@@ -200,16 +200,22 @@ class _Turn:
         return after, limit
 
 
-async def download(
+def download(
     sender: Sender,
     url: URL,
     options: FinalOptions,
     params: Mapping[str, Any] | None,
     span: Any,
-) -> Response:
+) -> Coroutine[Any, Any, Response]:
     """One GET of a walk; its request spans are children of the walk's span."""
-    if span is None:
-        return await sender.send("GET", url, options=options, params=params)
+    if span is None:  # the send itself: no coroutine around it
+        return sender.send("GET", url, options=options, params=params)
+    return _download_in(span, sender, url, options, params)
+
+
+async def _download_in(
+    span: Any, sender: Sender, url: URL, options: FinalOptions, params: Mapping[str, Any] | None
+) -> Response:
     with _otel.using(span):
         return await sender.send("GET", url, options=options, params=params)
 
@@ -289,7 +295,8 @@ class Listing(Generic[T]):
         items, meta = self.decoder.decode(response)
         if response.link_error is not None:
             raise PaginationError(f"the Link header of {response.url} {response.link_error}")
-        links = dict(response.links.texts) if response.links else {}
+        texts = response.links.texts
+        links = dict(texts) if texts else {}
         page = Page(items=items, meta=meta, links=links, headers=response.headers)
         object.__setattr__(page, "_turn", _Turn(self, response.url, response.links, self.end))
         return page

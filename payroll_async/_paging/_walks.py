@@ -177,15 +177,15 @@ class OffsetWalk(Generic[T]):
             if size == 0:  # an empty first page
                 self.close()
                 return page
-        items = page.items[:size]
+        items = page.items if len(page.items) <= size else page.items[:size]
         if not items:
             self.close()
             return None
         links = response.links
+        link = links.text("next")
         if self._linked:
             self._walked.append(response.url)
             after = page_offset + len(page.items)
-            link = links.text("next")
             # The text of the very request the walk makes next says so at once; anything
             # else is compared as URLs.
             if (
@@ -201,7 +201,7 @@ class OffsetWalk(Generic[T]):
                 return await self._handover.next_page()
         self._total = trusted(page.meta.total_count, page_offset + len(items))
         self._emitted += len(items)
-        if self._linked and "next" not in links:
+        if self._linked and link is None:
             self.close()  # the server says this is the last page
             self._end = self._next_offset = 0
         else:
