@@ -204,7 +204,7 @@ class OffsetWalk(Generic[T]):
         if self._linked and link is None:
             self.close()  # the server says this is the last page
             self._end = self._next_offset = 0
-        else:
+        elif self._short(page_offset, size, len(items)):
             self._gap = (page_offset, size, len(items))
         return with_items(page, items)
 
@@ -222,13 +222,17 @@ class OffsetWalk(Generic[T]):
             window.append((offset, size, task))
             self._next_offset = offset + size
 
+    def _short(self, page_offset: int, size: int, got: int) -> bool:
+        """Whether the page at ``page_offset`` holds fewer items than the listing has there."""
+        total = self._total
+        return got < (size if total is None else min(size, total - page_offset))
+
     async def _fill_gap(self) -> Page[T] | None:
         """The rest of a page that came back short, so that no item is skipped."""
         assert self._gap is not None
         page_offset, size, got = self._gap
-        total = self._total
         self._gap = None
-        if got >= (size if total is None else min(size, total - page_offset)):
+        if not self._short(page_offset, size, got):
             return None
         listing = self._listing
         gap, _ = await listing.fetch(*listing.target(page_offset + got, size - got))
@@ -236,7 +240,8 @@ class OffsetWalk(Generic[T]):
         if not items:
             return None
         self._emitted += len(items)
-        self._gap = (page_offset, size, got + len(items))
+        if self._short(page_offset, size, got + len(items)):
+            self._gap = (page_offset, size, got + len(items))
         return with_items(gap, items)
 
     def close(self) -> list[asyncio.Task[Response]]:
