@@ -25,7 +25,7 @@ from .._core._exceptions import APIConnectionError, PayrollError, RateLimitError
 from . import _otel
 from ._failures import connection_error
 from ._options import FinalOptions
-from ._response import Response
+from ._response import Links, Response
 from ._status import request_id, status_error
 from ._wire import read_body, read_links, send_counter
 
@@ -44,6 +44,7 @@ __all__ = [
 logger: logging.Logger = logging.getLogger("payroll_async")
 
 _GATE_EVENT_MIN = 0.001  # seconds at the gate worth an event on the attempt's span
+_NO_EXTRA: dict[str, Any] = {}  # read only: what most requests add to aiohttp's keywords
 
 
 @attrs.frozen(slots=True)
@@ -67,7 +68,7 @@ class Exchange:
     url: URL
     headers: Mapping[str, str]
     body: bytes
-    links: dict[str, URL]
+    links: Links
     link_error: str | None
     started: float
     sends: int
@@ -82,6 +83,7 @@ async def exchange(
     *,
     tracing: bool,
     waited: float,
+    origin: str,
 ) -> Exchange:
     """Send once and read the answer within its bound; a connection failure is typed.
 
@@ -94,9 +96,11 @@ async def exchange(
     # before an answer. For a DELETE that matters (a 404 then means "deleted by the send
     # that got no answer"), so its sends are counted; other methods pay nothing.
     sends: list[None] = []
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = _NO_EXTRA
     if method == "DELETE":
-        extra["middlewares"] = (send_counter(sends),)
+        extra = {"middlewares": (send_counter(sends),)}
+    if tracing:
+        extra = {**extra, "trace_request_ctx": []}
     with _otel.attempt(method, url, number) as span:
         if waited > _GATE_EVENT_MIN:
             _otel.event("payroll_async.gate_wait", wait_s=waited)
@@ -112,11 +116,10 @@ async def exchange(
                 timeout=timeout,
                 allow_redirects=False,
                 raise_for_status=False,
-                trace_request_ctx=[] if tracing else None,
                 **extra,
             ) as response:
                 body = await read_body(response, method, request.options.max_response_size, token)
-                links, link_error = read_links(response)
+                links, link_error = read_links(response, origin)
         except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
             failure = connection_error(exc, method, url, params, timeout, token)
         elapsed = time.perf_counter() - started

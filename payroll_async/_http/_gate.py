@@ -84,6 +84,10 @@ class LocalGate:
         """Whether no pause is in force now."""
         return self._resume_at <= self._clock.now()
 
+    def open_now(self) -> bool:
+        """Whether ``acquire()`` would return at once and take nothing: no rate, no pause."""
+        return not self._interval and self._resume_at <= self._clock.now()
+
     async def acquire(self) -> None:
         """Wait until no pause is in force and, with a rate, until this request's slot."""
         clock = self._clock

@@ -85,12 +85,23 @@ def operation(name: str, **attributes: Any) -> Iterator[Any]:
         yield span
 
 
-@contextlib.contextmanager
-def attempt(method: str, url: str | URL, number: int) -> Iterator[Any]:
-    """The CLIENT span of one HTTP attempt, or None; ``finish(span, status)`` ends it."""
+def attempt(method: str, url: str | URL, number: int) -> contextlib.AbstractContextManager[Any]:
+    """The CLIENT span of one HTTP attempt, or None; ``finish(span, status)`` ends it.
+
+    Without a tracer or a meter configured, a shared context that yields None (no
+    generator to make for every request).
+    """
     if not _tracing():
-        yield _METRICS_ONLY if _metering() else None
-        return
+        return _NO_SPAN if not _metering() else _METRICS_ONLY_SPAN
+    return _attempt_span(method, url, number)
+
+
+_NO_SPAN: contextlib.nullcontext[None] = contextlib.nullcontext()
+_METRICS_ONLY_SPAN: contextlib.nullcontext[Any] = contextlib.nullcontext(_METRICS_ONLY)
+
+
+@contextlib.contextmanager
+def _attempt_span(method: str, url: str | URL, number: int) -> Iterator[Any]:
     target = url if isinstance(url, URL) else URL(url)
     attributes: dict[str, Any] = {
         "http.request.method": method,

@@ -69,6 +69,7 @@ class Transport:
     ) -> None:
         self.base_url: URL = base_url
         self.origin: URL = base_url.origin()
+        self._origin = str(self.origin)
         self.auth: Auth = auth
         self.clock: Clock = clock
         self.concurrency: int = concurrency
@@ -215,12 +216,20 @@ class Transport:
         refreshed = False
         while True:
             async with self.semaphore:
-                waited = await self._admit()
+                # Nothing to wait for at the gates (no pause, no rate, no fleet's gate): no
+                # coroutine to make for them; the same holds for a static token.
+                waited = 0.0 if self._open() else await self._admit()
                 if token is None:
-                    token = await self._token(request, limit)
+                    token = self.auth.static or await self._token(request, limit)
                 try:
                     answer = await exchange(
-                        session, request, token, number, tracing=self.tracing, waited=waited
+                        session,
+                        request,
+                        token,
+                        number,
+                        tracing=self.tracing,
+                        waited=waited,
+                        origin=self._origin,
                     )
                 except GateClosed:
                     continue  # not sent: a pause began meanwhile; wait for it to end
@@ -238,6 +247,10 @@ class Transport:
             if pause is not None:
                 await self.pause(pause)
             raise error
+
+    def _open(self) -> bool:
+        """Whether a request passes the gates now without waiting (``_admit`` would not wait)."""
+        return self.shared_gate is None and self.local_gate.open_now()
 
     async def _admit(self) -> float:
         """Wait at this client's gate, then the fleet's; the seconds waited."""

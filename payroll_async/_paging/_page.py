@@ -8,7 +8,7 @@ The walks over many pages are ``_walks``'s.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import attrs
@@ -93,7 +93,7 @@ class Sender(Protocol):
         options: FinalOptions,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
-    ) -> Awaitable[Response]: ...
+    ) -> Coroutine[Any, Any, Response]: ...
 
 
 @attrs.frozen
@@ -147,7 +147,7 @@ class Page(Generic[T]):
             )
             return page
         offset, limit = following
-        page, _ = await listing.fetch(listing.url, listing.query(offset, limit), turn.end)
+        page, _ = await listing.fetch(*listing.target(offset, limit), turn.end)
         return page
 
 
@@ -200,16 +200,22 @@ class _Turn:
         return after, limit
 
 
-async def download(
+def download(
     sender: Sender,
     url: URL,
     options: FinalOptions,
     params: Mapping[str, Any] | None,
     span: Any,
-) -> Response:
+) -> Coroutine[Any, Any, Response]:
     """One GET of a walk; its request spans are children of the walk's span."""
-    if span is None:
-        return await sender.send("GET", url, options=options, params=params)
+    if span is None:  # the send itself: no coroutine around it
+        return sender.send("GET", url, options=options, params=params)
+    return _download_in(span, sender, url, options, params)
+
+
+async def _download_in(
+    span: Any, sender: Sender, url: URL, options: FinalOptions, params: Mapping[str, Any] | None
+) -> Response:
     with _otel.using(span):
         return await sender.send("GET", url, options=options, params=params)
 
@@ -227,11 +233,41 @@ class Listing(Generic[T]):
     span: Any = None
     end: int | None = None
     """The offset at which ``max_items`` ends the listing (None: no such end)."""
+    _prefix: str | None = attrs.field(init=False, default=None)
+    """The text of ``url`` with ``params``, ready for ``limit`` and ``offset`` (None when
+    the request's query is not only those: extra query parameters go through aiohttp)."""
+
+    def __attrs_post_init__(self) -> None:
+        params = self.params
+        if not self.options.extra_query and "limit" not in params and "offset" not in params:
+            text = str(self.url.extend_query(params) if params else self.url)
+            self._prefix = text + ("&" if "?" in text else "?")
 
     def query(self, offset: int, limit: int | None) -> dict[str, Any]:
         if limit is None:  # the service's own page size
             return {**self.params, "offset": offset}
         return {**self.params, "limit": limit, "offset": offset}
+
+    def page_text(self, offset: int, limit: int | None) -> str | None:
+        """The text of the URL of the page at ``offset`` (None: not built as text)."""
+        prefix = self._prefix
+        if prefix is None:
+            return None
+        if limit is None:
+            return f"{prefix}offset={offset}"
+        return f"{prefix}limit={limit}&offset={offset}"
+
+    def target(self, offset: int, limit: int | None) -> tuple[URL, Mapping[str, Any] | None]:
+        """The URL and query parameters of the page at ``offset``.
+
+        The URL is built as text, query included, when the query is only the listing's
+        parameters with ``limit`` and ``offset`` (the same URL aiohttp would build from
+        them, without building it again for every page).
+        """
+        text = self.page_text(offset, limit)
+        if text is None:
+            return self.url, self.query(offset, limit)
+        return URL(text, encoded=True), None
 
     def start(self, url: URL, params: Mapping[str, Any] | None) -> asyncio.Task[Response]:
         task = asyncio.create_task(
@@ -259,7 +295,8 @@ class Listing(Generic[T]):
         items, meta = self.decoder.decode(response)
         if response.link_error is not None:
             raise PaginationError(f"the Link header of {response.url} {response.link_error}")
-        links = {rel: str(url) for rel, url in response.links.items()} if response.links else {}
+        texts = response.links.texts
+        links = dict(texts) if texts else {}
         page = Page(items=items, meta=meta, links=links, headers=response.headers)
         object.__setattr__(page, "_turn", _Turn(self, response.url, response.links, self.end))
         return page

@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Generator, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
@@ -186,7 +186,7 @@ class AsyncPaginator(Generic[T]):
             return _no_page(self._start_offset, self._params)
         limit = quota.limit(self._options.page_size)
         listing = self._listing()
-        page, _ = await listing.fetch(listing.url, listing.query(self._start_offset, limit))
+        page, _ = await listing.fetch(*listing.target(self._start_offset, limit))
         return with_items(page, quota.take(page.items))
 
     async def collect(self) -> list[T]:
@@ -240,9 +240,8 @@ class _Walker(Generic[T]):
         offset = p._start_offset
         page_size = p._options.page_size
         limit = quota.limit(page_size)
-        response = await download(
-            listing.sender, listing.url, listing.options, listing.query(offset, limit), listing.span
-        )
+        url, params = listing.target(offset, limit)
+        response = await download(listing.sender, url, listing.options, params, listing.span)
         first = listing.parse(response)
         next_link = response.links.get("next")
         got = len(first.items)
@@ -328,19 +327,15 @@ class _Iterator(AsyncGenerator[Any, None]):
 class _Items(_Iterator, Generic[T]):
     """Every item: the current page's without suspending, then the next page's."""
 
-    __slots__ = ("_buffer", "_index")
+    __slots__ = ("_items",)
 
     def __init__(self, walker: _Walker[T]) -> None:
         super().__init__(walker)
-        self._buffer: Sequence[T] = ()
-        self._index = 0
+        self._items: Iterator[T] = iter(())
 
     async def __anext__(self) -> T:
-        index = self._index
-        buffer = self._buffer
-        if index < len(buffer):
-            self._index = index + 1
-            return buffer[index]
+        for item in self._items:  # the current page's next item (the cheapest way to it)
+            return item
         while True:
             try:
                 page = await self._walker.next_page()
@@ -350,9 +345,9 @@ class _Items(_Iterator, Generic[T]):
             if page is None:
                 raise StopAsyncIteration
             if page.items:
-                self._buffer = buffer = page.items
-                self._index = 1
-                return buffer[0]
+                items: Iterator[T] = iter(page.items)
+                self._items = items
+                return next(items)
 
 
 class _Pages(_Iterator, Generic[T]):

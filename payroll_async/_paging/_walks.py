@@ -121,7 +121,7 @@ class OffsetWalk(Generic[T]):
         self._linked = linked
         self._width = listing.options.concurrency
         self._emitted = 0
-        self._walked: set[LinkKey] = set()
+        self._walked: list[URL] = []  # the pages walked, made keys only for a handover
         self._handover: LinkWalk[T] | None = None
         self._gap: tuple[int, int, int] | None = None  # a short page to complete first
         self._window: deque[tuple[int, int, tuple[Page[T], Response] | asyncio.Task[Response]]] = (
@@ -177,28 +177,34 @@ class OffsetWalk(Generic[T]):
             if size == 0:  # an empty first page
                 self.close()
                 return page
-        items = page.items[:size]
+        items = page.items if len(page.items) <= size else page.items[:size]
         if not items:
             self.close()
             return None
         links = response.links
+        link = links.text("next")
         if self._linked:
-            self._walked.add(link_key(response.url))
-            link = links.get("next")
-            if link is not None and not offset_link(
-                link, response.url, page_offset + len(page.items), self._step, size
+            self._walked.append(response.url)
+            after = page_offset + len(page.items)
+            # The text of the very request the walk makes next says so at once; anything
+            # else is compared as URLs.
+            if (
+                link is not None
+                and link != listing.page_text(after, size)
+                and not offset_link(links["next"], response.url, after, self._step, size)
             ):
                 # The links stopped matching the offsets: follow them from here.
                 quota = self._quota.after(self._emitted)
                 self.close()
-                self._handover = LinkWalk(listing, (page, response), quota, self._walked)
+                walked = {link_key(url) for url in self._walked}
+                self._handover = LinkWalk(listing, (page, response), quota, walked)
                 return await self._handover.next_page()
         self._total = trusted(page.meta.total_count, page_offset + len(items))
         self._emitted += len(items)
-        if self._linked and "next" not in links:
+        if self._linked and link is None:
             self.close()  # the server says this is the last page
             self._end = self._next_offset = 0
-        else:
+        elif self._short(page_offset, size, len(items)):
             self._gap = (page_offset, size, len(items))
         return with_items(page, items)
 
@@ -212,25 +218,30 @@ class OffsetWalk(Generic[T]):
         ):
             offset = self._next_offset
             size = self._step if end is None else min(self._step, end - offset)
-            task = listing.start(listing.url, listing.query(offset, size))
+            task = listing.start(*listing.target(offset, size))
             window.append((offset, size, task))
             self._next_offset = offset + size
+
+    def _short(self, page_offset: int, size: int, got: int) -> bool:
+        """Whether the page at ``page_offset`` holds fewer items than the listing has there."""
+        total = self._total
+        return got < (size if total is None else min(size, total - page_offset))
 
     async def _fill_gap(self) -> Page[T] | None:
         """The rest of a page that came back short, so that no item is skipped."""
         assert self._gap is not None
         page_offset, size, got = self._gap
-        total = self._total
         self._gap = None
-        if got >= (size if total is None else min(size, total - page_offset)):
+        if not self._short(page_offset, size, got):
             return None
         listing = self._listing
-        gap, _ = await listing.fetch(listing.url, listing.query(page_offset + got, size - got))
+        gap, _ = await listing.fetch(*listing.target(page_offset + got, size - got))
         items = gap.items[: size - got]
         if not items:
             return None
         self._emitted += len(items)
-        self._gap = (page_offset, size, got + len(items))
+        if self._short(page_offset, size, got + len(items)):
+            self._gap = (page_offset, size, got + len(items))
         return with_items(gap, items)
 
     def close(self) -> list[asyncio.Task[Response]]:

@@ -1,0 +1,192 @@
+"""Link headers read by one match (plain entries on the client's origin) give exactly the
+links aiohttp's own parse gives; every other header still goes to aiohttp's parse."""
+
+from __future__ import annotations
+
+import asyncio
+import string
+
+import aiohttp
+import pytest
+from aiohttp import web
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from yarl import URL
+
+from payroll_async import PayrollClient
+from payroll_async._http._wire import plain_links, read_links
+from tests import factories
+from tests.conftest import TOKEN, StartEmulator, _Aioresponses, loopback
+
+ORIGIN = "http://127.0.0.1:8080"
+PAGE = f"{ORIGIN}/v1/payroll-connections?limit=100&offset=200"
+
+_PLAIN = string.ascii_letters + string.digits + "-_~"
+_ORIGINS = [ORIGIN, "http://127.0.0.1:8081", "http://127.0.0.1:80", "https://127.0.0.1", ""]
+
+
+@st.composite
+def _entry(draw: st.DrawFn, plain: bool) -> str:
+    """One Link entry: made only of plain parts, or of parts that may be anything aiohttp
+    meets (dot segments, escapes, other origins, odd rels and separators)."""
+    if plain:
+        origin = ORIGIN
+        path = "/" + draw(st.text(alphabet=_PLAIN + "/", max_size=20))
+        query = draw(st.text(alphabet=_PLAIN + "=&.", max_size=20))
+        rel = draw(st.sampled_from(['"next"', '"self"', '"first"', '"last"', '"prev"']))
+        params = "; rel="
+    else:
+        origin = draw(st.sampled_from(_ORIGINS))
+        path = draw(
+            st.one_of(
+                st.sampled_from(["/v1/payroll-connections", "/a/./b", "/a/../b", "//x", ""]),
+                st.text(alphabet=_PLAIN + "/.%+[],:@ ", max_size=30).map("/".__add__),
+            )
+        )
+        query = draw(st.text(alphabet=_PLAIN + "=&.%+[],;/? ", max_size=30))
+        rel = draw(st.sampled_from(['"next"', "next", '"NEXT"', '"next prev"', '""', "'next'"]))
+        params = draw(st.sampled_from(["; rel=", ";rel=", "; rel = ", "; title=x; rel="]))
+    url = origin + path + (draw(st.sampled_from(["?", ""])) + query if query else "")
+    return f"<{url}>{params}{rel}"
+
+
+@st.composite
+def _headers(draw: st.DrawFn) -> str:
+    """Headers of plain entries (most of them), with now and then one entry that is not."""
+    count = draw(st.integers(1, 5))
+    odd = draw(st.one_of(st.none(), st.integers(0, count - 1)))
+    entries = [draw(_entry(plain=i != odd)) for i in range(count)]
+    separator = ", " if odd is None else draw(st.sampled_from([", ", ",", " , ", ",  "]))
+    return separator.join(entries)
+
+
+async def _both(header: str) -> tuple[dict[str, str], dict[str, URL], dict[str, str] | None]:
+    """aiohttp's links of a real response with ``header`` (rel -> text, rel -> URL, the first
+    of each rel), and the links the SDK reads from the same response."""
+    with _Aioresponses() as mocked:
+        mocked.get(PAGE, body=b"{}", headers={"Link": header})
+        async with aiohttp.ClientSession() as session, session.get(PAGE) as response:
+            urls: dict[str, URL] = {}
+            try:
+                for rel, link in response.links.items():
+                    target = link["url"]
+                    assert isinstance(target, URL)
+                    urls.setdefault(str(rel), target)
+            except ValueError:
+                urls = {}
+                theirs = None
+            else:
+                theirs = {rel: str(url) for rel, url in urls.items()}
+            links, error = read_links(response, ORIGIN)
+    ours = None if error is not None else dict(links.texts)
+    assert theirs is not None or ours is None, "a header aiohttp cannot parse is an error"
+    return theirs or {}, urls, ours
+
+
+@settings(max_examples=300, deadline=None)
+@given(header=_headers())
+def test_a_plain_header_gives_what_aiohttps_parse_gives(header: str) -> None:
+    theirs, urls, ours = asyncio.run(_both(header))
+    if ours is not None:
+        assert ours == theirs
+    plain = plain_links(header, ORIGIN)
+    event("plain" if plain is not None else "parsed by aiohttp")
+    if plain is not None:
+        assert plain == theirs
+        for rel, text in plain.items():
+            made = URL(text, encoded=True)
+            assert made == urls[rel]
+            assert str(made) == text
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        f'<{ORIGIN}/v1/payroll-connections?limit=100&offset=300>; rel="next", <{PAGE}>; rel="self"',
+        f'<{PAGE}>; rel="self", <{ORIGIN}/v1/payroll-connections?limit=100&offset=0>; rel="first",'
+        f' <{ORIGIN}/v1/payroll-connections?limit=100&offset=900>; rel="last",'
+        f' <{ORIGIN}/v1/payroll-connections?limit=100&offset=100>; rel="prev",'
+        f' <{ORIGIN}/v1/payroll-connections?limit=100&offset=300>; rel="next"',
+        f"<{ORIGIN}/v1/employer-identifiers/6f1c8f0e-4e0b-4d5e-9c39-0d3f6c1a2b3c/update-groups"
+        f'?sort=-uploadDate&limit=100&offset=300>; rel="next"',
+    ],
+)
+def test_the_services_and_the_emulators_headers_are_plain(header: str) -> None:
+    theirs, _, ours = asyncio.run(_both(header))
+    assert plain_links(header, ORIGIN) == theirs == ours
+
+
+async def test_a_walk_of_service_shaped_pages_leaves_aiohttps_link_parse_alone(
+    start_emulator: StartEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsed: list[object] = []
+    parse = aiohttp.ClientResponse.links
+
+    def counted(response: aiohttp.ClientResponse) -> object:
+        parsed.append(response.url)
+        return parse.__get__(response)
+
+    monkeypatch.setattr(aiohttp.ClientResponse, "links", property(counted))
+    emu = await start_emulator(payroll_connections=60, seed=2)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        listing = client.payroll_connections.list(page_size=7, sort="-createdAt")
+        ids = [conn.id async for conn in listing]
+    assert len(ids) == len(set(ids)) > 7
+    assert parsed == []
+
+
+# Names of their own: the path's query (a, b, tag) and extra_query (x-1) may not repeat them.
+_names = st.text(alphabet=string.ascii_letters + "_[]", max_size=8).map("p_".__add__)
+_values = st.one_of(
+    st.text(alphabet=string.printable + "é€", max_size=12),
+    st.integers(-(10**6), 10**6),
+    st.booleans(),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    params=st.dictionaries(_names, _values, max_size=3),
+    path_query=st.sampled_from(["", "?tag=t", "?a=%2F&b=c+d"]),
+    extra=st.sampled_from([{}, {"x-1": "1 2"}]),
+)
+def test_the_walks_requests_carry_the_query_aiohttp_would_build(
+    params: dict[str, object], path_query: str, extra: dict[str, str]
+) -> None:
+    """Each page's URL is made as text once per walk, the same URL aiohttp would build from
+    the parameters: the server sees the same requests."""
+    seen: list[str] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        seen.append(request.raw_path)
+        offset = int(request.query["offset"])
+        items = [factories.connection(i) for i in range(offset, min(offset + 2, 5))]
+        body = factories.envelope(items, offset=offset, limit=2, total=5)
+        return web.json_response(body)
+
+    app = web.Application()
+    app.router.add_get("/v1/things", handle)
+
+    async def run() -> str:
+        async with loopback(app) as base, PayrollClient(base, TOKEN) as client:
+            listing = client.get_api_list(
+                "/v1/things" + path_query,
+                model=dict,
+                params=params,  # type: ignore[arg-type]
+                page_size=2,
+                concurrency=1,
+                extra_query=extra,
+            )
+            assert len(await listing.collect()) == 5
+            return base
+
+    base = asyncio.run(run())
+    checked = {
+        k: ("true" if v else "false") if isinstance(v, bool) else v for k, v in params.items()
+    }
+    url = URL(base + "/v1/things" + path_query)
+    assert seen == [
+        url.extend_query({**checked, "limit": 2, "offset": offset, **extra}).raw_path_qs
+        for offset in (0, 2, 4)
+    ]
