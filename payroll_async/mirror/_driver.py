@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import datetime
 import json
+import operator
+from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Column, Dialect, Table, Text, bindparam
+from sqlalchemy import BigInteger, Boolean, Column, Dialect, Table, Text, bindparam, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -107,6 +109,18 @@ def _row_converter(
         f"lambda r: ({', '.join(parts)},)", names
     )
     return function
+
+
+_first = operator.itemgetter(0)
+
+
+def _keep(digests: array[int], values: list[int | None]) -> int:
+    """Add ``values`` less NULLs to ``digests``; how many ``values`` there were."""
+    if None in values:
+        digests.extend([value for value in values if value is not None])
+    else:
+        digests.extend(values)  # type: ignore[arg-type]
+    return len(values)
 
 
 def _compiled(statement: Any, dialect: Dialect) -> tuple[str, list[str]]:
@@ -279,6 +293,24 @@ class Statements:
             marks = ", ".join("?" * len(chunk))
             found.extend(await self._run(conn, f"{self._digests_in} ({marks})", chunk))
         return found
+
+    async def live_digests(self, conn: AsyncConnection) -> tuple[array[int], int]:
+        """``mirror_digest`` of the live rows (every scope; a row of schema 1 has none), and
+        how many live rows there are, read in parts (the digests kept: 8 bytes a row)."""
+        statement = f'SELECT "mirror_digest" FROM {self._name} WHERE "mirror_deleted_at" IS NULL'
+        digests: array[int] = array("q")
+        rows = 0
+        if self._driver is not None:  # SQLite: sqlite3's tuples, none of SQLAlchemy's rows
+            async with self._driver.execute(statement) as cursor:
+                while part := await cursor.fetchmany(10_000):
+                    rows += _keep(digests, list(map(_first, part)))
+            return digests, rows
+        result = await conn.stream(text(statement))
+        async for part in result.partitions(10_000):
+            rows += _keep(digests, list(map(_first, part)))
+        await result.close()
+        await conn.commit()
+        return digests, rows
 
     async def typed(self, conn: AsyncConnection, keys: Sequence[Any]) -> list[Sequence[Any]]:
         """The model's columns (key first), then ``mirror_deleted_at``, of ``keys``' rows."""

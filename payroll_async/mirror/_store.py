@@ -17,14 +17,15 @@ which live rows the pass did not see.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import datetime
 import logging
+import operator
 import time
 import uuid
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from itertools import compress
 from typing import Any
 
 import attrs
@@ -35,8 +36,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncTransaction
 from ._change import Change
 from ._driver import Statements
 from ._schema import RUNS, MirrorTable
-from ._seen import SeenIds
-from ._sent import Sent, digest
+from ._seen import KnownDigests, SeenIds
+from ._sent import SentPage, digests
 
 __all__ = ["COMMIT_ROWS", "COMMIT_SECONDS", "MAX_PAGES", "Change", "Counts", "Store"]
 
@@ -55,6 +56,7 @@ _BATCH = 500  # ids per statement where a set of ids is marked deleted
 
 
 _uuids = msgspec.convert  # ids' text to UUIDs, in C
+_raw = operator.itemgetter(1)
 
 
 def _plain(row: Sequence[Any]) -> tuple[Any, ...]:
@@ -115,7 +117,10 @@ class Store:
         """Whether the first pass's walks were given one id twice (other than overlaps)."""
         self._suspects: set[uuid.UUID] | None = None  # None: the first pass is running
         self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
-        self._known = array("q")  # the digests of the live rows when the run began, sorted
+        self._known = KnownDigests(array("q"))  # the live rows' digests when the run began
+        self.live_at_start = 0
+        """Live rows (every scope) when the run began."""
+        self._whole = scope is None or mirrored.scope is None  # the table's every live row
         self._open: AsyncTransaction | None = None  # the transaction not committed yet
         self._opened = 0.0
         self._pending: list[Change] = []  # its changes
@@ -124,17 +129,8 @@ class Store:
 
     async def start(self, started_at: datetime.datetime) -> None:
         await self._sql.attach(self._conn)
-        table = self._m.table
-        known = array("q")
-        result = await self._conn.stream(
-            select(table.c.mirror_digest).where(
-                table.c.mirror_deleted_at.is_(None), table.c.mirror_digest.is_not(None)
-            )
-        )
-        async for rows in result.partitions(10_000):
-            known.extend(row[0] for row in rows)
-        await self._conn.commit()
-        self._known = array("q", sorted(known))  # 8 bytes a live row
+        digests, self.live_at_start = await self._sql.live_digests(self._conn)
+        self._known = KnownDigests(digests)
         await self._conn.execute(
             insert(RUNS).values(
                 run_id=self.run_id,
@@ -150,7 +146,7 @@ class Store:
         )
         await self._conn.commit()
 
-    async def write_pages(self, pages: Sequence[Sequence[Sent]]) -> list[Change]:
+    async def write_pages(self, pages: Sequence[SentPage]) -> list[Change]:
         """Upsert some pages; the changes this call committed (to be told, in order).
 
         The pages go into the open transaction, committed once it holds the dialect's
@@ -160,12 +156,13 @@ class Store:
         written, and the change recorded with the item before (``mirror_item`` of the
         row) and after (as sent).
         """
-        sent: dict[str, Sent] = {}
+        sent: dict[str, tuple[Any, Any]] = {}  # key: (item, raw)
         items = 0
         previous = self._previous
         for page in pages:
-            keys = [one.key for one in page]
-            sent.update(zip(keys, page, strict=True))  # an overlap or a retried page repeats one
+            keys = page.ids
+            # an overlap or a retried page repeats one
+            sent.update(zip(keys, zip(page, page.raws, strict=True), strict=True))
             fresh = set(keys)
             items += len(fresh - previous)
             previous = fresh
@@ -213,38 +210,40 @@ class Store:
             with contextlib.suppress(Exception):
                 await transaction.rollback()
 
-    async def _plan(self, sent: dict[str, Sent]) -> _Plan:
+    async def _plan(self, sent: dict[str, tuple[Any, Any]]) -> _Plan:
         """Compare the items with their rows: what to write and record (reads only)."""
         sql = self._sql
         conn = self._conn
         now = datetime.datetime.now(datetime.timezone.utc)
         stamp = sql.time(now)
-        plan = _Plan(list(sent), now, stamp)
+        keys = list(sent)
+        plan = _Plan(keys, now, stamp)
         made, writes, updated = plan.made, plan.writes, plan.updated
         # An item whose digest a live row had when the run began is unchanged (the digest
-        # covers the item's bytes, its id included): no row is read for it.
-        known, last = self._known, len(self._known)
-        maybe: list[tuple[str, Sent, int]] = []
-        find = bisect.bisect_left
-        for key, one in sent.items():
-            hashed = digest(one.raw)
-            at = find(known, hashed)
-            if at == last or known[at] != hashed:
-                maybe.append((key, one, hashed))
-        if not maybe:
-            return plan
+        # covers the item's bytes, its id included): no row is read for it. A batch at a
+        # time: each step a ``map`` in C, no Python code an item.
+        pairs = list(sent.values())
+        raws = list(map(_raw, pairs))
+        hashes = digests(raws)
+        known = self._known
+        fresh: Iterable[int] = range(len(keys))
+        if known:
+            same = known.found(hashes)
+            if all(same):
+                return plan
+            fresh = compress(fresh, map(operator.not_, same))
+        maybe = [(keys[at], pairs[at][0], raws[at], hashes[at]) for at in fresh]
         stored = {str(k): (d, gone) for k, d, gone in await sql.stored(conn, [m[0] for m in maybe])}
         legacy: dict[str, tuple[Any, ...]] = {}  # rows of schema 1: no digest kept
         to_row, row_of = self.to_row, sql.row
-        for key, one, hashed in maybe:
-            raw = one.raw
+        for key, item, raw, hashed in maybe:
             old = stored.get(key)
             if old is not None and old[1] is None and old[0] == hashed:
                 continue  # unchanged: nothing written
             try:
-                row = row_of(to_row(one.item))
+                row = row_of(to_row(item))
             except (OverflowError, ValueError, TypeError):
-                row = self._careful(key, to_row(one.item))
+                row = self._careful(key, to_row(item))
             text = bytes(raw).decode()
             writes.append((*row, stamp, stamp, None, text, hashed))
             if old is None or old[1] is not None:
@@ -260,7 +259,7 @@ class Store:
                 key = str(found[0])
                 if _plain(found[:-1]) != _plain(legacy[key]):
                     updated.append(key)
-                    made.append((key, "updated", None, bytes(sent[key].raw).decode()))
+                    made.append((key, "updated", None, bytes(sent[key][1]).decode()))
                 # else: only mirror_item and its digest are new (written, not a change)
         if updated:
             before = await sql.items(conn, updated)
@@ -339,7 +338,12 @@ class Store:
         conn = self._conn
         await self.commit()  # nothing to tell: the run committed (and told) after the pass
         async with conn.begin():
-            live = (await conn.execute(select(func.count()).where(self._live))).scalar() or 0
+            if self._whole:
+                # This run alone writes the table (the run lock), and only its inserts
+                # (new rows, or rows back from deleted) made live rows since it began.
+                live = self.live_at_start + self.counts.inserted
+            else:
+                live = (await conn.execute(select(func.count()).where(self._live))).scalar() or 0
             # Every item seen was written live, so equal counts mean every live row was seen.
             if live != self.items:
                 result = await conn.stream(select(self._key).where(self._live))
