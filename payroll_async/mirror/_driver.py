@@ -16,14 +16,25 @@ import json
 import operator
 from array import array
 from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Column, Dialect, Table, Text, bindparam, text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Dialect,
+    Table,
+    Text,
+    bindparam,
+    text,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._json import loads
-from ._schema import BOOKKEEPING, CHANGES, ItemId, UTCDateTime
+from ._schema import BOOKKEEPING, CHANGES, RUNS, ItemId, UTCDateTime
 
 __all__ = ["Statements", "id_text"]
 
@@ -96,6 +107,47 @@ def _converter(column: Column[Any], dialect: str) -> Convert:
     return _same
 
 
+def _id_texts(values: Sequence[Any]) -> list[Any]:
+    """``id_text`` of each value: the ids' text lower-cased at once when all are text."""
+    try:
+        joined = "\n".join(values)
+    except TypeError:  # UUIDs (an item through the models)
+        return list(map(id_text, values))
+    lowered = joined.lower().split("\n")
+    return lowered if len(lowered) == len(values) else list(map(id_text, values))
+
+
+def _sqlite_times(values: Sequence[Any]) -> list[str | None]:
+    return [
+        value.isoformat(" ", "microseconds")[:26]
+        if type(value) is datetime.datetime and value.tzinfo is _UTC
+        else _sqlite_time(value)
+        for value in values
+    ]
+
+
+def _pg_texts(values: Sequence[Any]) -> list[Any]:
+    try:
+        clean = "\x00" not in "".join(filter(None, values))
+    except TypeError:
+        clean = False
+    return list(values) if clean else list(map(_pg_text, values))
+
+
+_COLUMN_CONVERTERS: dict[Convert, Callable[[Sequence[Any]], list[Any]]] = {
+    _same: list,
+    id_text: _id_texts,
+    _sqlite_time: _sqlite_times,
+    _pg_text: _pg_texts,
+}
+
+
+def _column_converter(convert: Convert) -> Callable[[Sequence[Any]], list[Any]]:
+    """``convert`` over a column's values (a batch's), each value as ``convert`` gives it."""
+    found = _COLUMN_CONVERTERS.get(convert)
+    return found if found is not None else lambda values: list(map(convert, values))
+
+
 def _row_converter(
     columns: Sequence[Column[Any]], dialect: str
 ) -> Callable[[Any], tuple[Any, ...]]:
@@ -144,6 +196,7 @@ class Statements:
         OverflowError for a value the database cannot hold (see ``careful_row``)."""
         self._names = tuple(fields)
         self._converters = [_converter(c, self.dialect) for c in columns]
+        self._columns = [_column_converter(c) for c in self._converters]
         self.time = _converter(table.c.mirror_first_seen_at, self.dialect)
         self.uuid = _converter(table.c[key], self.dialect)
         make: Any = postgresql.insert if pg else sqlite.insert
@@ -165,6 +218,15 @@ class Statements:
             raise AssertionError(f"unexpected column order of mirror_changes: {order}")
         self.change = self.change.partition(" RETURNING ")[0]  # change_id is never read
         self.change_row = _row_converter([CHANGES.c[n] for n in names], self.dialect)
+        counted = ("items", "inserted", "updated", "deleted")
+        self._progress, order = _compiled(
+            update(RUNS)
+            .where(RUNS.c.run_id == bindparam("run"))
+            .values({name: bindparam(name) for name in counted}),
+            dialect,
+        )
+        if order != [*counted, "run"]:
+            raise AssertionError(f"unexpected parameters of the progress: {order}")
         quoted = dialect.identifier_preparer.quote
         self._name, self._key = quoted(table.name), quoted(key)
         self._digests = self._select(key, "mirror_digest", "mirror_deleted_at")
@@ -177,6 +239,16 @@ class Statements:
         self._items = self._select(key, "mirror_item").replace(
             '"mirror_item" FROM', '"mirror_item"::text FROM'
         )
+
+    def columns(self, values: Sequence[Sequence[Any]]) -> list[list[Any]]:
+        """The model's values of some items (each key first) as the driver sends them,
+        column by column (see ``row``; raises as it does)."""
+        if not values:
+            return [[] for _ in self._columns]
+        return [
+            convert(column)
+            for convert, column in zip(self._columns, zip(*values, strict=True), strict=True)
+        ]
 
     def careful_row(self, values: Sequence[Any]) -> tuple[tuple[Any, ...], list[str]]:
         """As ``row``, a value the database cannot hold made NULL: the row, and the names
@@ -223,22 +295,34 @@ class Statements:
     async def insert(
         self, conn: AsyncConnection, statement: str, rows: list[tuple[Any, ...]]
     ) -> None:
-        """Run a one-row INSERT for every row: in SQLite as multi-row INSERTs (each
-        statement one step of the database, so its thread gives up the GIL less often);
-        asyncpg sends an executemany as one pipeline already."""
-        if len(rows) == 1 and self._driver is None:
-            await conn.exec_driver_sql(statement, rows)
+        """Run a one-row INSERT for every row (see ``insert_columns``)."""
+        if rows:
+            await self.insert_columns(conn, statement, [list(c) for c in zip(*rows, strict=True)])
+
+    async def insert_columns(
+        self, conn: AsyncConnection, statement: str, columns: list[list[Any]]
+    ) -> None:
+        """Run a one-row INSERT for every row of ``columns`` (each a list of one column's
+        values): in PostgreSQL one statement with every column as an array; in SQLite as
+        multi-row INSERTs (each statement one step of the database, so its thread gives
+        up the GIL less often)."""
+        count = len(columns[0])
+        if not count:
             return
         if self.dialect == "postgresql":
             arrays = self._arrays(statement)
-            if arrays is None:  # a list column: rows one by one (webhooks, a few)
-                await conn.exec_driver_sql(statement, rows)
-            else:  # one statement: every column as an array
-                await conn.exec_driver_sql(arrays, tuple(list(c) for c in zip(*rows, strict=True)))
+            if arrays is not None and count > 1:  # one statement: every column an array
+                await conn.exec_driver_sql(arrays, tuple(columns))
+            else:  # a list column: rows one by one (webhooks, a few)
+                await conn.exec_driver_sql(statement, list(zip(*columns, strict=True)))
             return
-        for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+        rows = list(zip(*columns, strict=True))
+        if count == 1 and self._driver is None:
+            await conn.exec_driver_sql(statement, rows)
+            return
+        for start in range(0, count, _ROWS_PER_STATEMENT):
             chunk = rows[start : start + _ROWS_PER_STATEMENT]
-            params = [value for row in chunk for value in row]
+            params = list(chain.from_iterable(chunk))
             await self._run(conn, self._many(statement, len(chunk)), params)
 
     def _arrays(self, statement: str) -> str | None:
@@ -292,6 +376,23 @@ class Statements:
             chunk = list(keys[start : start + 1000])
             marks = ", ".join("?" * len(chunk))
             found.extend(await self._run(conn, f"{self._digests_in} ({marks})", chunk))
+        return found
+
+    async def progress(self, conn: AsyncConnection, run: Any, counts: Sequence[int]) -> None:
+        """Set a run's counts (items, inserted, updated, deleted) in ``mirror_runs``."""
+        params = (*counts, self.uuid(run))
+        if self._driver is not None:
+            await self._driver.execute(self._progress, params)
+        else:
+            await conn.exec_driver_sql(self._progress, params)
+
+    async def any_rows(self, conn: AsyncConnection) -> bool:
+        """Whether the table holds any row (deleted or not)."""
+        statement = f"SELECT 1 FROM {self._name} LIMIT 1"
+        if self._driver is not None:
+            return bool(await self._driver.execute_fetchall(statement))
+        found = bool((await conn.exec_driver_sql(statement)).first())
+        await conn.commit()
         return found
 
     async def live_digests(self, conn: AsyncConnection) -> tuple[array[int], int]:

@@ -23,9 +23,7 @@ import logging
 import operator
 import time
 import uuid
-from array import array
-from collections.abc import Callable, Iterable, Sequence
-from itertools import compress
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -35,9 +33,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncTransaction
 
 from ._change import Change
 from ._driver import Statements
+from ._plan import Plan, Planner
 from ._schema import RUNS, MirrorTable
 from ._seen import KnownDigests, SeenIds
-from ._sent import SentPage, digests
+from ._sent import SentPage
 
 __all__ = ["COMMIT_ROWS", "COMMIT_SECONDS", "MAX_PAGES", "Change", "Counts", "Store"]
 
@@ -57,23 +56,6 @@ _BATCH = 500  # ids per statement where a set of ids is marked deleted
 
 _uuids = msgspec.convert  # ids' text to UUIDs, in C
 _raw = operator.itemgetter(1)
-
-
-def _plain(row: Sequence[Any]) -> tuple[Any, ...]:
-    """A row with its ids as text (a driver gives UUIDs, an item sent text)."""
-    return tuple(str(v) if isinstance(v, uuid.UUID) else v for v in row)
-
-
-@attrs.define
-class _Plan:
-    """What one write does: the rows to upsert and the changes to record."""
-
-    keys: list[str]
-    now: datetime.datetime
-    stamp: Any
-    writes: list[tuple[Any, ...]] = attrs.Factory(list)
-    made: list[tuple[str, str, Any, str]] = attrs.Factory(list)  # key, change, before, after
-    updated: list[str] = attrs.Factory(list)
 
 
 @attrs.define
@@ -117,7 +99,7 @@ class Store:
         """Whether the first pass's walks were given one id twice (other than overlaps)."""
         self._suspects: set[uuid.UUID] | None = None  # None: the first pass is running
         self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
-        self._known = KnownDigests(array("q"))  # the live rows' digests when the run began
+        self._planner = Planner(self._sql, collection)
         self.live_at_start = 0
         """Live rows (every scope) when the run began."""
         self._whole = scope is None or mirrored.scope is None  # the table's every live row
@@ -130,7 +112,9 @@ class Store:
     async def start(self, started_at: datetime.datetime) -> None:
         await self._sql.attach(self._conn)
         digests, self.live_at_start = await self._sql.live_digests(self._conn)
-        self._known = KnownDigests(digests)
+        self._planner.known = KnownDigests(digests)
+        if not self.live_at_start and not await self._sql.any_rows(self._conn):
+            self._planner.table_was_empty()
         await self._conn.execute(
             insert(RUNS).values(
                 run_id=self.run_id,
@@ -169,12 +153,12 @@ class Store:
         self._previous = previous
         if not sent:
             return []
-        plan: _Plan | None = None
+        plan: Plan | None = None
         if self._open is None and self._sql.direct:
             # SQLite: this run alone writes the table (the run lock), so its rows are read
             # before the write lock is taken, and a batch with nothing to write takes none.
-            plan = await self._plan(sent)
-            if not plan.writes and not plan.made:
+            plan = await self._planner.plan(self._conn, sent, self.to_row)
+            if plan.columns is None and not plan.made:
                 self._done(plan, items)
                 return []
         if self._open is None:
@@ -182,7 +166,7 @@ class Store:
             self._opened = time.monotonic()
         try:
             if plan is None:
-                plan = await self._plan(sent)
+                plan = await self._planner.plan(self._conn, sent, self.to_row)
             self._pending.extend(await self._apply(plan, items))
         except BaseException:
             await self._rollback()
@@ -210,76 +194,25 @@ class Store:
             with contextlib.suppress(Exception):
                 await transaction.rollback()
 
-    async def _plan(self, sent: dict[str, tuple[Any, Any]]) -> _Plan:
-        """Compare the items with their rows: what to write and record (reads only)."""
-        sql = self._sql
-        conn = self._conn
-        now = datetime.datetime.now(datetime.timezone.utc)
-        stamp = sql.time(now)
-        keys = list(sent)
-        plan = _Plan(keys, now, stamp)
-        made, writes, updated = plan.made, plan.writes, plan.updated
-        # An item whose digest a live row had when the run began is unchanged (the digest
-        # covers the item's bytes, its id included): no row is read for it. A batch at a
-        # time: each step a ``map`` in C, no Python code an item.
-        pairs = list(sent.values())
-        raws = list(map(_raw, pairs))
-        hashes = digests(raws)
-        known = self._known
-        fresh: Iterable[int] = range(len(keys))
-        if known:
-            same = known.found(hashes)
-            if all(same):
-                return plan
-            fresh = compress(fresh, map(operator.not_, same))
-        maybe = [(keys[at], pairs[at][0], raws[at], hashes[at]) for at in fresh]
-        stored = {str(k): (d, gone) for k, d, gone in await sql.stored(conn, [m[0] for m in maybe])}
-        legacy: dict[str, tuple[Any, ...]] = {}  # rows of schema 1: no digest kept
-        to_row, row_of = self.to_row, sql.row
-        for key, item, raw, hashed in maybe:
-            old = stored.get(key)
-            if old is not None and old[1] is None and old[0] == hashed:
-                continue  # unchanged: nothing written
-            try:
-                row = row_of(to_row(item))
-            except (OverflowError, ValueError, TypeError):
-                row = self._careful(key, to_row(item))
-            text = bytes(raw).decode()
-            writes.append((*row, stamp, stamp, None, text, hashed))
-            if old is None or old[1] is not None:
-                # new, or back after it was marked deleted: inserted again
-                made.append((key, "inserted", None, text))
-            elif old[0] is None:
-                legacy[key] = row
-            else:
-                updated.append(key)
-                made.append((key, "updated", None, text))
-        if legacy:
-            for found in await sql.typed(conn, list(legacy)):
-                key = str(found[0])
-                if _plain(found[:-1]) != _plain(legacy[key]):
-                    updated.append(key)
-                    made.append((key, "updated", None, bytes(sent[key][1]).decode()))
-                # else: only mirror_item and its digest are new (written, not a change)
-        if updated:
-            before = await sql.items(conn, updated)
-            plan.made = [(k, c, before.get(k) if c == "updated" else b, a) for k, c, b, a in made]
-        return plan
-
-    async def _apply(self, plan: _Plan, items: int) -> list[Change]:
+    async def _apply(self, plan: Plan, items: int) -> list[Change]:
         """Write a plan in the open transaction; its changes."""
         sql, conn = self._sql, self._conn
-        if plan.writes:
-            await sql.insert(conn, sql.upsert, plan.writes)
+        if plan.columns is not None:
+            await sql.insert_columns(conn, sql.upsert, plan.columns)
         if plan.made:
+            count = len(plan.made)
+            keys, kinds, before, after = (list(c) for c in zip(*plan.made, strict=True))
             run, name, stamp = sql.uuid(self.run_id), self._collection, plan.stamp
-            await sql.insert(
+            await sql.insert_columns(
                 conn,
                 sql.change,
-                [(run, name, key, kind, stamp, b, a) for key, kind, b, a in plan.made],
+                [[run] * count, [name] * count, keys, kinds, [stamp] * count, before, after],
             )
         self._done(plan, items)
-        await self._progress(now=None)
+        counts = self.counts
+        await sql.progress(
+            conn, self.run_id, (self.items, counts.inserted, counts.updated, counts.deleted)
+        )
         if not self.keep_changes:
             return []
         return [
@@ -287,24 +220,12 @@ class Store:
             for k, kind, b, a in plan.made
         ]
 
-    def _done(self, plan: _Plan, items: int) -> None:
+    def _done(self, plan: Plan, items: int) -> None:
         self.counts.updated += len(plan.updated)
         self.counts.inserted += len(plan.made) - len(plan.updated)
         self.items += items
         if self._suspects is not None:  # the first pass's walks add to ``seen`` themselves
             self._suspects.difference_update(_uuids(plan.keys, list[uuid.UUID]))
-
-    def _careful(self, key: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
-        """The row of an item with a value its column cannot hold: that column NULL."""
-        row, empty = self._sql.careful_row(values)
-        logger.warning(
-            "mirror %s: item %s stored with %s NULL (a value the database cannot hold; "
-            "mirror_item keeps it as sent)",
-            self._collection,
-            key,
-            ", ".join(empty),
-        )
-        return row
 
     async def _progress(self, now: datetime.datetime | None, complete: bool = False) -> None:
         await self._conn.execute(
