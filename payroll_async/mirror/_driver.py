@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any
 
+import msgspec
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -164,6 +165,7 @@ def _row_converter(
 
 
 _first = operator.itemgetter(0)
+_encode = msgspec.json.encode
 
 
 def _keep(digests: array[int], values: list[int | None]) -> int:
@@ -303,16 +305,19 @@ class Statements:
         self, conn: AsyncConnection, statement: str, columns: list[list[Any]]
     ) -> None:
         """Run a one-row INSERT for every row of ``columns`` (each a list of one column's
-        values): in PostgreSQL one statement with every column as an array; in SQLite as
+        values): in PostgreSQL one statement with the rows as one JSON parameter; in SQLite as
         multi-row INSERTs (each statement one step of the database, so its thread gives
         up the GIL less often)."""
         count = len(columns[0])
         if not count:
             return
         if self.dialect == "postgresql":
-            arrays = self._arrays(statement)
-            if arrays is not None and count > 1:  # one statement: every column an array
-                await conn.exec_driver_sql(arrays, tuple(columns))
+            rows_of_json = self._rows_of_json(statement)
+            if rows_of_json is not None and count > 1:
+                # One statement, its rows one parameter: JSON text that msgspec writes in C
+                # (arrays would cost asyncpg's encoder several type checks a value).
+                document = _encode(list(zip(*columns, strict=True))).decode()
+                await conn.exec_driver_sql(rows_of_json, (document,))
             else:  # a list column: rows one by one (webhooks, a few)
                 await conn.exec_driver_sql(statement, list(zip(*columns, strict=True)))
             return
@@ -325,19 +330,22 @@ class Statements:
             params = list(chain.from_iterable(chunk))
             await self._run(conn, self._many(statement, len(chunk)), params)
 
-    def _arrays(self, statement: str) -> str | None:
-        """PostgreSQL: the one-row INSERT as ``INSERT ... SELECT * FROM unnest(arrays)``."""
+    def _rows_of_json(self, statement: str) -> str | None:
+        """PostgreSQL: the one-row INSERT as ``INSERT ... SELECT ... FROM
+        jsonb_array_elements($1)``, the rows in one JSON text (each row an array), each
+        value cast to its column's type; None for a statement with a list column."""
         key = (statement, -1)
         if key not in self._multi:
             head, sep, rest = statement.partition(" VALUES (")
             group, close, tail = rest.partition(")")
-            params = group.split(", ")
-            casts = [p.partition("::") for p in params]
+            casts = [p.partition("::") for p in group.split(", ")]
             if not sep or not close or any(not c[1] or c[2].endswith("[]") for c in casts):
                 self._multi[key] = ""
             else:
-                arrays = ", ".join(f"{name}::{kind}[]" for name, _, kind in casts)
-                self._multi[key] = f"{head} SELECT * FROM unnest({arrays}){tail}"
+                values = ", ".join(f"(r->>{at})::{c[2]}" for at, c in enumerate(casts))
+                self._multi[key] = (
+                    f"{head} SELECT {values} FROM jsonb_array_elements($1::text::jsonb) AS r{tail}"
+                )
         return self._multi[key] or None
 
     def _many(self, statement: str, count: int) -> str:

@@ -13,7 +13,7 @@ import logging
 import operator
 import uuid
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from itertools import compress, repeat
 from typing import Any
@@ -64,6 +64,7 @@ class Planner:
         self.known = KnownDigests(array("q"))
         """The digests of the live rows when the run began."""
         self._written: bytearray | None = None
+        self._recent: dict[str, int] = {}  # the last write's rows: key, digest
 
     def table_was_empty(self) -> None:
         """The table had no row at all when the run began: an id is looked up only if
@@ -76,8 +77,11 @@ class Planner:
         conn: AsyncConnection,
         sent: dict[str, tuple[Any, Any]],
         to_row: Callable[[Any], tuple[Any, ...]],
+        settle: Callable[[], Awaitable[None]],
     ) -> Plan:
-        """Compare the items (key: (fields, bytes)) with their rows: what to write."""
+        """Compare the items (key: (fields, bytes)) with their rows: what to write.
+        ``settle`` is awaited before the connection is used (the last write's statements
+        may still be running on it)."""
         sql = self._sql
         now = datetime.datetime.now(datetime.timezone.utc)
         stamp = sql.time(now)
@@ -95,7 +99,7 @@ class Planner:
             other = list(map(operator.not_, same))
             keys, pairs = list(compress(keys, other)), list(compress(pairs, other))
             raws, hashes = list(compress(raws, other)), list(compress(hashes, other))
-        stored = await self._stored(conn, keys)
+        stored = await self._stored(conn, keys, settle)
         if stored:
             olds = list(map(stored.get, keys))
             write = [
@@ -113,8 +117,10 @@ class Planner:
         count = len(keys)
         plan.columns = [*columns, [stamp] * count, [stamp] * count, [None] * count, texts, hashes]
         if not stored:  # every one new
+            self._recent = dict(zip(keys, hashes, strict=True))
             plan.made = list(zip(keys, repeat("inserted"), repeat(None), texts))
             return plan
+        self._recent = dict(zip(keys, hashes, strict=True))
         await self._changes(conn, plan, keys, olds, texts, columns)
         return plan
 
@@ -155,7 +161,9 @@ class Planner:
             made = [(k, c, before.get(k) if c == "updated" else b, a) for k, c, b, a in made]
         plan.made = made
 
-    async def _stored(self, conn: AsyncConnection, keys: list[str]) -> dict[str, Any]:
+    async def _stored(
+        self, conn: AsyncConnection, keys: list[str], settle: Callable[[], Awaitable[None]]
+    ) -> dict[str, Any]:
         """(``mirror_digest``, ``mirror_deleted_at``) of the rows of ``keys``, by key."""
         written = self._written
         asked = keys
@@ -165,9 +173,18 @@ class Planner:
             # written from here on (if the write fails, a slot taken costs a look-up only)
             collections.deque(map(written.__setitem__, slots, repeat(1)), maxlen=0)
             asked = list(compress(keys, taken)) if any(taken) else []
+        found: dict[str, Any] = {}
+        recent = self._recent
+        if asked and recent:
+            # The last write's rows, as it wrote them (the item that ends a write begins the
+            # next): no look-up, so no wait for that write's statements.
+            found = {key: (recent[key], None) for key in asked if key in recent}
+            asked = [key for key in asked if key not in found]
         if not asked:
-            return {}
-        return {str(k): (d, gone) for k, d, gone in await self._sql.stored(conn, asked)}
+            return found
+        await settle()
+        found.update((str(k), (d, gone)) for k, d, gone in await self._sql.stored(conn, asked))
+        return found
 
     def _columns(self, keys: list[str], values: list[tuple[Any, ...]]) -> list[list[Any]]:
         """The model's columns of ``values`` in stored form; a value its column cannot

@@ -17,6 +17,7 @@ which live rows the pass did not see.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import logging
@@ -104,6 +105,7 @@ class Store:
         """Live rows (every scope) when the run began."""
         self._whole = scope is None or mirrored.scope is None  # the table's every live row
         self._open: AsyncTransaction | None = None  # the transaction not committed yet
+        self._inflight: asyncio.Future[None] | None = None  # the last write's statements
         self._opened = 0.0
         self._pending: list[Change] = []  # its changes
         self._pending_rows = 0
@@ -154,20 +156,28 @@ class Store:
         if not sent:
             return []
         plan: Plan | None = None
+        settle = self._settle
         if self._open is None and self._sql.direct:
             # SQLite: this run alone writes the table (the run lock), so its rows are read
             # before the write lock is taken, and a batch with nothing to write takes none.
-            plan = await self._planner.plan(self._conn, sent, self.to_row)
+            plan = await self._planner.plan(self._conn, sent, self.to_row, settle)
             if plan.columns is None and not plan.made:
                 self._done(plan, items)
                 return []
-        if self._open is None:
-            self._open = await self._conn.begin()
-            self._opened = time.monotonic()
         try:
             if plan is None:
-                plan = await self._planner.plan(self._conn, sent, self.to_row)
-            self._pending.extend(await self._apply(plan, items))
+                if self._open is None:  # nothing in flight: it belongs to a transaction
+                    await self._begin()
+                plan = await self._planner.plan(self._conn, sent, self.to_row, settle)
+            await settle()
+            if self._open is None:
+                await self._begin()
+            self._done(plan, items)
+            # The statements run while the walk goes on and the next write is planned: the
+            # next use of the connection (a write, a look-up, the commit) waits for them.
+            self._inflight = asyncio.ensure_future(self._apply(plan))
+            if self.keep_changes:
+                self._pending.extend(self._changes(plan))
         except BaseException:
             await self._rollback()
             raise
@@ -179,8 +189,23 @@ class Store:
             return await self.commit()
         return []
 
+    async def _begin(self) -> None:
+        self._open = await self._conn.begin()
+        self._opened = time.monotonic()
+
+    async def _settle(self) -> None:
+        """Wait for the statements of the last write (their failure is raised here)."""
+        inflight, self._inflight = self._inflight, None
+        if inflight is not None:
+            await inflight
+
     async def commit(self) -> list[Change]:
         """Commit the pages written since the last commit; their changes (to be told)."""
+        try:
+            await self._settle()
+        except BaseException:
+            await self._rollback()
+            raise
         if self._open is not None:
             transaction, self._open = self._open, None
             await transaction.commit()
@@ -188,15 +213,22 @@ class Store:
         return changes
 
     async def _rollback(self) -> None:
+        inflight, self._inflight = self._inflight, None
+        if inflight is not None:
+            inflight.cancel()
+            with contextlib.suppress(BaseException):
+                await inflight  # nothing else may use the connection meanwhile
         transaction, self._open = self._open, None
         self._pending, self._pending_rows = [], 0
         if transaction is not None and transaction.is_active:
             with contextlib.suppress(Exception):
                 await transaction.rollback()
 
-    async def _apply(self, plan: Plan, items: int) -> list[Change]:
-        """Write a plan in the open transaction; its changes."""
+    async def _apply(self, plan: Plan) -> None:
+        """Write a plan in the open transaction, and the run's counts as they are now."""
         sql, conn = self._sql, self._conn
+        counts = self.counts
+        progress = (self.items, counts.inserted, counts.updated, counts.deleted)
         if plan.columns is not None:
             await sql.insert_columns(conn, sql.upsert, plan.columns)
         if plan.made:
@@ -208,13 +240,9 @@ class Store:
                 sql.change,
                 [[run] * count, [name] * count, keys, kinds, [stamp] * count, before, after],
             )
-        self._done(plan, items)
-        counts = self.counts
-        await sql.progress(
-            conn, self.run_id, (self.items, counts.inserted, counts.updated, counts.deleted)
-        )
-        if not self.keep_changes:
-            return []
+        await sql.progress(conn, self.run_id, progress)
+
+    def _changes(self, plan: Plan) -> list[Change]:
         return [
             Change(self.run_id, self._collection, uuid.UUID(k), kind, plan.now, b, a)
             for k, kind, b, a in plan.made
