@@ -119,6 +119,21 @@ def _id_texts(values: Sequence[Any]) -> list[Any]:
 
 
 def _sqlite_times(values: Sequence[Any]) -> list[str | None]:
+    """``_sqlite_time`` of each value; for UTC timestamps, from msgspec's RFC 3339 text of
+    the whole column (``YYYY-MM-DDTHH:MM:SS[.ffffff]Z`` each, written in C)."""
+    count = len(values)
+    try:
+        document = _encode(values).decode() if count else ""
+    except (TypeError, msgspec.EncodeError):
+        document = ""
+    if document.count('Z"') == count:
+        parts = document[2:-2].replace("Z", "").replace("T", " ").split('","')
+        lengths = set(map(len, parts))
+        if len(parts) == count and lengths == {19}:  # whole seconds, all of them
+            whole: list[str | None] = [*f"{'.000000|'.join(parts)}.000000".split("|")]
+            return whole
+        if len(parts) == count and lengths <= {19, 26}:
+            return [part if len(part) == 26 else f"{part}.000000" for part in parts]
     return [
         value.isoformat(" ", "microseconds")[:26]
         if type(value) is datetime.datetime and value.tzinfo is _UTC

@@ -108,6 +108,9 @@ class Store:
         self._inflight: asyncio.Future[None] | None = None  # the last write's statements
         self._opened = 0.0
         self._pending: list[Change] = []  # its changes
+        self._committing: list[Change] = []  # the changes of a commit in flight
+        self._committed: list[Change] = []  # those of a commit done, not yet handed out
+        self._commit_in_flight = False
         self._pending_rows = 0
         self._commit_rows = COMMIT_ROWS.get(connection.dialect.name, 1)
 
@@ -163,10 +166,11 @@ class Store:
             plan = await self._planner.plan(self._conn, sent, self.to_row, settle)
             if plan.columns is None and not plan.made:
                 self._done(plan, items)
-                return []
+                committed, self._committed = self._committed, []
+                return committed
         try:
             if plan is None:
-                if self._open is None:  # nothing in flight: it belongs to a transaction
+                if self._open is None:
                     await self._begin()
                 plan = await self._planner.plan(self._conn, sent, self.to_row, settle)
             await settle()
@@ -186,10 +190,25 @@ class Store:
             self._pending_rows >= self._commit_rows
             or time.monotonic() - self._opened >= COMMIT_SECONDS
         ):
-            return await self.commit()
-        return []
+            # The commit (which waits for the disk) runs while the next write is planned;
+            # its changes are handed out once it is done (by a later call, or ``commit``).
+            transaction, self._open = self._open, None
+            assert transaction is not None
+            self._committing, self._pending, self._pending_rows = self._pending, [], 0
+            self._inflight = asyncio.ensure_future(self._commit(self._inflight, transaction))
+            self._commit_in_flight = True
+        committed, self._committed = self._committed, []
+        return committed
+
+    async def _commit(
+        self, statements: asyncio.Future[None] | None, transaction: AsyncTransaction
+    ) -> None:
+        if statements is not None:
+            await statements
+        await transaction.commit()
 
     async def _begin(self) -> None:
+        await self._settle()  # a commit in flight
         self._open = await self._conn.begin()
         self._opened = time.monotonic()
 
@@ -198,6 +217,9 @@ class Store:
         inflight, self._inflight = self._inflight, None
         if inflight is not None:
             await inflight
+        if self._commit_in_flight:  # done: its changes may be told
+            self._committed.extend(self._committing)
+            self._committing, self._commit_in_flight = [], False
 
     async def commit(self) -> list[Change]:
         """Commit the pages written since the last commit; their changes (to be told)."""
@@ -210,16 +232,22 @@ class Store:
             transaction, self._open = self._open, None
             await transaction.commit()
         changes, self._pending, self._pending_rows = self._pending, [], 0
-        return changes
+        committed, self._committed = self._committed, []
+        return committed + changes
 
     async def _rollback(self) -> None:
         inflight, self._inflight = self._inflight, None
         if inflight is not None:
-            inflight.cancel()
+            # Statements are stopped; a commit is waited for (nothing else may use the
+            # connection meanwhile), and if it went through its changes are still told.
+            if not self._commit_in_flight:
+                inflight.cancel()
             with contextlib.suppress(BaseException):
-                await inflight  # nothing else may use the connection meanwhile
+                await inflight
+                self._committed.extend(self._committing)
         transaction, self._open = self._open, None
         self._pending, self._pending_rows = [], 0
+        self._committing, self._commit_in_flight = [], False
         if transaction is not None and transaction.is_active:
             with contextlib.suppress(Exception):
                 await transaction.rollback()
