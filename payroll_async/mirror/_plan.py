@@ -155,10 +155,18 @@ class Planner:
         made = list(zip(keys, kinds, repeat(None), texts, strict=False))
         if legacy:
             made = [one for one in made if one[1]]
-        plan.updated = [key for key, kind, _, _ in made if kind == "updated"]
-        if plan.updated:
-            before = await sql.items(conn, plan.updated)
-            made = [(k, c, before.get(k) if c == "updated" else b, a) for k, c, b, a in made]
+        updated = [key for key, kind, _, _ in made if kind == "updated"]
+        if updated:
+            before = await sql.items(conn, updated)
+            # The very bytes kept (a digest of another kind, from an earlier build): the
+            # digest is written again, the item did not change.
+            made = [
+                (k, c, before.get(k) if c == "updated" else b, a)
+                for k, c, b, a in made
+                if c != "updated" or before.get(k) != a
+            ]
+            updated = [key for key, kind, _, _ in made if kind == "updated"]
+        plan.updated = updated
         plan.made = made
 
     async def _stored(
