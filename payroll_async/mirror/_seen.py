@@ -2,8 +2,9 @@
 
 Each id is kept whole, as two unsigned 64-bit halves in ``array("Q")`` pairs, spread over
 256 buckets by a byte of both halves together (so that ids sharing their first or their
-last 64 bits still spread). ``freeze()`` sorts each bucket on its own, so that a million
-ids never become a million Python ints at once; a lookup is then a binary search or two.
+last 64 bits still spread). ``freeze()`` counts the distinct ids bucket by bucket, and the
+first lookup sorts each bucket on its own, so that a million ids never become a million
+Python ints at once; a lookup is then a binary search or two.
 Measured with ``tracemalloc`` at 1,000,000 ids (random, or sequential in the low half):
 16.5 MB held while adding, 16.2 MB once frozen, 17.7 MB at the peak of the freeze.
 Exact: two ids are the same entry only when all their 128 bits are equal, so no collision
@@ -70,7 +71,7 @@ class SeenIds:
     """An exact set of ids (``uuid.UUID``, their ``8-4-4-4-12`` text, or ints taken modulo
     2**128): add, freeze, look up."""
 
-    __slots__ = ("_high", "_low", "added", "frozen")
+    __slots__ = ("_distinct", "_high", "_low", "_sorted", "added", "frozen")
 
     def __init__(self) -> None:
         self._high = [array("Q") for _ in range(_BUCKETS)]
@@ -78,6 +79,8 @@ class SeenIds:
         self.added = 0
         """How many ids were added, repeats included."""
         self.frozen = False
+        self._sorted = False
+        self._distinct = 0
 
     def add(self, ids: Iterable[uuid.UUID | int | str]) -> None:
         """Add ``ids`` (before ``freeze()``)."""
@@ -97,26 +100,37 @@ class SeenIds:
         self.added += len(values)
 
     def freeze(self) -> None:
-        """Sort each bucket and drop repeats; lookups work from now on."""
+        """Count the distinct ids (bucket by bucket); lookups work from now on."""
         if self.frozen:
             return
+        self._distinct = sum(
+            len(set(zip(highs, lows, strict=True)))
+            for highs, lows in zip(self._high, self._low, strict=True)
+        )
+        self.frozen = True
+
+    def _sort(self) -> None:
+        """Sort each bucket and drop repeats (at the first lookup: a run whose walk saw
+        every live row looks none up)."""
         for at in range(_BUCKETS):
             pairs = sorted(set(zip(self._high[at], self._low[at], strict=True)))
             self._high[at] = array("Q", [high for high, _ in pairs])
             self._low[at] = array("Q", [low for _, low in pairs])
-        self.frozen = True
+        self._sorted = True
 
     def __len__(self) -> int:
         """Distinct ids (after ``freeze()``)."""
         if not self.frozen:
             raise RuntimeError("SeenIds: len before freeze")
-        return sum(len(bucket) for bucket in self._high)
+        return self._distinct
 
     def __contains__(self, value: object) -> bool:
         if not self.frozen:
             raise RuntimeError("SeenIds: lookup before freeze")
         if not isinstance(value, (uuid.UUID, int, str)):
             return False
+        if not self._sorted:
+            self._sort()
         number = _as_int(value)
         high, low = number >> 64, number & _MASK
         at = _bucket(high, low)

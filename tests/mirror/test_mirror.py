@@ -157,7 +157,9 @@ async def test_rows_whose_digests_another_build_wrote_are_not_recorded_as_change
     }
     assert (result.updated, result.unchanged) == (3, 117)
     # The digests were written again: the next run finds every item unchanged by them.
-    assert await query(into, "SELECT mirror_digest FROM payroll_connections ORDER BY id") == rewritten
+    assert (
+        await query(into, "SELECT mirror_digest FROM payroll_connections ORDER BY id") == rewritten
+    )
     assert (again.inserted, again.updated, again.unchanged) == (0, 0, 120)
 
 

@@ -56,6 +56,20 @@ def test_ids_sharing_a_half_are_told_apart() -> None:
     assert not any(v in seen for v in same_high[200:] + same_low[200:])
 
 
+def test_ids_that_share_a_slot_are_counted_and_found_exactly() -> None:
+    # The slot is made of the low bits of both halves together: these all share one.
+    crowded = [uuid.UUID(int=(k << 88) | (k << 24)) for k in range(1, 400)]
+    seen = SeenIds()
+    seen.add([str(v) for v in crowded[:300]])
+    seen.add(crowded[100:200])  # repeats, as UUIDs
+    seen.add([str(crowded[5]), str(crowded[5])])  # one id twice in one page
+    seen.freeze()
+    assert seen.added == 402
+    assert len(seen) == 300
+    assert all(v in seen for v in crowded[:300])
+    assert not any(v in seen for v in crowded[300:])
+
+
 def test_a_page_with_an_id_not_in_the_services_form_is_parsed_id_by_id() -> None:
     good, short = str(uuid.uuid4()), "12345678-1234-1234-1234-1234567890a"  # a digit short
     seen = SeenIds()
