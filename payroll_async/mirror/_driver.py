@@ -2,111 +2,50 @@
 
 SQLAlchemy builds and compiles every statement (one upsert construct,
 ``insert().on_conflict_do_update``, for both dialects); the rows then go to the driver as
-plain tuples in the form the database stores, so that a page costs no per-value type
-processing. The forms are exactly what the schema's types write (``8-4-4-4-12`` text for
-an id in SQLite, ``YYYY-MM-DD HH:MM:SS.ffffff`` UTC text for a timestamp, JSON text for
-a list), so rows read back through SQLAlchemy are the same values. Comparing a stored row
-with an item is then one tuple comparison.
+plain values in the form the database stores (``_values``), so that a page costs no
+per-value type processing: in SQLite as multi-row INSERTs, in PostgreSQL as one statement
+whose rows are one JSON parameter. Rows read back through SQLAlchemy are the same values.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
-from collections.abc import Callable, Sequence
+import operator
+from array import array
+from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Column, Dialect, Table, Text, bindparam
+import msgspec
+from sqlalchemy import (
+    Dialect,
+    Table,
+    bindparam,
+    text,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._json import loads
-from ._schema import BOOKKEEPING, CHANGES, ItemId, UTCDateTime
+from ._schema import BOOKKEEPING, CHANGES, RUNS
+from ._values import column_converter, converter, id_text, row_converter
 
 __all__ = ["Statements", "id_text"]
 
-Convert = Callable[[Any], Any]
-_UTC = datetime.timezone.utc
 _ROWS_PER_STATEMENT = 250  # SQLite: rows in one multi-row INSERT
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_row_converter = row_converter  # the inbox's name for it
+_first = operator.itemgetter(0)
+_encode = msgspec.json.encode
 
 
-def _sqlite_time(value: datetime.datetime | None) -> str | None:
-    """As SQLAlchemy's DateTime writes it in SQLite: ``YYYY-MM-DD HH:MM:SS.ffffff``, UTC."""
-    if value is None:
-        return None
-    if value.tzinfo is not _UTC:
-        value = value.astimezone(_UTC)
-    # "YYYY-MM-DD HH:MM:SS.ffffff+00:00" less its offset (years have four digits)
-    return value.isoformat(" ", "microseconds")[:26]
-
-
-def id_text(value: Any) -> str:
-    """An id (a UUID, or its text as sent) as SQLite stores it: lower-case 8-4-4-4-12."""
-    return value.lower() if type(value) is str else str(value)
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-def _int64(value: Any) -> Any:
-    """A BIGINT: the integers both databases hold (else OverflowError)."""
-    if value is not None and not _INT64_MIN <= value <= _INT64_MAX:
-        raise OverflowError(f"{value} does not fit a 64-bit integer")
-    return value
-
-
-def _pg_time(value: datetime.datetime | None) -> datetime.datetime | None:
-    """A timestamptz as asyncpg sends it: UTC (OverflowError past year 9999 or before 1)."""
-    return None if value is None else value.astimezone(_UTC)
-
-
-def _pg_text(value: str | None) -> str | None:
-    """PostgreSQL's text: no NUL character (else ValueError)."""
-    if value is not None and "\x00" in value:
-        raise ValueError("PostgreSQL's text cannot hold a NUL character")
-    return value
-
-
-def _pg_text_list(values: Any) -> list[Any]:
-    return [_pg_text(value) for value in values]
-
-
-def _converter(column: Column[Any], dialect: str) -> Convert:
-    kind = column.type
-    if isinstance(kind, BigInteger):
-        return _int64
-    if dialect == "postgresql":
-        if isinstance(kind, UTCDateTime):
-            return _pg_time
-        if isinstance(kind, Text):
-            return _pg_text
-        return _pg_text_list if column.name == "webhook_event_types" else _same
-    if isinstance(kind, ItemId):
-        return id_text  # never None: ids are required
-    if isinstance(kind, UTCDateTime):
-        return _sqlite_time
-    if isinstance(kind, Boolean):
-        return lambda value: None if value is None else int(value)
-    if column.name == "webhook_event_types":
-        return json.dumps
-    return _same
-
-
-def _row_converter(
-    columns: Sequence[Column[Any]], dialect: str
-) -> Callable[[Any], tuple[Any, ...]]:
-    converters = [_converter(c, dialect) for c in columns]
-    if all(c is _same for c in converters):
-        return tuple
-    # One expression per table and dialect, unrolled: this runs for every item.
-    names = {f"c{i}": c for i, c in enumerate(converters) if c is not _same}
-    parts = [f"c{i}(r[{i}])" if f"c{i}" in names else f"r[{i}]" for i in range(len(columns))]
-    function: Callable[[Any], tuple[Any, ...]] = eval(  # built from the schema alone
-        f"lambda r: ({', '.join(parts)},)", names
-    )
-    return function
+def _keep(digests: array[int], values: list[int | None]) -> int:
+    """Add ``values`` less NULLs to ``digests``; how many ``values`` there were."""
+    if None in values:
+        digests.extend([value for value in values if value is not None])
+    else:
+        digests.extend(values)  # type: ignore[arg-type]
+    return len(values)
 
 
 def _compiled(statement: Any, dialect: Dialect) -> tuple[str, list[str]]:
@@ -125,13 +64,14 @@ class Statements:
         self._multi: dict[tuple[str, int], str] = {}
         pg = self.dialect == "postgresql"
         columns = [table.c[name] for name in fields]
-        self.row = _row_converter(columns, self.dialect)
+        self.row = row_converter(columns, self.dialect)
         """The model's values (key first) as the driver sends and returns them; raises
         OverflowError for a value the database cannot hold (see ``careful_row``)."""
         self._names = tuple(fields)
-        self._converters = [_converter(c, self.dialect) for c in columns]
-        self.time = _converter(table.c.mirror_first_seen_at, self.dialect)
-        self.uuid = _converter(table.c[key], self.dialect)
+        self._converters = [converter(c, self.dialect) for c in columns]
+        self._columns = [column_converter(c) for c in self._converters]
+        self.time = converter(table.c.mirror_first_seen_at, self.dialect)
+        self.uuid = converter(table.c[key], self.dialect)
         make: Any = postgresql.insert if pg else sqlite.insert
         upsert = make(table).values({c.name: bindparam(c.name) for c in table.c})
         kept = {"mirror_first_seen_at", key}
@@ -150,7 +90,16 @@ class Statements:
         if order != names:
             raise AssertionError(f"unexpected column order of mirror_changes: {order}")
         self.change = self.change.partition(" RETURNING ")[0]  # change_id is never read
-        self.change_row = _row_converter([CHANGES.c[n] for n in names], self.dialect)
+        self.change_row = row_converter([CHANGES.c[n] for n in names], self.dialect)
+        counted = ("items", "inserted", "updated", "deleted")
+        self._progress, order = _compiled(
+            update(RUNS)
+            .where(RUNS.c.run_id == bindparam("run"))
+            .values({name: bindparam(name) for name in counted}),
+            dialect,
+        )
+        if order != [*counted, "run"]:
+            raise AssertionError(f"unexpected parameters of the progress: {order}")
         quoted = dialect.identifier_preparer.quote
         self._name, self._key = quoted(table.name), quoted(key)
         self._digests = self._select(key, "mirror_digest", "mirror_deleted_at")
@@ -163,6 +112,16 @@ class Statements:
         self._items = self._select(key, "mirror_item").replace(
             '"mirror_item" FROM', '"mirror_item"::text FROM'
         )
+
+    def columns(self, values: Sequence[Sequence[Any]]) -> list[list[Any]]:
+        """The model's values of some items (each key first) as the driver sends them,
+        column by column (see ``row``; raises as it does)."""
+        if not values:
+            return [[] for _ in self._columns]
+        return [
+            convert(column)
+            for convert, column in zip(self._columns, zip(*values, strict=True), strict=True)
+        ]
 
     def careful_row(self, values: Sequence[Any]) -> tuple[tuple[Any, ...], list[str]]:
         """As ``row``, a value the database cannot hold made NULL: the row, and the names
@@ -209,37 +168,55 @@ class Statements:
     async def insert(
         self, conn: AsyncConnection, statement: str, rows: list[tuple[Any, ...]]
     ) -> None:
-        """Run a one-row INSERT for every row: in SQLite as multi-row INSERTs (each
-        statement one step of the database, so its thread gives up the GIL less often);
-        asyncpg sends an executemany as one pipeline already."""
-        if len(rows) == 1 and self._driver is None:
-            await conn.exec_driver_sql(statement, rows)
+        """Run a one-row INSERT for every row (see ``insert_columns``)."""
+        if rows:
+            await self.insert_columns(conn, statement, [list(c) for c in zip(*rows, strict=True)])
+
+    async def insert_columns(
+        self, conn: AsyncConnection, statement: str, columns: list[list[Any]]
+    ) -> None:
+        """Run a one-row INSERT for every row of ``columns`` (each a list of one column's
+        values): in PostgreSQL one statement with the rows as one JSON parameter; in SQLite as
+        multi-row INSERTs (each statement one step of the database, so its thread gives
+        up the GIL less often)."""
+        count = len(columns[0])
+        if not count:
             return
         if self.dialect == "postgresql":
-            arrays = self._arrays(statement)
-            if arrays is None:  # a list column: rows one by one (webhooks, a few)
-                await conn.exec_driver_sql(statement, rows)
-            else:  # one statement: every column as an array
-                await conn.exec_driver_sql(arrays, tuple(list(c) for c in zip(*rows, strict=True)))
+            rows_of_json = self._rows_of_json(statement)
+            if rows_of_json is not None and count > 1:
+                # One statement, its rows one parameter: JSON text that msgspec writes in C
+                # (arrays would cost asyncpg's encoder several type checks a value).
+                document = _encode(list(zip(*columns, strict=True))).decode()
+                await conn.exec_driver_sql(rows_of_json, (document,))
+            else:  # a list column: rows one by one (webhooks, a few)
+                await conn.exec_driver_sql(statement, list(zip(*columns, strict=True)))
             return
-        for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+        rows = list(zip(*columns, strict=True))
+        if count == 1 and self._driver is None:
+            await conn.exec_driver_sql(statement, rows)
+            return
+        for start in range(0, count, _ROWS_PER_STATEMENT):
             chunk = rows[start : start + _ROWS_PER_STATEMENT]
-            params = [value for row in chunk for value in row]
+            params = list(chain.from_iterable(chunk))
             await self._run(conn, self._many(statement, len(chunk)), params)
 
-    def _arrays(self, statement: str) -> str | None:
-        """PostgreSQL: the one-row INSERT as ``INSERT ... SELECT * FROM unnest(arrays)``."""
+    def _rows_of_json(self, statement: str) -> str | None:
+        """PostgreSQL: the one-row INSERT as ``INSERT ... SELECT ... FROM
+        jsonb_array_elements($1)``, the rows in one JSON text (each row an array), each
+        value cast to its column's type; None for a statement with a list column."""
         key = (statement, -1)
         if key not in self._multi:
             head, sep, rest = statement.partition(" VALUES (")
             group, close, tail = rest.partition(")")
-            params = group.split(", ")
-            casts = [p.partition("::") for p in params]
+            casts = [p.partition("::") for p in group.split(", ")]
             if not sep or not close or any(not c[1] or c[2].endswith("[]") for c in casts):
                 self._multi[key] = ""
             else:
-                arrays = ", ".join(f"{name}::{kind}[]" for name, _, kind in casts)
-                self._multi[key] = f"{head} SELECT * FROM unnest({arrays}){tail}"
+                values = ", ".join(f"(r->>{at})::{c[2]}" for at, c in enumerate(casts))
+                self._multi[key] = (
+                    f"{head} SELECT {values} FROM jsonb_array_elements($1::text::jsonb) AS r{tail}"
+                )
         return self._multi[key] or None
 
     def _many(self, statement: str, count: int) -> str:
@@ -279,6 +256,41 @@ class Statements:
             marks = ", ".join("?" * len(chunk))
             found.extend(await self._run(conn, f"{self._digests_in} ({marks})", chunk))
         return found
+
+    async def progress(self, conn: AsyncConnection, run: Any, counts: Sequence[int]) -> None:
+        """Set a run's counts (items, inserted, updated, deleted) in ``mirror_runs``."""
+        params = (*counts, self.uuid(run))
+        if self._driver is not None:
+            await self._driver.execute(self._progress, params)
+        else:
+            await conn.exec_driver_sql(self._progress, params)
+
+    async def any_rows(self, conn: AsyncConnection) -> bool:
+        """Whether the table holds any row (deleted or not)."""
+        statement = f"SELECT 1 FROM {self._name} LIMIT 1"
+        if self._driver is not None:
+            return bool(await self._driver.execute_fetchall(statement))
+        found = bool((await conn.exec_driver_sql(statement)).first())
+        await conn.commit()
+        return found
+
+    async def live_digests(self, conn: AsyncConnection) -> tuple[array[int], int]:
+        """``mirror_digest`` of the live rows (every scope; a row of schema 1 has none), and
+        how many live rows there are, read in parts (the digests kept: 8 bytes a row)."""
+        statement = f'SELECT "mirror_digest" FROM {self._name} WHERE "mirror_deleted_at" IS NULL'
+        digests: array[int] = array("q")
+        rows = 0
+        if self._driver is not None:  # SQLite: sqlite3's tuples, none of SQLAlchemy's rows
+            async with self._driver.execute(statement) as cursor:
+                while part := await cursor.fetchmany(10_000):
+                    rows += _keep(digests, list(map(_first, part)))
+            return digests, rows
+        result = await conn.stream(text(statement))
+        async for part in result.partitions(10_000):
+            rows += _keep(digests, list(map(_first, part)))
+        await result.close()
+        await conn.commit()
+        return digests, rows
 
     async def typed(self, conn: AsyncConnection, keys: Sequence[Any]) -> list[Sequence[Any]]:
         """The model's columns (key first), then ``mirror_deleted_at``, of ``keys``' rows."""

@@ -7,7 +7,7 @@ import logging
 import operator
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 from sqlalchemy import func, select
@@ -22,7 +22,7 @@ from .._core._validation import check_id
 from ._db import open_database
 from ._errors import MirrorError, MirrorURLError
 from ._schema import TABLES, MirrorTable
-from ._sent import sent_listing
+from ._sent import SentPage, sent_listing
 from ._store import MAX_PAGES, Change, Store
 from ._walk import ListingSource, Walk
 
@@ -121,7 +121,7 @@ async def _live_rows(conn: AsyncConnection, mirrored: MirrorTable) -> int:
 
 
 def _listing(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> ListMethod:
-    """The listing of ``collection``, its items `Sent` (each item's fields and bytes)."""
+    """The listing of ``collection``, its pages `SentPage`s (each item's fields and bytes)."""
     return sent_listing(_list_method(client, collection, employer), TABLES[collection].key)
 
 
@@ -230,8 +230,10 @@ async def _mirror(
                 for attempt in range(max_passes):
                     pass_number = attempt + 1
                     store.begin_pass()
-                    with db.errors(f"reading {db.shown}"):
-                        hint = await _live_rows(conn, mirrored)
+                    hint = store.live_at_start
+                    if attempt:
+                        with db.errors(f"reading {db.shown}"):
+                            hint = await _live_rows(conn, mirrored)
                     run = _Pass(
                         client, collection, store, db, on_change, told, page_size, concurrency, hint
                     )
@@ -304,7 +306,7 @@ class _Pass:
         return Walk(
             ListingSource(paginator),
             operator.attrgetter(key),
-            operator.attrgetter(order if not items else f"item.{order}"),
+            operator.attrgetter(order),
             page_size=self.page_size,
             concurrency=self.concurrency,
             missing_ok=items and REGISTRY[self.collection].needs_employer,
@@ -345,7 +347,7 @@ async def _walk(run: _Pass, scope: uuid.UUID | None, told: Told) -> bool:
     try:
         async for batch in walk.batches(MAX_PAGES):
             with db.errors(f"writing to {db.shown}"):
-                changes = await run.store.write_pages(batch)
+                changes = await run.store.write_pages(cast("list[SentPage]", batch))
             await _tell(run.on_change, changes)
             told(walk.total)
     except Exception as exc:

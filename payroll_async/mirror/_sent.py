@@ -5,14 +5,19 @@ digest of those bytes with the one kept in its row, so an unchanged item costs n
 comparison. With msgspec (the ``speedups`` extra) the fields come from msgspec's decode
 and no model is built; every page msgspec cannot vouch for goes through the models, with
 their errors, as any listing's (``RawPageDecoder`` does the same for the export).
+
+A page is a `SentPage`: a list of the items' fields (msgspec's structs, or the models),
+with the items' ids as text and their bytes beside it, so that the walk and the store do
+their per-item work a page at a time (``map`` over the page, not a Python object an item).
 """
 
 from __future__ import annotations
 
-import hashlib
 import operator
 from collections.abc import Callable
 from typing import Any
+
+import xxhash
 
 from .._core._converter import to_dict
 from .._core._json import dumps
@@ -21,62 +26,67 @@ from .._paging._decode import PageDecoder, _fast
 from ..models import ListMeta
 from ._driver import id_text
 
-__all__ = ["Sent", "SentPageDecoder", "digest", "sent_listing"]
+__all__ = ["SentPage", "SentPageDecoder", "digest", "digests", "sent_listing"]
+
+_xxh3 = xxhash.xxh3_64_intdigest
+_SIGNED = 1 << 63
 
 
 def digest(raw: Any) -> int:
-    """A 64-bit digest of an item's bytes (``mirror_digest``), signed to fit a BIGINT."""
-    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big", signed=True)
+    """A 64-bit digest of an item's bytes (``mirror_digest``): XXH3, signed to fit a BIGINT."""
+    return _xxh3(raw) - _SIGNED
 
 
-class Sent:
-    """One item as sent: ``key`` (its id as lower-case ``8-4-4-4-12`` text), ``item`` (its
-    fields by the model's attribute names), ``raw`` (its JSON bytes)."""
+def digests(raws: list[Any]) -> list[int]:
+    """``digest`` of each of ``raws``."""
+    return [value - _SIGNED for value in map(_xxh3, raws)]
 
-    __slots__ = ("item", "key", "raw")
 
-    def __init__(self, key: str, item: Any, raw: Any) -> None:
-        self.key = key
-        self.item = item
-        self.raw = raw
+class SentPage(list):  # type: ignore[type-arg]
+    """One page as sent: the items' fields (each by the model's attribute names), ``ids``
+    (each item's id as lower-case ``8-4-4-4-12`` text) and ``raws`` (each item's JSON
+    bytes), in the same order."""
+
+    __slots__ = ("ids", "raws")
+
+    def __init__(self, items: list[Any], ids: list[str], raws: list[Any]) -> None:
+        super().__init__(items)
+        self.ids = ids
+        self.raws = raws
+
+
+def _lower(ids: list[str]) -> list[str]:
+    """Ids as text, lower-cased a page at a time (ids hold no line break)."""
+    joined = "\n".join(ids)
+    lowered = joined.lower()
+    return ids if lowered == joined else lowered.split("\n")
 
 
 class SentPageDecoder:
-    """The pages of one listing as `Sent` items: ``decode(response) -> (items, meta)``.
-
-    The items have the id as an attribute of the key's name too (``sent.id``, ...), as the
-    walk reads it.
-    """
+    """The pages of one listing as `SentPage` items: ``decode(response) -> (page, meta)``."""
 
     def __init__(self, model: type[Any], key: str) -> None:
         self._models = PageDecoder(model)
         self._fast = _fast(model)
         self._get_key = operator.attrgetter(key)
-        self._type: Callable[[str, Any, Any], Sent] = type(
-            f"Sent{model.__name__}", (Sent,), {"__slots__": (), key: property(_key_of)}
-        )
 
-    def decode(self, response: Response) -> tuple[list[Sent], ListMeta]:
-        make, key = self._type, self._get_key
+    def decode(self, response: Response) -> tuple[SentPage, ListMeta]:
+        key = self._get_key
         fast = self._fast
         if fast is not None:
             result = fast.decode_wire_page(response.body)
             if result is not None:
                 wires, raws, meta = result
-                return [make(key(w).lower(), w, r) for w, r in zip(wires, raws, strict=True)], meta
+                return SentPage(wires, _lower(list(map(key, wires))), raws), meta
         items, meta = self._models.decode_slow(response)  # the errors, as for models
         raws = None if fast is None else fast.raw_items(response.body)
         if raws is None or len(raws) != len(items):
             raws = [dumps(to_dict(item)) for item in items]
-        return [make(id_text(key(m)), m, r) for m, r in zip(items, raws, strict=True)], meta
-
-
-def _key_of(sent: Sent) -> str:
-    return sent.key
+        return SentPage(items, [id_text(key(m)) for m in items], raws), meta
 
 
 def sent_listing(listing: Callable[..., Any], key: str) -> Callable[..., Any]:
-    """``listing`` (a list method of the client) with its pages decoded as `Sent` items."""
+    """``listing`` (a list method of the client) with its pages decoded as `SentPage`s."""
     decoders: dict[type[Any], SentPageDecoder] = {}
 
     def sent(**options: Any) -> Any:

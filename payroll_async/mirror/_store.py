@@ -17,13 +17,13 @@ which live rows the pass did not see.
 
 from __future__ import annotations
 
-import bisect
+import asyncio
 import contextlib
 import datetime
 import logging
+import operator
 import time
 import uuid
-from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,9 +34,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncTransaction
 
 from ._change import Change
 from ._driver import Statements
+from ._plan import Plan, Planner
 from ._schema import RUNS, MirrorTable
-from ._seen import SeenIds
-from ._sent import Sent, digest
+from ._seen import KnownDigests, SeenIds
+from ._sent import SentPage
 
 __all__ = ["COMMIT_ROWS", "COMMIT_SECONDS", "MAX_PAGES", "Change", "Counts", "Store"]
 
@@ -55,23 +56,7 @@ _BATCH = 500  # ids per statement where a set of ids is marked deleted
 
 
 _uuids = msgspec.convert  # ids' text to UUIDs, in C
-
-
-def _plain(row: Sequence[Any]) -> tuple[Any, ...]:
-    """A row with its ids as text (a driver gives UUIDs, an item sent text)."""
-    return tuple(str(v) if isinstance(v, uuid.UUID) else v for v in row)
-
-
-@attrs.define
-class _Plan:
-    """What one write does: the rows to upsert and the changes to record."""
-
-    keys: list[str]
-    now: datetime.datetime
-    stamp: Any
-    writes: list[tuple[Any, ...]] = attrs.Factory(list)
-    made: list[tuple[str, str, Any, str]] = attrs.Factory(list)  # key, change, before, after
-    updated: list[str] = attrs.Factory(list)
+_raw = operator.itemgetter(1)
 
 
 @attrs.define
@@ -115,26 +100,26 @@ class Store:
         """Whether the first pass's walks were given one id twice (other than overlaps)."""
         self._suspects: set[uuid.UUID] | None = None  # None: the first pass is running
         self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
-        self._known = array("q")  # the digests of the live rows when the run began, sorted
+        self._planner = Planner(self._sql, collection)
+        self.live_at_start = 0
+        """Live rows (every scope) when the run began."""
+        self._whole = scope is None or mirrored.scope is None  # the table's every live row
         self._open: AsyncTransaction | None = None  # the transaction not committed yet
+        self._inflight: asyncio.Future[None] | None = None  # the last write's statements
         self._opened = 0.0
         self._pending: list[Change] = []  # its changes
+        self._committing: list[Change] = []  # the changes of a commit in flight
+        self._committed: list[Change] = []  # those of a commit done, not yet handed out
+        self._commit_in_flight = False
         self._pending_rows = 0
         self._commit_rows = COMMIT_ROWS.get(connection.dialect.name, 1)
 
     async def start(self, started_at: datetime.datetime) -> None:
         await self._sql.attach(self._conn)
-        table = self._m.table
-        known = array("q")
-        result = await self._conn.stream(
-            select(table.c.mirror_digest).where(
-                table.c.mirror_deleted_at.is_(None), table.c.mirror_digest.is_not(None)
-            )
-        )
-        async for rows in result.partitions(10_000):
-            known.extend(row[0] for row in rows)
-        await self._conn.commit()
-        self._known = array("q", sorted(known))  # 8 bytes a live row
+        digests, self.live_at_start = await self._sql.live_digests(self._conn)
+        self._planner.known = KnownDigests(digests)
+        if not self.live_at_start and not await self._sql.any_rows(self._conn):
+            self._planner.table_was_empty()
         await self._conn.execute(
             insert(RUNS).values(
                 run_id=self.run_id,
@@ -150,7 +135,7 @@ class Store:
         )
         await self._conn.commit()
 
-    async def write_pages(self, pages: Sequence[Sequence[Sent]]) -> list[Change]:
+    async def write_pages(self, pages: Sequence[SentPage]) -> list[Change]:
         """Upsert some pages; the changes this call committed (to be told, in order).
 
         The pages go into the open transaction, committed once it holds the dialect's
@@ -160,33 +145,43 @@ class Store:
         written, and the change recorded with the item before (``mirror_item`` of the
         row) and after (as sent).
         """
-        sent: dict[str, Sent] = {}
+        sent: dict[str, tuple[Any, Any]] = {}  # key: (item, raw)
         items = 0
         previous = self._previous
         for page in pages:
-            keys = [one.key for one in page]
-            sent.update(zip(keys, page, strict=True))  # an overlap or a retried page repeats one
+            keys = page.ids
+            # an overlap or a retried page repeats one
+            sent.update(zip(keys, zip(page, page.raws, strict=True), strict=True))
             fresh = set(keys)
             items += len(fresh - previous)
             previous = fresh
         self._previous = previous
         if not sent:
             return []
-        plan: _Plan | None = None
+        plan: Plan | None = None
+        settle = self._settle
         if self._open is None and self._sql.direct:
             # SQLite: this run alone writes the table (the run lock), so its rows are read
             # before the write lock is taken, and a batch with nothing to write takes none.
-            plan = await self._plan(sent)
-            if not plan.writes and not plan.made:
+            plan = await self._planner.plan(self._conn, sent, self.to_row, settle)
+            if plan.columns is None and not plan.made:
                 self._done(plan, items)
-                return []
-        if self._open is None:
-            self._open = await self._conn.begin()
-            self._opened = time.monotonic()
+                committed, self._committed = self._committed, []
+                return committed
         try:
             if plan is None:
-                plan = await self._plan(sent)
-            self._pending.extend(await self._apply(plan, items))
+                if self._open is None:
+                    await self._begin()
+                plan = await self._planner.plan(self._conn, sent, self.to_row, settle)
+            await settle()
+            if self._open is None:
+                await self._begin()
+            self._done(plan, items)
+            # The statements run while the walk goes on and the next write is planned: the
+            # next use of the connection (a write, a look-up, the commit) waits for them.
+            self._inflight = asyncio.ensure_future(self._apply(plan))
+            if self.keep_changes:
+                self._pending.extend(self._changes(plan))
         except BaseException:
             await self._rollback()
             raise
@@ -195,117 +190,98 @@ class Store:
             self._pending_rows >= self._commit_rows
             or time.monotonic() - self._opened >= COMMIT_SECONDS
         ):
-            return await self.commit()
-        return []
+            # The commit (which waits for the disk) runs while the next write is planned;
+            # its changes are handed out once it is done (by a later call, or ``commit``).
+            transaction, self._open = self._open, None
+            assert transaction is not None
+            self._committing, self._pending, self._pending_rows = self._pending, [], 0
+            self._inflight = asyncio.ensure_future(self._commit(self._inflight, transaction))
+            self._commit_in_flight = True
+        committed, self._committed = self._committed, []
+        return committed
+
+    async def _commit(
+        self, statements: asyncio.Future[None] | None, transaction: AsyncTransaction
+    ) -> None:
+        if statements is not None:
+            await statements
+        await transaction.commit()
+
+    async def _begin(self) -> None:
+        await self._settle()  # a commit in flight
+        self._open = await self._conn.begin()
+        self._opened = time.monotonic()
+
+    async def _settle(self) -> None:
+        """Wait for the statements of the last write (their failure is raised here)."""
+        inflight, self._inflight = self._inflight, None
+        if inflight is not None:
+            await inflight
+        if self._commit_in_flight:  # done: its changes may be told
+            self._committed.extend(self._committing)
+            self._committing, self._commit_in_flight = [], False
 
     async def commit(self) -> list[Change]:
         """Commit the pages written since the last commit; their changes (to be told)."""
+        try:
+            await self._settle()
+        except BaseException:
+            await self._rollback()
+            raise
         if self._open is not None:
             transaction, self._open = self._open, None
             await transaction.commit()
         changes, self._pending, self._pending_rows = self._pending, [], 0
-        return changes
+        committed, self._committed = self._committed, []
+        return committed + changes
 
     async def _rollback(self) -> None:
+        inflight, self._inflight = self._inflight, None
+        if inflight is not None:
+            # Statements are stopped; a commit is waited for (nothing else may use the
+            # connection meanwhile), and if it went through its changes are still told.
+            if not self._commit_in_flight:
+                inflight.cancel()
+            with contextlib.suppress(BaseException):
+                await inflight
+                self._committed.extend(self._committing)
         transaction, self._open = self._open, None
         self._pending, self._pending_rows = [], 0
+        self._committing, self._commit_in_flight = [], False
         if transaction is not None and transaction.is_active:
             with contextlib.suppress(Exception):
                 await transaction.rollback()
 
-    async def _plan(self, sent: dict[str, Sent]) -> _Plan:
-        """Compare the items with their rows: what to write and record (reads only)."""
-        sql = self._sql
-        conn = self._conn
-        now = datetime.datetime.now(datetime.timezone.utc)
-        stamp = sql.time(now)
-        plan = _Plan(list(sent), now, stamp)
-        made, writes, updated = plan.made, plan.writes, plan.updated
-        # An item whose digest a live row had when the run began is unchanged (the digest
-        # covers the item's bytes, its id included): no row is read for it.
-        known, last = self._known, len(self._known)
-        maybe: list[tuple[str, Sent, int]] = []
-        find = bisect.bisect_left
-        for key, one in sent.items():
-            hashed = digest(one.raw)
-            at = find(known, hashed)
-            if at == last or known[at] != hashed:
-                maybe.append((key, one, hashed))
-        if not maybe:
-            return plan
-        stored = {str(k): (d, gone) for k, d, gone in await sql.stored(conn, [m[0] for m in maybe])}
-        legacy: dict[str, tuple[Any, ...]] = {}  # rows of schema 1: no digest kept
-        to_row, row_of = self.to_row, sql.row
-        for key, one, hashed in maybe:
-            raw = one.raw
-            old = stored.get(key)
-            if old is not None and old[1] is None and old[0] == hashed:
-                continue  # unchanged: nothing written
-            try:
-                row = row_of(to_row(one.item))
-            except (OverflowError, ValueError, TypeError):
-                row = self._careful(key, to_row(one.item))
-            text = bytes(raw).decode()
-            writes.append((*row, stamp, stamp, None, text, hashed))
-            if old is None or old[1] is not None:
-                # new, or back after it was marked deleted: inserted again
-                made.append((key, "inserted", None, text))
-            elif old[0] is None:
-                legacy[key] = row
-            else:
-                updated.append(key)
-                made.append((key, "updated", None, text))
-        if legacy:
-            for found in await sql.typed(conn, list(legacy)):
-                key = str(found[0])
-                if _plain(found[:-1]) != _plain(legacy[key]):
-                    updated.append(key)
-                    made.append((key, "updated", None, bytes(sent[key].raw).decode()))
-                # else: only mirror_item and its digest are new (written, not a change)
-        if updated:
-            before = await sql.items(conn, updated)
-            plan.made = [(k, c, before.get(k) if c == "updated" else b, a) for k, c, b, a in made]
-        return plan
-
-    async def _apply(self, plan: _Plan, items: int) -> list[Change]:
-        """Write a plan in the open transaction; its changes."""
+    async def _apply(self, plan: Plan) -> None:
+        """Write a plan in the open transaction, and the run's counts as they are now."""
         sql, conn = self._sql, self._conn
-        if plan.writes:
-            await sql.insert(conn, sql.upsert, plan.writes)
+        counts = self.counts
+        progress = (self.items, counts.inserted, counts.updated, counts.deleted)
+        if plan.columns is not None:
+            await sql.insert_columns(conn, sql.upsert, plan.columns)
         if plan.made:
+            count = len(plan.made)
+            keys, kinds, before, after = (list(c) for c in zip(*plan.made, strict=True))
             run, name, stamp = sql.uuid(self.run_id), self._collection, plan.stamp
-            await sql.insert(
+            await sql.insert_columns(
                 conn,
                 sql.change,
-                [(run, name, key, kind, stamp, b, a) for key, kind, b, a in plan.made],
+                [[run] * count, [name] * count, keys, kinds, [stamp] * count, before, after],
             )
-        self._done(plan, items)
-        await self._progress(now=None)
-        if not self.keep_changes:
-            return []
+        await sql.progress(conn, self.run_id, progress)
+
+    def _changes(self, plan: Plan) -> list[Change]:
         return [
             Change(self.run_id, self._collection, uuid.UUID(k), kind, plan.now, b, a)
             for k, kind, b, a in plan.made
         ]
 
-    def _done(self, plan: _Plan, items: int) -> None:
+    def _done(self, plan: Plan, items: int) -> None:
         self.counts.updated += len(plan.updated)
         self.counts.inserted += len(plan.made) - len(plan.updated)
         self.items += items
         if self._suspects is not None:  # the first pass's walks add to ``seen`` themselves
             self._suspects.difference_update(_uuids(plan.keys, list[uuid.UUID]))
-
-    def _careful(self, key: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
-        """The row of an item with a value its column cannot hold: that column NULL."""
-        row, empty = self._sql.careful_row(values)
-        logger.warning(
-            "mirror %s: item %s stored with %s NULL (a value the database cannot hold; "
-            "mirror_item keeps it as sent)",
-            self._collection,
-            key,
-            ", ".join(empty),
-        )
-        return row
 
     async def _progress(self, now: datetime.datetime | None, complete: bool = False) -> None:
         await self._conn.execute(
@@ -339,7 +315,12 @@ class Store:
         conn = self._conn
         await self.commit()  # nothing to tell: the run committed (and told) after the pass
         async with conn.begin():
-            live = (await conn.execute(select(func.count()).where(self._live))).scalar() or 0
+            if self._whole:
+                # This run alone writes the table (the run lock), and only its inserts
+                # (new rows, or rows back from deleted) made live rows since it began.
+                live = self.live_at_start + self.counts.inserted
+            else:
+                live = (await conn.execute(select(func.count()).where(self._live))).scalar() or 0
             # Every item seen was written live, so equal counts mean every live row was seen.
             if live != self.items:
                 result = await conn.stream(select(self._key).where(self._live))

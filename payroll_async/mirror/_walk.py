@@ -42,6 +42,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import operator
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
@@ -285,7 +286,9 @@ class Walk:
             self._check_order(items)
         ids = self._ids
         if ids is not None:
-            ids.add(map(self._key, items[start:]))
+            # A page of the mirror carries its ids as text already (``SentPage.ids``).
+            known = getattr(items, "ids", None)
+            ids.add(known[start:] if known is not None else list(map(self._key, items[start:])))
         reached = offset + got
         if got < self._size:
             if total is not None and reached == total:
@@ -302,17 +305,15 @@ class Walk:
 
     def _check_order(self, items: Sequence[Any]) -> None:
         """Order keys never go down, and never tie at a page's edge."""
-        order = self._order
         last = len(items) - 1
+        if last < 1:
+            return
         try:
-            keys = [order(item) for item in items]
-            for at in range(last):
-                before, after = keys[at], keys[at + 1]
-                if after < before:
-                    self._doubts("items out of order")
-                    return
-                if not before < after and (at == 0 or at + 1 == last):
-                    self._doubts("two items with the same order key at a page's edge")
-                    return
+            keys = list(map(self._order, items))
+            # A page at a time (``map`` in C): no key goes down, and none ties at an edge.
+            if any(map(operator.lt, keys[1:], keys)):
+                self._doubts("items out of order")
+            elif not (keys[0] < keys[1] and keys[last - 1] < keys[last]):
+                self._doubts("two items with the same order key at a page's edge")
         except TypeError:  # an order key that does not compare (None, another type)
             self._doubts("an order key that does not compare")

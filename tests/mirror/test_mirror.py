@@ -138,6 +138,31 @@ async def test_an_unchanged_rerun_writes_no_item_row_and_records_nothing(
     }
 
 
+async def test_rows_whose_digests_another_build_wrote_are_not_recorded_as_changed(
+    start_emulator: StartEmulator, into: str
+) -> None:
+    emu = await start_emulator(seed=4, payroll_connections=120)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, "payroll-connections", into=into, page_size=25)
+        # As a digest of another kind would read (an earlier build's): none matches.
+        await query(into, "UPDATE payroll_connections SET mirror_digest = mirror_digest + 1")
+        churn = emu.churn("payroll-connections", inserted=0, updated=3, deleted=0)
+        result = await mirror(client, "payroll-connections", into=into, page_size=25)
+        rewritten = await query(into, "SELECT mirror_digest FROM payroll_connections ORDER BY id")
+        again = await mirror(client, "payroll-connections", into=into, page_size=25)
+    assert await changes_of(into, result.run_id) == {
+        "inserted": set(),
+        "updated": set(churn.updated),
+        "deleted": set(),
+    }
+    assert (result.updated, result.unchanged) == (3, 117)
+    # The digests were written again: the next run finds every item unchanged by them.
+    assert (
+        await query(into, "SELECT mirror_digest FROM payroll_connections ORDER BY id") == rewritten
+    )
+    assert (again.inserted, again.updated, again.unchanged) == (0, 0, 120)
+
+
 @pytest.mark.parametrize("collection", ["payroll-connections", "webhooks", "employer-identifiers"])
 async def test_after_churn_exactly_the_churned_ids_are_recorded(
     start_emulator: StartEmulator, into: str, collection: str

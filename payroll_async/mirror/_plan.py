@@ -1,0 +1,219 @@
+"""What one write does: which items changed, their rows in stored form, the changes.
+
+A batch of items goes through each step at once (``map``, ``zip``, ``compress``: loops in
+C), not item by item: its digests, their look-up among the live rows' digests, the rows
+of the items that changed, column by column, and the changes to record.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import logging
+import operator
+import uuid
+from array import array
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from itertools import compress, repeat
+from typing import Any
+
+import attrs
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ._driver import Statements
+from ._seen import KnownDigests
+from ._sent import digests
+
+__all__ = ["Plan", "Planner"]
+
+logger = logging.getLogger("payroll_async")
+
+_item = operator.itemgetter(0)
+_raw = operator.itemgetter(1)
+_text = partial(str, encoding="utf-8")  # an item's bytes as text (any buffer: msgspec.Raw)
+_SLOTS = 1 << 23  # the written-ids filter: a byte a slot, 8 MB
+_SLOT = _SLOTS - 1
+
+
+def _plain(row: Sequence[Any]) -> tuple[Any, ...]:
+    """A row with its ids as text (a driver gives UUIDs, an item sent text)."""
+    return tuple(str(v) if isinstance(v, uuid.UUID) else v for v in row)
+
+
+@attrs.define
+class Plan:
+    """What one write does: the rows to upsert (by column) and the changes to record."""
+
+    keys: list[str]
+    """Every item of the write (written or not)."""
+    now: datetime.datetime
+    stamp: Any
+    columns: list[list[Any]] | None = None
+    """The upsert's columns (the model's, then the bookkeeping), or None: nothing to write."""
+    made: list[tuple[str, str, Any, str]] = attrs.Factory(list)  # key, change, before, after
+    updated: list[str] = attrs.Factory(list)
+
+
+class Planner:
+    """Plans the writes of one run into one table (reads only)."""
+
+    def __init__(self, sql: Statements, collection: str) -> None:
+        self._sql = sql
+        self._collection = collection
+        self.known = KnownDigests(array("q"))
+        """The digests of the live rows when the run began."""
+        self._written: bytearray | None = None
+        self._recent: dict[str, int] = {}  # the last write's rows: key, digest
+
+    def table_was_empty(self) -> None:
+        """The table had no row at all when the run began: an id is looked up only if
+        this run may have written it (a filter of the ids written, by their hash: a slot
+        taken by another id costs a look-up, never a wrong answer)."""
+        self._written = bytearray(_SLOTS)
+
+    async def plan(
+        self,
+        conn: AsyncConnection,
+        sent: dict[str, tuple[Any, Any]],
+        to_row: Callable[[Any], tuple[Any, ...]],
+        settle: Callable[[], Awaitable[None]],
+    ) -> Plan:
+        """Compare the items (key: (fields, bytes)) with their rows: what to write.
+        ``settle`` is awaited before the connection is used (the last write's statements
+        may still be running on it)."""
+        sql = self._sql
+        now = datetime.datetime.now(datetime.timezone.utc)
+        stamp = sql.time(now)
+        keys = list(sent)
+        plan = Plan(keys, now, stamp)
+        # An item whose digest a live row had when the run began is unchanged (the digest
+        # covers the item's bytes, its id included): no row is read for it.
+        pairs = list(sent.values())
+        raws = list(map(_raw, pairs))
+        hashes = digests(raws)
+        if self.known:
+            same = self.known.found(hashes)
+            if all(same):
+                return plan
+            other = list(map(operator.not_, same))
+            keys, pairs = list(compress(keys, other)), list(compress(pairs, other))
+            raws, hashes = list(compress(raws, other)), list(compress(hashes, other))
+        stored = await self._stored(conn, keys, settle)
+        if stored:
+            olds = list(map(stored.get, keys))
+            write = [
+                old is None or old[1] is not None or old[0] != hashed
+                for old, hashed in zip(olds, hashes, strict=True)
+            ]
+            if not all(write):  # unchanged: nothing written
+                keys, pairs = list(compress(keys, write)), list(compress(pairs, write))
+                raws, hashes = list(compress(raws, write)), list(compress(hashes, write))
+                olds = list(compress(olds, write))
+        if not keys:
+            return plan
+        columns = self._columns(keys, list(map(to_row, map(_item, pairs))))
+        texts = list(map(_text, raws))
+        count = len(keys)
+        plan.columns = [*columns, [stamp] * count, [stamp] * count, [None] * count, texts, hashes]
+        if not stored:  # every one new
+            self._recent = dict(zip(keys, hashes, strict=True))
+            plan.made = list(zip(keys, repeat("inserted"), repeat(None), texts))
+            return plan
+        self._recent = dict(zip(keys, hashes, strict=True))
+        await self._changes(conn, plan, keys, olds, texts, columns)
+        return plan
+
+    async def _changes(
+        self,
+        conn: AsyncConnection,
+        plan: Plan,
+        keys: list[str],
+        olds: list[Any],
+        texts: list[str],
+        columns: list[list[Any]],
+    ) -> None:
+        """The changes of the items written, some of which had rows: ``plan.made``."""
+        sql = self._sql
+        kinds = ["inserted"] * len(keys)  # new, or back after it was marked deleted
+        legacy: dict[str, int] = {}  # rows of schema 1: no digest kept
+        for at in compress(range(len(keys)), olds):  # the items that had a row
+            digest, gone = olds[at]
+            if gone is not None:
+                continue
+            if digest is None:
+                kinds[at] = ""  # decided below
+                legacy[keys[at]] = at
+            else:
+                kinds[at] = "updated"
+        if legacy:
+            for found in await sql.typed(conn, list(legacy)):
+                at = legacy[str(found[0])]
+                if _plain(found[:-1]) != _plain([column[at] for column in columns]):
+                    kinds[at] = "updated"
+                # else: only mirror_item and its digest are new (written, not a change)
+        made = list(zip(keys, kinds, repeat(None), texts, strict=False))
+        if legacy:
+            made = [one for one in made if one[1]]
+        updated = [key for key, kind, _, _ in made if kind == "updated"]
+        if updated:
+            before = await sql.items(conn, updated)
+            # The very bytes kept (a digest of another kind, from an earlier build): the
+            # digest is written again, the item did not change.
+            made = [
+                (k, c, before.get(k) if c == "updated" else b, a)
+                for k, c, b, a in made
+                if c != "updated" or before.get(k) != a
+            ]
+            updated = [key for key, kind, _, _ in made if kind == "updated"]
+        plan.updated = updated
+        plan.made = made
+
+    async def _stored(
+        self, conn: AsyncConnection, keys: list[str], settle: Callable[[], Awaitable[None]]
+    ) -> dict[str, Any]:
+        """(``mirror_digest``, ``mirror_deleted_at``) of the rows of ``keys``, by key."""
+        written = self._written
+        asked = keys
+        if written is not None:
+            slots = list(map(operator.and_, map(hash, keys), repeat(_SLOT)))
+            taken = list(map(written.__getitem__, slots))
+            # written from here on (if the write fails, a slot taken costs a look-up only)
+            collections.deque(map(written.__setitem__, slots, repeat(1)), maxlen=0)
+            asked = list(compress(keys, taken)) if any(taken) else []
+        found: dict[str, Any] = {}
+        recent = self._recent
+        if asked and recent:
+            # The last write's rows, as it wrote them (the item that ends a write begins the
+            # next): no look-up, so no wait for that write's statements.
+            found = {key: (recent[key], None) for key in asked if key in recent}
+            asked = [key for key in asked if key not in found]
+        if not asked:
+            return found
+        await settle()
+        found.update((str(k), (d, gone)) for k, d, gone in await self._sql.stored(conn, asked))
+        return found
+
+    def _columns(self, keys: list[str], values: list[tuple[Any, ...]]) -> list[list[Any]]:
+        """The model's columns of ``values`` in stored form; a value its column cannot
+        hold is NULL (the item's row only), with a warning."""
+        sql = self._sql
+        try:
+            return sql.columns(values)
+        except (OverflowError, ValueError, TypeError):
+            pass
+        rows: list[tuple[Any, ...]] = []
+        for key, one in zip(keys, values, strict=True):
+            try:
+                rows.append(sql.row(one))
+            except (OverflowError, ValueError, TypeError):
+                row, empty = sql.careful_row(one)
+                logger.warning(
+                    "mirror %s: item %s stored with %s NULL (a value the database cannot "
+                    "hold; mirror_item keeps it as sent)",
+                    self._collection,
+                    key,
+                    ", ".join(empty),
+                )
+                rows.append(row)
+        return [list(column) for column in zip(*rows, strict=True)]
