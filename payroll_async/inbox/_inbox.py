@@ -31,8 +31,9 @@ from .._core._exceptions import InvalidArgumentError
 from .._core._validation import check_concurrency, check_seconds
 from .._core._visible import EscapingFilter
 from ..mirror._db import Database, open_database
-from ..mirror._driver import _compiled, _row_converter
+from ..mirror._driver import _compiled
 from ..mirror._errors import MirrorError, MirrorURLError
+from ..mirror._values import row_converter
 from ..models import WebhookEvent
 from ._batch import Batched
 from ._operations import InboxOperations
@@ -121,7 +122,7 @@ class Inbox(InboxOperations):
         )
         if order != [c.name for c in EVENTS.c]:
             raise AssertionError(f"unexpected column order of the inbox's INSERT: {order}")
-        self._stored_form = _row_converter(list(EVENTS.c), self._db.dialect)
+        self._stored_form = row_converter(list(EVENTS.c), self._db.dialect)
         # Notifications that arrive while one commit runs are stored by the next one.
         self._accepting = Batched(self._insert_rows)
         self._done = Batched(self._mark_done)  # likewise the workers' events handled

@@ -34,7 +34,6 @@ from ._values import column_converter, converter, id_text, row_converter
 __all__ = ["Statements", "id_text"]
 
 _ROWS_PER_STATEMENT = 250  # SQLite: rows in one multi-row INSERT
-_row_converter = row_converter  # the inbox's name for it
 _first = operator.itemgetter(0)
 _encode = msgspec.json.encode
 
