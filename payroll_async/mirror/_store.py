@@ -49,7 +49,7 @@ COMMIT_ROWS = {"postgresql": 5000, "sqlite": 2000}
 """Items a transaction gathers before it commits. PostgreSQL: a commit waits for the
 server's disk (``synchronous_commit`` as the server says), so pages are grouped; SQLite's
 commits cost little (WAL, ``synchronous=NORMAL``) and its lock is the whole database's
-(another collection's run waits), so each write commits."""
+(another collection's run waits), so its transactions are kept shorter."""
 COMMIT_SECONDS = 1.0
 """Or once the transaction is this old (at the next write)."""
 _BATCH = 500  # ids per statement where a set of ids is marked deleted
