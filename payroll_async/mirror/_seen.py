@@ -23,6 +23,8 @@ from functools import partial
 from itertools import repeat
 from typing import Any
 
+from .._paging._fastdecode import id_blob
+
 __all__ = ["KNOWN_SET_ROWS", "KnownDigests", "SeenIds"]
 
 _MASK = (1 << 64) - 1
@@ -44,22 +46,9 @@ def _bucket(high: int, low: int) -> int:
 
 def _halves(values: list[Any]) -> Iterable[tuple[int, int]] | None:
     """The two 64-bit halves of each of ``values`` when every one is an id's 8-4-4-4-12
-    text, parsed a page at a time (one ``bytes.fromhex``); else None."""
-    count = len(values)
-    if not count or not _WORDS or type(values[0]) is not str:
-        return None
-    try:
-        joined = "".join(values)
-    except TypeError:
-        return None
-    hyphens = "-" * count
-    if len(joined) != 36 * count or any(joined[at::36] != hyphens for at in (8, 13, 18, 23)):
-        return None
-    try:
-        blob = bytes.fromhex(joined.replace("-", ""))
-    except ValueError:
-        return None
-    if len(blob) != 16 * count:  # fromhex skips whitespace: an id had some
+    text, parsed a page at a time (``id_blob``); else None."""
+    blob = id_blob(values) if _WORDS else None
+    if blob is None:
         return None
     words = array("Q", blob)
     if _LITTLE:
