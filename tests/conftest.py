@@ -136,6 +136,28 @@ async def client(clock: FakeClock) -> AsyncIterator[PayrollClient]:
         yield c
 
 
+class Asked:
+    """A server middleware that tells the test when it has been asked ``requests`` times.
+
+    ``reached`` is set at the n-th request (before it is answered): what a process under
+    test has done by then (a lock taken, pages asked for) is known without polling.
+    """
+
+    __middleware_version__ = 1
+
+    def __init__(self, requests: int = 1) -> None:
+        self.requests = requests
+        self.count = 0
+        self.reached = asyncio.Event()
+
+    async def __call__(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        self.count += 1
+        if self.count >= self.requests:
+            self.reached.set()
+        response: web.StreamResponse = await handler(request)
+        return response
+
+
 StartEmulator = Callable[..., Awaitable[Emulator]]
 
 

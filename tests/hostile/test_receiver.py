@@ -7,7 +7,6 @@ import contextlib
 import json
 import logging
 import os
-import pathlib
 import resource
 import signal
 import socket
@@ -288,32 +287,57 @@ asyncio.run(main())
 """
 
 
+class Said:
+    """What a process writes to a pipe, read as it comes (the pipe never fills and stalls
+    it); ``until(text)`` returns once the process has written ``text``: no polling."""
+
+    def __init__(self, stream: asyncio.StreamReader) -> None:
+        self.text = b""
+        self._changed = asyncio.Condition()
+        self._reading = asyncio.create_task(self._read(stream))
+
+    async def _read(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(1 << 16):
+            async with self._changed:
+                self.text += chunk
+                self._changed.notify_all()
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def until(self, text: bytes) -> None:
+        async with self._changed:
+            await self._changed.wait_for(lambda: text in self.text or self._reading.done())
+        assert text in self.text, self.text[-2000:]
+
+    async def close(self) -> None:
+        await self._reading
+
+
 @pytest.fixture
-async def limited_receiver(
-    tmp_path: pathlib.Path,
-) -> AsyncIterator[tuple[asyncio.subprocess.Process, int, pathlib.Path]]:
-    log = tmp_path / "receiver.log"
-    with log.open("wb") as stderr:  # a file, not a pipe nobody reads: a full pipe would stall it
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            _RECEIVER,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=stderr,
-            env={**os.environ, "PYTHONPATH": os.getcwd()},
-        )
+async def limited_receiver() -> AsyncIterator[tuple[asyncio.subprocess.Process, int, Said]]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _RECEIVER,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     assert proc.stdout is not None
+    assert proc.stderr is not None
+    said = Said(proc.stderr)
     port = int(await asyncio.wait_for(proc.stdout.readline(), 30))
-    yield proc, port, log
+    yield proc, port, said
     if proc.returncode is None:
         proc.send_signal(signal.SIGTERM)
-    await proc.communicate()
+    await proc.wait()
+    await said.close()
 
 
 async def test_at_the_file_descriptor_limit_it_stays_up_and_serves_again(
-    limited_receiver: tuple[asyncio.subprocess.Process, int, pathlib.Path],
+    limited_receiver: tuple[asyncio.subprocess.Process, int, Said],
 ) -> None:
-    proc, port, log = limited_receiver
+    proc, port, said = limited_receiver
     url = f"http://127.0.0.1:{port}/hooks"
     assert await _post(url, _body("before")) == 200
     # a flood of 200 idle connections against a limit of 64 descriptors
@@ -324,11 +348,8 @@ async def test_at_the_file_descriptor_limit_it_stays_up_and_serves_again(
         with contextlib.suppress(BlockingIOError):
             sock.connect(("127.0.0.1", port))
         flood.append(sock)
-    for _ in range(300):  # until it has run out of descriptors (it says so on stderr)
-        if b"Too many open files" in log.read_bytes():
-            break
-        await asyncio.sleep(0.05)
-    assert b"Too many open files" in log.read_bytes()
+    # until it has run out of descriptors (it says so on stderr)
+    await asyncio.wait_for(said.until(b"Too many open files"), 30)
     assert proc.returncode is None
     for sock in flood:
         sock.close()
