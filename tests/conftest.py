@@ -163,18 +163,19 @@ StartEmulator = Callable[..., Awaitable[Emulator]]
 
 @pytest.fixture
 async def start_emulator() -> AsyncIterator[StartEmulator]:
-    """Start an Emulator with the given options on a loopback port; closed after the test."""
-    started: list[Emulator] = []
+    """``await start(**options)``: an Emulator serving in the test's own event loop, closed
+    after the test (its own ``async with``).
 
-    async def start(**options: Any) -> Emulator:
-        emulator = Emulator(**options)
-        await emulator.start()
-        started.append(emulator)
-        return emulator
+    The in-loop form of the plugin's ``payroll_emulator_factory`` (payroll_async.testing),
+    whose emulators serve from a thread of their own for sync tests: a test that churns
+    the data between pages, or awaits ``emit()``, needs the emulator in its loop.
+    """
+    async with contextlib.AsyncExitStack() as started:
 
-    yield start
-    for emulator in started:
-        await emulator.close()
+        async def start(**options: Any) -> Emulator:
+            return await started.enter_async_context(Emulator(**options))
+
+        yield start
 
 
 Serve = Callable[[web.Application], Awaitable[str]]

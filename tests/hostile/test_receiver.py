@@ -17,11 +17,12 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 from aiohttp import web
+from yarl import URL
 
 from payroll_async import EventType, InvalidArgumentError
 from payroll_async._core._json import loads
 from payroll_async.events import EventRouter, WebhookEvent, sign
-from tests.conftest import Serve
+from tests.conftest import Serve, loopback
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
@@ -147,14 +148,6 @@ async def test_log_lines_escape_what_the_sender_wrote(
         assert not any(ch in message for ch in "\x1b\x07\r\x9b"), message
 
 
-async def _runner(router: EventRouter, **server: float) -> tuple[web.AppRunner, int]:
-    runner = web.AppRunner(router.app("/hooks"), access_log=None, **server)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    return runner, runner.addresses[0][1]
-
-
 async def _trickle(port: int, head: bytes, closed: list[bool]) -> None:
     """Send ``head`` a byte at a time, slowly, until the server closes the connection."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -206,7 +199,6 @@ async def test_200_trickling_uploads_are_closed(
     # for the body).
     router = EventRouter(insecure=True, read_timeout=0.5)
     handled = _recording(router)
-    runner, port = await _runner(router)  # no server option: router.app() sets the bound
     body = _body()
     head = (
         b"POST /hooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -215,7 +207,10 @@ async def test_200_trickling_uploads_are_closed(
     slow = head[:-2] if part == "headers" else body  # headers: never completed
     closed: list[bool] = []
     started = time.monotonic()
-    try:
+    # no server option: router.app() sets the bound
+    async with loopback(router.app("/hooks"), access_log=None) as url:
+        port = URL(url).port
+        assert port is not None
         if part == "body":
             await asyncio.gather(*(_body_trickle(port, head, slow, closed) for _ in range(200)))
         else:
@@ -224,9 +219,7 @@ async def test_200_trickling_uploads_are_closed(
         assert time.monotonic() - started < 30
         assert handled == []
         # and the receiver still serves a sender that sends in time
-        assert await _post(f"http://127.0.0.1:{port}/hooks", body) == 200
-    finally:
-        await runner.cleanup()
+        assert await _post(f"{url}/hooks", body) == 200
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
 
 
@@ -241,12 +234,8 @@ async def test_aborted_uploads_log_no_traceback(caplog: pytest.LogCaptureFixture
 
     app = web.Application()
     app.router.add_post("/hooks", handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
+    async with loopback(app, access_log=None) as url:
+        port = URL(url).port
         with caplog.at_level(logging.DEBUG):
             for _ in range(20):
                 reading.clear()
@@ -257,9 +246,7 @@ async def test_aborted_uploads_log_no_traceback(caplog: pytest.LogCaptureFixture
                 await writer.drain()
                 await reading.wait()
                 writer.transport.abort()  # a reset, mid-body
-            assert await _post(f"http://127.0.0.1:{port}/hooks", _body()) == 200
-    finally:
-        await runner.cleanup()
+            assert await _post(f"{url}/hooks", _body()) == 200
     assert [e.event_id for e in handled] == ["evt_1"]
     tracebacks = [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
     assert tracebacks == []
@@ -270,6 +257,7 @@ async def test_aborted_uploads_log_no_traceback(caplog: pytest.LogCaptureFixture
 _RECEIVER = """
 import asyncio, resource, sys
 from aiohttp import web
+from yarl import URL
 from payroll_async.events import EventRouter
 resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 router = EventRouter(insecure=True, read_timeout=1)
