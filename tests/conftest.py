@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any
 
 import aiohttp
@@ -18,6 +19,16 @@ from payroll_async._core._clock import Clock
 from payroll_async.emulator import Emulator
 from tests import factories
 from tests._postgres import into, postgres_server, postgres_url  # noqa: F401 (fixtures)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> Generator[None, int, int]:
+    """``-n auto`` (addopts): two workers a core (the cores xdist counts). Much of the suite
+    waits on real processes, servers and time (a kill, a lease, a Retry-After), and a
+    second worker per core runs meanwhile. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still rules."""
+    cores = yield
+    return cores if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") else 2 * cores
+
 
 BASE = "https://api.example.test"
 TOKEN = "tok_secret_0123456789"
