@@ -35,7 +35,8 @@ TOKEN = "tok_secret_0123456789"
 # What the exact-request tests share: a listing's first page, the subscriptions path, a
 # subscription id, a fixed "now", and a policy of one attempt (no retry).
 LIST = f"{BASE}/v1/payroll-connections?limit=100&offset=0"
-SUBS = f"{BASE}/v1/webhooks/subscriptions"
+SUBS_PATH = "/v1/webhooks/subscriptions"  # a loopback server's route
+SUBS = f"{BASE}{SUBS_PATH}"
 SID = factories.uid(1, 5)
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
 ONCE = RetryPolicy(max_attempts=1)
