@@ -28,7 +28,9 @@ class PostgresServer:
         with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR as root
             warnings.simplefilter("ignore")
             import pgserver
-        self._server: Any = pgserver.get_server(folder / "data", cleanup_mode="stop")
+        # cleanup_mode None: stop() ends the server (pgserver's own stop would look for the
+        # postmaster it started, which the restart below replaced)
+        self._server: Any = pgserver.get_server(folder / "data", cleanup_mode=None)
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port: int = sock.getsockname()[1]
@@ -42,6 +44,10 @@ class PostgresServer:
         pg_ctl(
             [
                 *("-w", "-m", mode, "-o", "-h 127.0.0.1", "-o", f"-p {self.port}"),
+                # No fsync: what the tests end is a process (a restart, a kill), never the
+                # machine, and the operating system keeps every write a process made. Commits
+                # still wait for their WAL write, so a restart loses nothing committed.
+                *("-o", "-c fsync=off"),
                 *("-l", str(self._server.log), "restart"),
             ],
             pgdata=self._server.pgdata,
@@ -94,12 +100,12 @@ class PostgresServer:
         raise AssertionError("the server did not reload pg_hba.conf")
 
     def stop(self) -> None:
-        # pgserver stops only the postmaster it started itself; this one was restarted on
-        # a TCP port (a new postmaster), so it is stopped here (SIGINT: PostgreSQL's fast
-        # shutdown), then pgserver lets go.
+        # pgserver knows only the postmaster it started itself; this one was restarted on
+        # a TCP port (a new postmaster), so it is stopped here, then pgserver lets go.
+        # SIGQUIT: PostgreSQL's immediate shutdown, every process of it gone at once, with
+        # no checkpoint written for a data directory nobody opens again.
+        import select
         import signal
-
-        import psutil
 
         pidfile = Path(self._server.pgdata) / "postmaster.pid"
         try:
@@ -108,10 +114,15 @@ class PostgresServer:
             pid = None
         try:
             if pid is not None:
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    process = psutil.Process(pid)
-                    process.send_signal(signal.SIGINT)
-                    process.wait(timeout=60)
+                # Its end is an event (a pidfd is readable once the process has ended), not
+                # a poll for its pid, which lingers until init reaps it (not its parent).
+                with contextlib.suppress(ProcessLookupError):
+                    ended = os.pidfd_open(pid)
+                    try:
+                        os.kill(pid, signal.SIGQUIT)
+                        select.select([ended], [], [], 60)
+                    finally:
+                        os.close(ended)
         finally:
             self._server.cleanup()
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any
 
 import aiohttp
@@ -19,12 +20,26 @@ from payroll_async.emulator import Emulator
 from tests import factories
 from tests._postgres import into, postgres_server, postgres_url  # noqa: F401 (fixtures)
 
+
+@pytest.hookimpl(wrapper=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> Generator[None, int, int]:
+    """``-n auto`` (addopts): half again as many workers as cores (the cores xdist counts;
+    3 on 2). Much of the suite waits on real processes, servers and time (a kill, a lease,
+    a Retry-After), and another worker runs meanwhile; more than that costs more in
+    collection and contention than it saves. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still rules."""
+    cores = yield
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return cores
+    return max(cores + 1, 3 * cores // 2)
+
+
 BASE = "https://api.example.test"
 TOKEN = "tok_secret_0123456789"
 # What the exact-request tests share: a listing's first page, the subscriptions path, a
 # subscription id, a fixed "now", and a policy of one attempt (no retry).
 LIST = f"{BASE}/v1/payroll-connections?limit=100&offset=0"
-SUBS = f"{BASE}/v1/webhooks/subscriptions"
+SUBS_PATH = "/v1/webhooks/subscriptions"  # a loopback server's route
+SUBS = f"{BASE}{SUBS_PATH}"
 SID = factories.uid(1, 5)
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
 ONCE = RetryPolicy(max_attempts=1)
@@ -136,23 +151,46 @@ async def client(clock: FakeClock) -> AsyncIterator[PayrollClient]:
         yield c
 
 
+class Asked:
+    """A server middleware that tells the test when it has been asked ``requests`` times.
+
+    ``reached`` is set at the n-th request (before it is answered): what a process under
+    test has done by then (a lock taken, pages asked for) is known without polling.
+    """
+
+    __middleware_version__ = 1
+
+    def __init__(self, requests: int = 1) -> None:
+        self.requests = requests
+        self.count = 0
+        self.reached = asyncio.Event()
+
+    async def __call__(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        self.count += 1
+        if self.count >= self.requests:
+            self.reached.set()
+        response: web.StreamResponse = await handler(request)
+        return response
+
+
 StartEmulator = Callable[..., Awaitable[Emulator]]
 
 
 @pytest.fixture
 async def start_emulator() -> AsyncIterator[StartEmulator]:
-    """Start an Emulator with the given options on a loopback port; closed after the test."""
-    started: list[Emulator] = []
+    """``await start(**options)``: an Emulator serving in the test's own event loop, closed
+    after the test (its own ``async with``).
 
-    async def start(**options: Any) -> Emulator:
-        emulator = Emulator(**options)
-        await emulator.start()
-        started.append(emulator)
-        return emulator
+    The in-loop form of the plugin's ``payroll_emulator_factory`` (payroll_async.testing),
+    whose emulators serve from a thread of their own for sync tests: a test that churns
+    the data between pages, or awaits ``emit()``, needs the emulator in its loop.
+    """
+    async with contextlib.AsyncExitStack() as started:
 
-    yield start
-    for emulator in started:
-        await emulator.close()
+        async def start(**options: Any) -> Emulator:
+            return await started.enter_async_context(Emulator(**options))
+
+        yield start
 
 
 Serve = Callable[[web.Application], Awaitable[str]]

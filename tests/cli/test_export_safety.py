@@ -22,6 +22,7 @@ from payroll_async.emulator import Emulator
 from payroll_async.testing import EmulatorThread
 from tests.checkpoints import forge
 from tests.cli._run import invoke
+from tests.conftest import Asked
 
 N = 400
 
@@ -202,7 +203,10 @@ def test_a_tampered_checkpoint_is_one_line_exit_2(
 async def test_a_second_export_process_is_refused_while_the_first_runs(tmp_path: Path) -> None:
     target = tmp_path / "c.jsonl"
     total = 2000
-    async with Emulator(seed=5, payroll_connections=total, latency=0.05) as emu:
+    emu = Emulator(seed=5, payroll_connections=total, latency=0.05)
+    asked = Asked()  # the export locks its output before its first request
+    emu.app.middlewares.append(asked)
+    async with emu:
         base = [sys.executable, "-m", "payroll_async.cli", "--base-url", emu.base_url]
         base += ["--token", emu.token, "export"]
 
@@ -217,11 +221,7 @@ async def test_a_second_export_process_is_refused_while_the_first_runs(tmp_path:
         first = await start(
             "payroll-connections", "-o", str(target), "--page-size", "50", "--concurrency", "1"
         )
-        checkpoint = tmp_path / "c.jsonl.checkpoint"
-        for _ in range(1200):  # the first holds the lock once its checkpoint is written
-            if checkpoint.exists() or first.returncode is not None:
-                break
-            await asyncio.sleep(0.05)
+        await asked.reached.wait()  # the first holds the lock
         assert first.returncode is None, "the first export ended before the second started"
         first.send_signal(signal.SIGSTOP)  # holds its lock, mid-export, for as long as needed
         try:

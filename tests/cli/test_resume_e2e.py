@@ -6,47 +6,57 @@ import asyncio
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
 
 from payroll_async.emulator import Emulator
-from tests.cli._run import start
+from tests.cli._run import ROOT
 
 TOTAL = 3000
 
 
+# The command, in a process that says on standard output each checkpoint it has written:
+# the test interrupts it once the checkpoint on disk holds some items, and knows it does.
+TELLING = """
+import os, runpy, sys
+from payroll_async.export import _exporter
+
+real = _exporter.write_checkpoint
+
+def write_checkpoint(path, checkpoint):
+    real(path, checkpoint)
+    os.write(1, b"checkpoint %d\\n" % checkpoint.items)
+
+_exporter.write_checkpoint = write_checkpoint
+sys.argv[0] = "payroll-async"
+runpy.run_module("payroll_async.cli", run_name="__main__")
+"""
+
+
 async def export(emu: Emulator, target: Path, *extra: str) -> asyncio.subprocess.Process:
-    return await start(
-        emu,
-        "export",
-        "payroll-connections",
-        "-o",
-        str(target),
-        "--page-size",
-        "50",
-        *extra,
+    args = ["export", "payroll-connections", "-o", str(target), "--page-size", "50", *extra]
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        TELLING,
+        *("--base-url", emu.base_url, "--token", emu.token, *args),
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
 
 
-async def wait_for_checkpoint(
-    process: asyncio.subprocess.Process, target: Path, at_least: int
-) -> int:
-    checkpoint = target.with_name(target.name + ".checkpoint")
-    for _ in range(600):
-        if process.returncode is not None:
-            _, err = await process.communicate()
-            raise AssertionError(f"the export ended early ({process.returncode}): {err.decode()}")
-        try:
-            items = int(json.loads(checkpoint.read_text())["items"])
-        except (FileNotFoundError, ValueError, KeyError):
-            items = 0
+async def wait_for_checkpoint(process: asyncio.subprocess.Process, at_least: int) -> int:
+    """Once the process has written a checkpoint of ``at_least`` items: their count."""
+    assert process.stdout is not None
+    while line := await process.stdout.readline():
+        items = int(line.split()[1])
         if items >= at_least:
             return items
-        await asyncio.sleep(0.05)
-    raise AssertionError("the export never checkpointed")
+    _, err = await process.communicate()
+    raise AssertionError(f"the export ended early ({process.returncode}): {err.decode()}")
 
 
 def exported_ids(target: Path, fmt: str) -> list[str]:
@@ -78,7 +88,7 @@ async def test_interrupt_then_resume_gives_every_item_once(
         seed=8, payroll_connections=TOTAL, latency=0.05, link_headers=link_headers
     ) as emu:
         first = await export(emu, target, "--format", fmt, "--concurrency", "2")
-        await wait_for_checkpoint(first, target, at_least=200)
+        await wait_for_checkpoint(first, at_least=200)
         first.send_signal(how)
         _, err = await asyncio.wait_for(first.communicate(), 60)
         if how in (signal.SIGINT, signal.SIGTERM):

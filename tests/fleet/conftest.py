@@ -12,7 +12,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,6 +48,8 @@ class RedisServer:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
+        """Start the server; returns once it says it accepts connections (its log line on
+        standard output: no polling), or raises if it ends first (its port taken, say)."""
         self.process = subprocess.Popen(
             [
                 self.binary,
@@ -63,19 +64,17 @@ class RedisServer:
                 "--dir",
                 str(self.folder),
             ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
-                    sock.sendall(b"PING\r\n")
-                    if sock.recv(16).startswith(b"+PONG"):
-                        return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"redis-server did not start on port {self.port}")
+        assert self.process.stdout is not None
+        said = []
+        for line in self.process.stdout:  # until it is ready, or it ends (end of file)
+            if b"Ready to accept connections" in line:
+                return  # it logs at most a line now and then from here: the pipe never fills
+            said.append(line.decode(errors="replace"))
+        self.stop()
+        raise RuntimeError(f"redis-server did not start on port {self.port}: {''.join(said)}")
 
     def freeze(self) -> None:
         """Stop the server where it stands (SIGSTOP): connections stay open, nothing is
@@ -93,6 +92,8 @@ class RedisServer:
         if self.process is not None:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(10)
+            if self.process.stdout is not None:
+                self.process.stdout.close()
             self.process = None
 
 

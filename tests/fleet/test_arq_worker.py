@@ -28,7 +28,9 @@ async def start_worker(emu: Emulator, redis_url: str) -> asyncio.subprocess.Proc
         "PAYROLL_BASE_URL": emu.base_url,
         "PAYROLL_TOKEN": emu.token,
         "PAYROLL_REDIS_URL": redis_url,
-        "PAYROLL_JOB_TIMEOUT": "2",  # arq runs an abandoned job again 12 s later (see below)
+        # A job may run this long: the rest of the export on a loaded machine. arq runs an
+        # abandoned job again only 10 s after that, unless (as below) the test says when.
+        "PAYROLL_JOB_TIMEOUT": "120",
     }
     return await asyncio.create_subprocess_exec(
         sys.executable,

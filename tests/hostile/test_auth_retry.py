@@ -19,10 +19,8 @@ from payroll_async import (
 )
 from payroll_async._http._status import parse_retry_after
 from tests import factories
-from tests.conftest import ONCE, TOKEN, FakeClock, HeldClock, Serve
+from tests.conftest import ONCE, SUBS_PATH, TOKEN, FakeClock, HeldClock, Serve
 from tests.hostile.conftest import RawServe, read_request
-
-SUBS = "/v1/webhooks/subscriptions"
 
 
 def _listing_app(accept: str, seen: list[str]) -> web.Application:
@@ -271,7 +269,7 @@ async def test_a_first_404_on_delete_is_still_not_found(serve: Serve) -> None:
         return web.json_response({"message": "no such subscription", "errors": []}, status=404)
 
     app = web.Application()
-    app.router.add_delete(SUBS + "/{sid}", handle)
+    app.router.add_delete(SUBS_PATH + "/{sid}", handle)
     base = await serve(app)
     async with PayrollClient(base, TOKEN) as client:
         with pytest.raises(NotFoundError):

@@ -23,7 +23,7 @@ from payroll_async import (
     ResponseDecodeError,
 )
 from tests import factories
-from tests.conftest import ONCE, TOKEN, Serve
+from tests.conftest import ONCE, TOKEN, Serve, loopback
 from tests.hostile.conftest import RawServe, assert_secret_free, read_request
 
 EID = factories.uid(3, 2)
@@ -176,28 +176,20 @@ async def test_extra_headers_cannot_set_the_transports_headers(serve: Serve, nam
 # --- 20.19: a client belongs to its event loop ------------------------------------------------
 
 
-async def _serve_once() -> tuple[web.AppRunner, str]:
+def _one_employer() -> web.Application:
     async def handle(request: web.Request) -> web.Response:
         return web.json_response(factories.envelope([factories.employer(1)]))
 
     app = web.Application()
     app.router.add_get("/v1/employer-identifiers", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    return runner, f"http://127.0.0.1:{port}"
+    return app
 
 
 def test_a_client_used_from_a_second_event_loop_says_so() -> None:
     async def first() -> PayrollClient:
-        runner, base = await _serve_once()
-        client = PayrollClient(base, TOKEN, retry=ONCE)
-        try:
+        async with loopback(_one_employer()) as base:
+            client = PayrollClient(base, TOKEN, retry=ONCE)
             assert len(await client.employer_identifiers.list().collect()) == 1
-        finally:
-            await runner.cleanup()
         return client  # not closed: the loop ends with the client in use
 
     async def second(client: PayrollClient) -> None:
@@ -223,13 +215,14 @@ def test_a_client_shared_with_a_running_loop_in_another_thread_says_so() -> None
     holder: list[PayrollClient] = []
 
     async def owner() -> None:
-        runner, base = await _serve_once()
-        async with PayrollClient(base, TOKEN, retry=ONCE) as client:
+        async with (
+            loopback(_one_employer()) as base,
+            PayrollClient(base, TOKEN, retry=ONCE) as client,
+        ):
             await client.employer_identifiers.list().collect()
             holder.append(client)
             started.set()
             await asyncio.get_running_loop().run_in_executor(None, stop.wait)
-        await runner.cleanup()
 
     thread = threading.Thread(target=asyncio.run, args=(owner(),))
     thread.start()

@@ -7,7 +7,6 @@ import contextlib
 import json
 import logging
 import os
-import pathlib
 import resource
 import signal
 import socket
@@ -18,11 +17,12 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 from aiohttp import web
+from yarl import URL
 
 from payroll_async import EventType, InvalidArgumentError
 from payroll_async._core._json import loads
 from payroll_async.events import EventRouter, WebhookEvent, sign
-from tests.conftest import Serve
+from tests.conftest import Serve, loopback
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
@@ -148,14 +148,6 @@ async def test_log_lines_escape_what_the_sender_wrote(
         assert not any(ch in message for ch in "\x1b\x07\r\x9b"), message
 
 
-async def _runner(router: EventRouter, **server: float) -> tuple[web.AppRunner, int]:
-    runner = web.AppRunner(router.app("/hooks"), access_log=None, **server)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    return runner, runner.addresses[0][1]
-
-
 async def _trickle(port: int, head: bytes, closed: list[bool]) -> None:
     """Send ``head`` a byte at a time, slowly, until the server closes the connection."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -207,7 +199,6 @@ async def test_200_trickling_uploads_are_closed(
     # for the body).
     router = EventRouter(insecure=True, read_timeout=0.5)
     handled = _recording(router)
-    runner, port = await _runner(router)  # no server option: router.app() sets the bound
     body = _body()
     head = (
         b"POST /hooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -216,7 +207,10 @@ async def test_200_trickling_uploads_are_closed(
     slow = head[:-2] if part == "headers" else body  # headers: never completed
     closed: list[bool] = []
     started = time.monotonic()
-    try:
+    # no server option: router.app() sets the bound
+    async with loopback(router.app("/hooks"), access_log=None) as url:
+        port = URL(url).port
+        assert port is not None
         if part == "body":
             await asyncio.gather(*(_body_trickle(port, head, slow, closed) for _ in range(200)))
         else:
@@ -225,9 +219,7 @@ async def test_200_trickling_uploads_are_closed(
         assert time.monotonic() - started < 30
         assert handled == []
         # and the receiver still serves a sender that sends in time
-        assert await _post(f"http://127.0.0.1:{port}/hooks", body) == 200
-    finally:
-        await runner.cleanup()
+        assert await _post(f"{url}/hooks", body) == 200
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
 
 
@@ -242,12 +234,8 @@ async def test_aborted_uploads_log_no_traceback(caplog: pytest.LogCaptureFixture
 
     app = web.Application()
     app.router.add_post("/hooks", handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
+    async with loopback(app, access_log=None) as url:
+        port = URL(url).port
         with caplog.at_level(logging.DEBUG):
             for _ in range(20):
                 reading.clear()
@@ -258,9 +246,7 @@ async def test_aborted_uploads_log_no_traceback(caplog: pytest.LogCaptureFixture
                 await writer.drain()
                 await reading.wait()
                 writer.transport.abort()  # a reset, mid-body
-            assert await _post(f"http://127.0.0.1:{port}/hooks", _body()) == 200
-    finally:
-        await runner.cleanup()
+            assert await _post(f"{url}/hooks", _body()) == 200
     assert [e.event_id for e in handled] == ["evt_1"]
     tracebacks = [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
     assert tracebacks == []
@@ -271,6 +257,7 @@ async def test_aborted_uploads_log_no_traceback(caplog: pytest.LogCaptureFixture
 _RECEIVER = """
 import asyncio, resource, sys
 from aiohttp import web
+from yarl import URL
 from payroll_async.events import EventRouter
 resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 router = EventRouter(insecure=True, read_timeout=1)
@@ -288,32 +275,57 @@ asyncio.run(main())
 """
 
 
+class Said:
+    """What a process writes to a pipe, read as it comes (the pipe never fills and stalls
+    it); ``until(text)`` returns once the process has written ``text``: no polling."""
+
+    def __init__(self, stream: asyncio.StreamReader) -> None:
+        self.text = b""
+        self._changed = asyncio.Condition()
+        self._reading = asyncio.create_task(self._read(stream))
+
+    async def _read(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(1 << 16):
+            async with self._changed:
+                self.text += chunk
+                self._changed.notify_all()
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def until(self, text: bytes) -> None:
+        async with self._changed:
+            await self._changed.wait_for(lambda: text in self.text or self._reading.done())
+        assert text in self.text, self.text[-2000:]
+
+    async def close(self) -> None:
+        await self._reading
+
+
 @pytest.fixture
-async def limited_receiver(
-    tmp_path: pathlib.Path,
-) -> AsyncIterator[tuple[asyncio.subprocess.Process, int, pathlib.Path]]:
-    log = tmp_path / "receiver.log"
-    with log.open("wb") as stderr:  # a file, not a pipe nobody reads: a full pipe would stall it
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            _RECEIVER,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=stderr,
-            env={**os.environ, "PYTHONPATH": os.getcwd()},
-        )
+async def limited_receiver() -> AsyncIterator[tuple[asyncio.subprocess.Process, int, Said]]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _RECEIVER,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     assert proc.stdout is not None
+    assert proc.stderr is not None
+    said = Said(proc.stderr)
     port = int(await asyncio.wait_for(proc.stdout.readline(), 30))
-    yield proc, port, log
+    yield proc, port, said
     if proc.returncode is None:
         proc.send_signal(signal.SIGTERM)
-    await proc.communicate()
+    await proc.wait()
+    await said.close()
 
 
 async def test_at_the_file_descriptor_limit_it_stays_up_and_serves_again(
-    limited_receiver: tuple[asyncio.subprocess.Process, int, pathlib.Path],
+    limited_receiver: tuple[asyncio.subprocess.Process, int, Said],
 ) -> None:
-    proc, port, log = limited_receiver
+    proc, port, said = limited_receiver
     url = f"http://127.0.0.1:{port}/hooks"
     assert await _post(url, _body("before")) == 200
     # a flood of 200 idle connections against a limit of 64 descriptors
@@ -324,11 +336,8 @@ async def test_at_the_file_descriptor_limit_it_stays_up_and_serves_again(
         with contextlib.suppress(BlockingIOError):
             sock.connect(("127.0.0.1", port))
         flood.append(sock)
-    for _ in range(300):  # until it has run out of descriptors (it says so on stderr)
-        if b"Too many open files" in log.read_bytes():
-            break
-        await asyncio.sleep(0.05)
-    assert b"Too many open files" in log.read_bytes()
+    # until it has run out of descriptors (it says so on stderr)
+    await asyncio.wait_for(said.until(b"Too many open files"), 30)
     assert proc.returncode is None
     for sock in flood:
         sock.close()

@@ -23,14 +23,12 @@ from payroll_async import (
     PayrollClient,
     PayrollError,
     ResponseDecodeError,
-    RetryPolicy,
     ServerError,
 )
 from tests import factories
-from tests.conftest import TOKEN, Serve
+from tests.conftest import ONCE, TOKEN, Serve
 from tests.hostile.conftest import RawServe, assert_secret_free, read_request
 
-ONCE = RetryPolicy(max_attempts=1)
 EID = factories.uid(3, 2)
 
 

@@ -6,39 +6,21 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from typing import Any
 
 import pytest
-from aiohttp import web
 
 from payroll_async import PayrollClient
 from payroll_async.emulator import Emulator
 from payroll_async.mirror import mirror
 from tests._postgres import query
 from tests.cli._run import start
-
-
-class KillAt:
-    """A middleware that tells the test when the mirror has asked for its n-th page."""
-
-    __middleware_version__ = 1
-
-    def __init__(self, requests: int) -> None:
-        self.requests = requests
-        self.count = 0
-        self.reached = asyncio.Event()
-
-    async def __call__(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        self.count += 1
-        if self.count >= self.requests:
-            self.reached.set()
-        return await handler(request)
+from tests.conftest import Asked
 
 
 @pytest.mark.parametrize("kill_at", [2, 9, 30, 60])
 async def test_sigkill_at_any_point_then_the_next_run_finishes(into: str, kill_at: int) -> None:
     emu = Emulator(seed=12, payroll_connections=1200, latency=0.005)
-    killer = KillAt(kill_at)
+    killer = Asked(kill_at)  # the mirror has asked for its n-th page
     emu.app.middlewares.append(killer)
     async with emu:
         process = await start(

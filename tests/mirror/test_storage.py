@@ -52,15 +52,13 @@ def released_database(path: Path, extra_changes: int = 0) -> None:
     """A database as the released schema (version 1) wrote it, from the committed dump."""
     with contextlib.closing(sqlite3.connect(path)) as db:
         db.executescript(SCHEMA_1.read_text())
-        if extra_changes:
-            rows = (
-                (uuid.uuid4().hex, "webhooks", uuid.uuid4().hex, "inserted", "2026-01-01 00:00:00")
-                for _ in range(extra_changes)
-            )
-            db.executemany(
+        if extra_changes:  # random ids as the release wrote them (32 hex digits), made by SQLite
+            db.execute(
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) "
                 "INSERT INTO mirror_changes (run_id, collection, item_id, change, at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                rows,
+                "SELECT lower(hex(randomblob(16))), 'webhooks', lower(hex(randomblob(16))), "
+                "'inserted', '2026-01-01 00:00:00' FROM n",
+                (extra_changes,),
             )
             db.commit()
 

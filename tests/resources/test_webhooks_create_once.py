@@ -20,9 +20,8 @@ from payroll_async import (
     RetryPolicy,
     WebhookSubscription,
 )
-from tests.conftest import TOKEN, FakeClock, Serve, StartEmulator
+from tests.conftest import SUBS_PATH, TOKEN, FakeClock, Serve, StartEmulator
 
-SUBS = "/v1/webhooks/subscriptions"
 HOOK = "https://hooks.example.test/in"
 TYPES = [EventType.PAYROLL_PROCESSED]
 
@@ -101,8 +100,8 @@ class Service:
 
     def app(self) -> web.Application:
         app = web.Application()
-        app.router.add_post(SUBS, self.create)
-        app.router.add_get(SUBS, self.list)
+        app.router.add_post(SUBS_PATH, self.create)
+        app.router.add_get(SUBS_PATH, self.list)
         return app
 
 
