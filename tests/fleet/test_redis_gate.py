@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import sys
 import time
 import uuid
@@ -356,7 +357,11 @@ async def test_max_wait_follows_the_retry_policy_by_default(
     ("reply", "failure"),
     [
         (b":not-a-number\r\n", "ValueError"),
-        (b"*1\r\n" * 5000 + b":1\r\n", "RecursionError"),
+        # The pure-Python parser recurses once a level: where the RecursionError surfaces
+        # depends on how deep the stack already is, and if it surfaces inside asyncio's own
+        # machinery the call never completes and the gate's timeout ends it. Either way
+        # nothing escapes the gate, which is what is tested.
+        (b"*1\r\n" * 5000 + b":1\r\n", "RecursionError|TimeoutError"),
         (b"*x\r\n", "ValueError"),
     ],
     ids=["bad integer", "nested 5000 deep", "bad array length"],
@@ -393,7 +398,7 @@ async def test_a_malformed_reply_under_the_pure_python_parser_falls_back(
         await server.wait_closed()
     warnings = [r for r in caplog.records if "cannot reach Redis" in r.getMessage()]
     assert len(warnings) == 1
-    assert failure in warnings[0].getMessage()
+    assert re.search(failure, warnings[0].getMessage())
 
 
 async def test_a_generic_call_passes_the_fleets_gate_and_pauses_it(
