@@ -323,6 +323,17 @@ class _Iterator(AsyncGenerator[Any, None]):
     async def aclose(self) -> None:
         await self._walker.aclose()
 
+    async def _next_page(self) -> Page[Any]:
+        """The walk's next page; the walk closed if it fails, StopAsyncIteration at its end."""
+        try:
+            page = await self._walker.next_page()
+        except BaseException:
+            await self._walker.aclose()
+            raise
+        if page is None:
+            raise StopAsyncIteration
+        return page
+
 
 class _Items(_Iterator, Generic[T]):
     """Every item: the current page's without suspending, then the next page's."""
@@ -337,13 +348,7 @@ class _Items(_Iterator, Generic[T]):
         for item in self._items:  # the current page's next item (the cheapest way to it)
             return item
         while True:
-            try:
-                page = await self._walker.next_page()
-            except BaseException:
-                await self._walker.aclose()
-                raise
-            if page is None:
-                raise StopAsyncIteration
+            page = await self._next_page()
             if page.items:
                 items: Iterator[T] = iter(page.items)
                 self._items = items
@@ -356,14 +361,7 @@ class _Pages(_Iterator, Generic[T]):
     __slots__ = ()
 
     async def __anext__(self) -> Page[T]:
-        try:
-            page = await self._walker.next_page()
-        except BaseException:
-            await self._walker.aclose()
-            raise
-        if page is None:
-            raise StopAsyncIteration
-        return page
+        return await self._next_page()
 
 
 def _no_page(offset: int, params: Mapping[str, Any]) -> Page[Any]:
