@@ -1,0 +1,228 @@
+"""What typed items cost on top of the dict floor, with the floor's own HTTP and walk.
+
+    python benchmarks/typed_floor.py                  # CPU time, 100,000 items, 5 repeats
+    python benchmarks/typed_floor.py --callgrind      # instructions (valgrind), 20,000 items
+
+Issue 27 asks the SDK for at most 1.4x the CPU per item of the concurrent dict floor
+(``bulk_export.py``: aiohttp + orjson, 8 pages in flight, plain dicts). This script asks
+how far typed items alone go towards that bound: the floor's client, unchanged (same
+session, same requests, same window, an item-by-item ``for`` over each page), with only
+the decode of each page's bytes swapped:
+
+- ``dicts``: ``orjson.loads`` (the floor itself);
+- ``structs, ids as str``: msgspec structs, ids left as text, timestamps as ``datetime``;
+- ``structs, ids as UUID``: the same structs with ``uuid.UUID`` ids (msgspec's C decode);
+- ``attrs models, cheapest``: the promised models (frozen attrs classes, ``uuid.UUID`` ids,
+  aware ``datetime``s) by the cheapest route known: the UUID structs converted to the
+  attrs classes in C (``msgspec.convert(..., from_attributes=True)``), with no check of
+  anything msgspec reads more widely than the SDK's converter;
+- ``attrs models, the SDK's decoder``: the SDK's own page decoder (``FastDecoder``);
+- and, for comparison, the SDK itself as ``bulk_export.py`` runs it (its own walk).
+
+No SDK code runs in the first five but the decoder of the fifth: no transport, retries,
+gates, pagination or iterator. Each variant runs in a fresh process against the page
+server of ``_server.py`` (Link headers, every id unique); the repeats are interleaved and
+the medians compared. With ``--callgrind`` each variant runs once under valgrind's
+callgrind and its instructions are counted, less those of a process that only imports
+(instruction counts do not move with the other work of a shared machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _util import HERE, ROOT, TOKEN, machine, median, process_serving, table
+
+PAGE = 100
+PATH = "/v1/payroll-connections"
+LABELS = {
+    "dicts": "dicts (orjson): the floor",
+    "structs_str": "msgspec structs, ids as str",
+    "structs_uuid": "msgspec structs, ids as uuid.UUID",
+    "attrs_cheapest": "attrs models, cheapest route",
+    "attrs_sdk": "attrs models, the SDK's decoder",
+    "sdk": "the SDK itself (async for, defaults)",
+}
+
+
+def decoders() -> dict[str, Callable[[bytes], Any]]:
+    """Each variant's decode of a page's bytes into its items."""
+    import msgspec
+    import orjson
+
+    from payroll_async._paging._fastdecode import FastDecoder
+    from payroll_async.models import PayrollConnection
+
+    def structs(id_type: Any) -> Callable[[bytes], Any]:
+        fields = [
+            ("id", id_type),
+            ("employer_identifier_id", id_type),
+            ("payroll_platform_id", id_type),
+            ("created_at", datetime.datetime),
+            ("status", str),
+            ("product", str),
+        ]
+        item = msgspec.defstruct("Item", fields, rename="camel", frozen=True, gc=False)
+        page = msgspec.defstruct("Page", [("data", list[item])], gc=False)  # type: ignore[valid-type]
+        decode = msgspec.json.Decoder(page).decode
+        return lambda body: decode(body).data
+
+    with_uuids = structs(uuid.UUID)
+    models: Any = list[PayrollConnection]
+    sdk = FastDecoder(PayrollConnection)
+
+    def sdk_page(body: bytes) -> Any:
+        decoded = sdk.decode_page(body)
+        assert decoded is not None
+        return decoded[0]
+
+    return {
+        "dicts": lambda body: orjson.loads(body)["data"],
+        "structs_str": structs(str),
+        "structs_uuid": with_uuids,
+        "attrs_cheapest": lambda body: msgspec.convert(
+            with_uuids(body), models, from_attributes=True
+        ),
+        "attrs_sdk": sdk_page,
+    }
+
+
+async def sdk_walk(base: str, concurrency: int) -> int:
+    """The SDK's own walk, as ``bulk_export.py`` runs it."""
+    from payroll_async import PayrollClient
+
+    count = 0
+    async with PayrollClient(base, TOKEN, concurrency=concurrency) as client:
+        async for _item in client.payroll_connections.list():
+            count += 1
+    return count
+
+
+async def walk(base: str, decode: Callable[[bytes], Any], concurrency: int) -> int:
+    """The floor's walk of bulk_export.py (``_clients.floor``), each page decoded by ``decode``."""
+    import aiohttp
+    import orjson
+
+    headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
+    count = 0
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(headers=headers, connector=connector) as session:
+
+        async def fetch(offset: int) -> bytes:
+            async with session.get(f"{base}{PATH}", params={"limit": PAGE, "offset": offset}) as r:
+                return await r.read()
+
+        first = await fetch(0)
+        for _item in decode(first):
+            count += 1
+        offsets = iter(range(PAGE, orjson.loads(first)["meta"]["totalCount"], PAGE))
+        window: deque[asyncio.Task[bytes]] = deque()
+        for offset in offsets:
+            window.append(asyncio.create_task(fetch(offset)))
+            if len(window) >= concurrency:
+                break
+        while window:
+            body = await window.popleft()
+            following = next(offsets, None)
+            if following is not None:
+                window.append(asyncio.create_task(fetch(following)))
+            for _item in decode(body):
+                count += 1
+    return count
+
+
+def child(variant: str, base: str, items: int, concurrency: int) -> None:
+    """One walk in this process (after the imports): print its CPU seconds as JSON."""
+    decode = decoders().get(variant)  # None for "imports": everything imported, no walk
+    import aiohttp  # noqa: F401  (imported before the clock, as bulk_export.py's clients do)
+
+    import payroll_async._client  # noqa: F401  (the SDK's client, which loads lazily)
+
+    cpu = time.process_time()
+    if variant != "imports":
+        if variant == "sdk":
+            count = asyncio.run(sdk_walk(base, concurrency))
+        else:
+            assert decode is not None
+            count = asyncio.run(walk(base, decode, concurrency))
+        if count != items:
+            raise SystemExit(f"{variant} walked {count} items, expected {items}")
+    print(json.dumps({"cpu": time.process_time() - cpu}))
+
+
+def run(variant: str, base: str, items: int, concurrency: int, callgrind: bool) -> float:
+    """CPU seconds of one walk, or with ``callgrind`` the instructions of its process."""
+    command = [sys.executable, __file__, "--child", variant, base, str(items), str(concurrency)]
+    if not callgrind:
+        out = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT)
+        return float(json.loads(out.stdout.splitlines()[-1])["cpu"])
+    with tempfile.TemporaryDirectory() as folder:
+        out = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={folder}/out", *command],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+    found = re.search(r"Collected : (\d+)", out.stderr)
+    if found is None:
+        raise RuntimeError(f"no instruction count from callgrind:\n{out.stderr}")
+    return float(found.group(1))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--items", type=int, default=None, help="100,000 (20,000 with callgrind)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--callgrind", action="store_true", help="count instructions instead")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        variant, base, items, concurrency = args.child
+        child(variant, base, int(items), int(concurrency))
+        return 0
+    items = args.items or (20_000 if args.callgrind else 100_000)
+    repeats = 1 if args.callgrind else args.repeats
+    unit = "instructions/item" if args.callgrind else "CPU µs/item"
+    print(f"{machine()}; {items:,} items, page size {PAGE}, {args.concurrency} in flight; {unit}")
+    server = [str(HERE / "_server.py"), "--items", str(items), "--links", "--unique"]
+    measured: dict[str, list[float]] = {v: [] for v in LABELS}
+    with process_serving(server, "PORT") as base:
+        start = run("imports", base, items, args.concurrency, True) if args.callgrind else 0.0
+        for _ in range(repeats):
+            for variant in LABELS:
+                total = run(variant, base, items, args.concurrency, args.callgrind)
+                measured[variant].append((total - start) / items * (1 if args.callgrind else 1e6))
+    floor = median(measured["dicts"])
+    rows = [
+        [
+            LABELS[v],
+            f"{median(measured[v]):,.0f}" if args.callgrind else f"{median(measured[v]):.2f}",
+            f"{median(measured[v]) / floor:.2f}x",
+        ]
+        for v in LABELS
+    ]
+    print(table(["decode of each page", unit, "vs the floor"], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
