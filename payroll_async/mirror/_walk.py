@@ -89,7 +89,9 @@ class ListingSource:
         listing = self._listing
         if listing.span is None:
             listing.span = _otel.start(self._operation)
-        return listing.start(listing.url, listing.query(offset, limit))
+        # The URL as text when the query is only the listing's own (as the paginator's
+        # walks ask): no URL built from a query mapping for every page.
+        return listing.start(*listing.target(offset, limit))
 
     def page(self, answer: Any) -> Page[Any]:
         return self._listing.parse(answer)
