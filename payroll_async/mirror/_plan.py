@@ -1,8 +1,9 @@
 """What one write does: which items changed, their rows in stored form, the changes.
 
 A batch of items goes through each step at once (``map``, ``zip``, ``compress``: loops in
-C), not item by item: its digests, their look-up among the live rows' digests, the rows
-of the items that changed, column by column, and the changes to record.
+C), not item by item: the items whose digests no live row had when the run began (the
+pages' decoder looked them up, ``_sent``), their stored digests, the rows of the items that
+changed, column by column, and the changes to record.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import datetime
 import logging
 import operator
 import uuid
-from array import array
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from itertools import compress, repeat
@@ -22,8 +22,7 @@ import attrs
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._driver import Statements
-from ._seen import KnownDigests
-from ._sent import digests
+from ._sent import Entry
 
 __all__ = ["Plan", "Planner"]
 
@@ -31,6 +30,7 @@ logger = logging.getLogger("payroll_async")
 
 _item = operator.itemgetter(0)
 _raw = operator.itemgetter(1)
+_hash = operator.itemgetter(2)
 _text = partial(str, encoding="utf-8")  # an item's bytes as text (any buffer: msgspec.Raw)
 _SLOTS = 1 << 23  # the written-ids filter: a byte a slot, 8 MB
 _SLOT = _SLOTS - 1
@@ -61,8 +61,6 @@ class Planner:
     def __init__(self, sql: Statements, collection: str) -> None:
         self._sql = sql
         self._collection = collection
-        self.known = KnownDigests(array("q"))
-        """The digests of the live rows when the run began."""
         self._written: bytearray | None = None
         self._recent: dict[str, int] = {}  # the last write's rows: key, digest
 
@@ -75,13 +73,13 @@ class Planner:
     async def plan(
         self,
         conn: AsyncConnection,
-        sent: dict[str, tuple[Any, Any]],
+        sent: dict[str, Entry | None],
         to_row: Callable[[Any], tuple[Any, ...]],
         settle: Callable[[], Awaitable[None]],
     ) -> Plan:
-        """Compare the items (key: (fields, bytes)) with their rows: what to write.
-        ``settle`` is awaited before the connection is used (the last write's statements
-        may still be running on it)."""
+        """Compare the items (key: its `Entry`, or None when a live row had its digest when
+        the run began) with their rows: what to write. ``settle`` is awaited before the
+        connection is used (the last write's statements may still be running on it)."""
         sql = self._sql
         now = datetime.datetime.now(datetime.timezone.utc)
         stamp = sql.time(now)
@@ -89,16 +87,14 @@ class Planner:
         plan = Plan(keys, now, stamp)
         # An item whose digest a live row had when the run began is unchanged (the digest
         # covers the item's bytes, its id included): no row is read for it.
-        pairs = list(sent.values())
-        raws = list(map(_raw, pairs))
-        hashes = digests(raws)
-        if self.known:
-            same = self.known.found(hashes)
-            if all(same):
-                return plan
-            other = list(map(operator.not_, same))
-            keys, pairs = list(compress(keys, other)), list(compress(pairs, other))
-            raws, hashes = list(compress(raws, other)), list(compress(hashes, other))
+        found = list(sent.values())
+        if not any(found):
+            return plan
+        entries: list[Entry] = list(filter(None, found))
+        if len(entries) < len(keys):
+            keys = list(compress(keys, found))
+        raws = list(map(_raw, entries))
+        hashes = list(map(_hash, entries))
         stored = await self._stored(conn, keys, settle)
         if stored:
             olds = list(map(stored.get, keys))
@@ -107,12 +103,12 @@ class Planner:
                 for old, hashed in zip(olds, hashes, strict=True)
             ]
             if not all(write):  # unchanged: nothing written
-                keys, pairs = list(compress(keys, write)), list(compress(pairs, write))
+                keys, entries = list(compress(keys, write)), list(compress(entries, write))
                 raws, hashes = list(compress(raws, write)), list(compress(hashes, write))
                 olds = list(compress(olds, write))
         if not keys:
             return plan
-        columns = self._columns(keys, list(map(to_row, map(_item, pairs))))
+        columns = self._columns(keys, list(map(to_row, map(_item, entries))))
         texts = list(map(_text, raws))
         count = len(keys)
         plan.columns = [*columns, [stamp] * count, [stamp] * count, [None] * count, texts, hashes]

@@ -22,6 +22,7 @@ from .._core._validation import check_id
 from ._db import open_database
 from ._errors import MirrorError, MirrorURLError
 from ._schema import TABLES, MirrorTable
+from ._seen import KnownDigests
 from ._sent import SentPage, sent_listing
 from ._store import MAX_PAGES, Change, Store
 from ._walk import ListingSource, Walk
@@ -120,9 +121,17 @@ async def _live_rows(conn: AsyncConnection, mirrored: MirrorTable) -> int:
         return int((await conn.execute(query)).scalar() or 0)
 
 
-def _listing(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> ListMethod:
-    """The listing of ``collection``, its pages `SentPage`s (each item's fields and bytes)."""
-    return sent_listing(_list_method(client, collection, employer), TABLES[collection].key)
+def _listing(
+    client: PayrollClient, collection: str, employer: uuid.UUID | None, known: KnownDigests
+) -> ListMethod:
+    """The listing of ``collection``, its pages `SentPage`s (each item's fields and bytes;
+    of an item whose digest is ``known``, its id and order key)."""
+    return sent_listing(
+        _list_method(client, collection, employer),
+        TABLES[collection].key,
+        MIRROR_ORDER_FIELDS[collection],
+        known,
+    )
 
 
 def _list_method(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> Any:
@@ -339,7 +348,7 @@ async def _pass(run: _Pass, scope: uuid.UUID | None) -> bool:
 async def _walk(run: _Pass, scope: uuid.UUID | None, told: Told) -> bool:
     collection = run.collection
     walk = run.walk(
-        _listing(run.client, collection, scope),
+        _listing(run.client, collection, scope, run.store.known),
         TABLES[collection].key,
         MIRROR_ORDER_FIELDS[collection],
     )

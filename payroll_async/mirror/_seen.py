@@ -80,13 +80,30 @@ class SeenIds:
         if pairs is None:  # not all 8-4-4-4-12 text: one at a time
             numbers = [_as_int(value) for value in values]
             pairs = zip([n >> 64 for n in numbers], [n & _MASK for n in numbers], strict=True)
+        self._add(pairs, len(values))
+
+    def add_blob(self, blob: bytes) -> None:
+        """Add the ids whose 16 bytes (big-endian, one id after another, as ``id_blob``
+        gives them) ``blob`` holds (before ``freeze()``)."""
+        if self.frozen:
+            raise RuntimeError("SeenIds: add after freeze")
+        count = len(blob) // 16
+        if _WORDS:
+            words = array("Q", blob)
+            if _LITTLE:
+                words.byteswap()
+            self._add(zip(words[0::2], words[1::2], strict=True), count)
+        else:
+            self.add([int.from_bytes(blob[at : at + 16], "big") for at in range(0, count * 16, 16)])
+
+    def _add(self, pairs: Iterable[tuple[int, int]], count: int) -> None:
         high_buckets, low_buckets = self._high, self._low
         buckets = _BUCKETS - 1
         for high, low in pairs:
             at = (high ^ low) & buckets  # _bucket, inlined: this runs for every item of a walk
             high_buckets[at].append(high)
             low_buckets[at].append(low)
-        self.added += len(values)
+        self.added += count
 
     def freeze(self) -> None:
         """Count the distinct ids (bucket by bucket); lookups work from now on."""
@@ -142,13 +159,32 @@ row); past it, a sorted array (8 bytes a row, a binary search each)."""
 
 class KnownDigests:
     """The digests of the live rows when a run began (``mirror_digest``): which of a
-    batch's digests are among them, a batch at a time."""
+    batch's digests are among them, a batch at a time. Made of ``digests``, or filled by
+    ``add`` then ``done``."""
 
     __slots__ = ("_set", "_sorted")
 
-    def __init__(self, digests: array[int]) -> None:
-        self._set: set[int] | None = set(digests) if len(digests) <= KNOWN_SET_ROWS else None
-        self._sorted = array("q") if self._set is not None else array("q", sorted(digests))
+    def __init__(self, digests: Iterable[int] | None = None) -> None:
+        self._set: set[int] | None = set()
+        self._sorted = array("q")
+        if digests is not None:
+            self.add(list(digests))
+            self.done()
+
+    def add(self, digests: list[int]) -> None:
+        """Add some digests (64-bit signed integers), before ``done``."""
+        if self._set is not None:
+            self._set.update(digests)
+            if len(self._set) > KNOWN_SET_ROWS:
+                self._sorted.extend(self._set)
+                self._set = None
+        else:
+            self._sorted.extend(digests)
+
+    def done(self) -> None:
+        """Every digest is added: look-ups work from now on."""
+        if self._set is None:
+            self._sorted = array("q", sorted(self._sorted))
 
     def __bool__(self) -> bool:
         return bool(self._set) or bool(self._sorted)

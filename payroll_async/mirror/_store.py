@@ -37,7 +37,7 @@ from ._driver import Statements
 from ._plan import Plan, Planner
 from ._schema import RUNS, MirrorTable
 from ._seen import KnownDigests, SeenIds
-from ._sent import SentPage
+from ._sent import Entry, SentPage
 
 __all__ = ["COMMIT_ROWS", "COMMIT_SECONDS", "MAX_PAGES", "Change", "Counts", "Store"]
 
@@ -101,6 +101,9 @@ class Store:
         self._suspects: set[uuid.UUID] | None = None  # None: the first pass is running
         self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
         self._planner = Planner(self._sql, collection)
+        self.known = KnownDigests()
+        """The digests of the live rows when the run began (read by ``start``): the
+        pages' decoder takes an item among them for unchanged."""
         self.live_at_start = 0
         """Live rows (every scope) when the run began."""
         self._whole = scope is None or mirrored.scope is None  # the table's every live row
@@ -116,8 +119,7 @@ class Store:
 
     async def start(self, started_at: datetime.datetime) -> None:
         await self._sql.attach(self._conn)
-        digests, self.live_at_start = await self._sql.live_digests(self._conn)
-        self._planner.known = KnownDigests(digests)
+        self.known, self.live_at_start = await self._sql.live_digests(self._conn)
         if not self.live_at_start and not await self._sql.any_rows(self._conn):
             self._planner.table_was_empty()
         await self._conn.execute(
@@ -145,13 +147,13 @@ class Store:
         written, and the change recorded with the item before (``mirror_item`` of the
         row) and after (as sent).
         """
-        sent: dict[str, tuple[Any, Any]] = {}  # key: (item, raw)
+        sent: dict[str, Entry | None] = {}  # key: what to write of it (None: unchanged)
         items = 0
         previous = self._previous
         for page in pages:
             keys = page.ids
-            # an overlap or a retried page repeats one
-            sent.update(zip(keys, zip(page, page.raws, strict=True), strict=True))
+            # an overlap or a retried page repeats one: the last seen is written
+            sent.update(zip(keys, page.entries, strict=True))
             fresh = set(keys)
             items += len(fresh - previous)
             previous = fresh

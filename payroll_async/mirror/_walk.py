@@ -288,9 +288,13 @@ class Walk:
             self._check_order(items)
         ids = self._ids
         if ids is not None:
-            # A page of the mirror carries its ids as text already (``SentPage.ids``).
-            known = getattr(items, "ids", None)
-            ids.add(known[start:] if known is not None else list(map(self._key, items[start:])))
+            # A page of the mirror carries its ids' bytes (``SentPage.blob``) or text.
+            blob = getattr(items, "blob", None)
+            if blob is not None:
+                ids.add_blob(blob[16 * start :] if start else blob)
+            else:
+                known = getattr(items, "ids", None)
+                ids.add(known[start:] if known is not None else list(map(self._key, items[start:])))
         reached = offset + got
         if got < self._size:
             if total is not None and reached == total:
