@@ -270,8 +270,8 @@ class Statements:
 
     async def live_digests(self, conn: AsyncConnection) -> tuple[KnownDigests, int]:
         """``mirror_digest`` of the live rows (every scope; a row of schema 1 has none), and
-        how many live rows there are, read in parts (the digests kept: 8 bytes a row past
-        ``KNOWN_SET_ROWS``)."""
+        how many live rows there are, read in parts (the digests kept: 8 bytes a row), in
+        the rows' order in SQLite."""
         known = KnownDigests()
         rows = 0
         if self._driver is not None:
@@ -298,7 +298,6 @@ class Statements:
                 if count < _DIGESTS_PART:
                     break
                 after = last
-            known.done()
             return known, rows
         statement = f'SELECT "mirror_digest" FROM {self._name} WHERE "mirror_deleted_at" IS NULL'
         result = await conn.stream(text(statement))
@@ -308,7 +307,6 @@ class Statements:
             known.add([value for value in digests if type(value) is int])
         await result.close()
         await conn.commit()
-        known.done()
         return known, rows
 
     async def typed(self, conn: AsyncConnection, keys: Sequence[Any]) -> list[Sequence[Any]]:

@@ -23,6 +23,7 @@ earlier model accepted are decoded whole again by a release whose model differs.
 from __future__ import annotations
 
 import operator
+from array import array
 from collections.abc import Callable
 from itertools import compress
 from typing import Any, get_type_hints
@@ -41,7 +42,6 @@ from ._seen import KnownDigests
 __all__ = ["SentPage", "SentPageDecoder", "digest", "digest_seed", "digests", "sent_listing"]
 
 _xxh3 = xxhash.xxh3_64_intdigest
-_SIGNED = 1 << 63
 
 
 def digest_seed(model: type[Any]) -> int:
@@ -53,14 +53,16 @@ def digest_seed(model: type[Any]) -> int:
 
 
 def digest(raw: Any, seed: int = 0) -> int:
-    """A 64-bit digest of an item's bytes (``mirror_digest``): XXH3, signed to fit a BIGINT."""
-    return _xxh3(raw, seed) - _SIGNED
+    """A 64-bit digest of an item's bytes (``mirror_digest``): XXH3, its 64 bits read as a
+    signed integer (a BIGINT)."""
+    value = _xxh3(raw, seed)
+    return value - (value >> 63 << 64)
 
 
-def digests(raws: list[Any], seed: int = 0) -> list[int]:
-    """``digest`` of each of ``raws``."""
-    hashed = map(_xxh3, raws, [seed] * len(raws)) if seed else map(_xxh3, raws)
-    return [value - _SIGNED for value in hashed]
+def digests(raws: list[Any], seed: int = 0) -> array[int]:
+    """``digest`` of each of ``raws``, in C (the 64 bits read again as signed)."""
+    hashed = array("Q", map(_xxh3, raws, [seed] * len(raws)) if seed else map(_xxh3, raws))
+    return array("q", hashed.tobytes())
 
 
 Entry = tuple[Any, Any, int]

@@ -147,17 +147,25 @@ class Store:
         written, and the change recorded with the item before (``mirror_item`` of the
         row) and after (as sent).
         """
-        sent: dict[str, Entry | None] = {}  # key: what to write of it (None: unchanged)
         items = 0
         previous = self._previous
+        changed = False
         for page in pages:
-            keys = page.ids
-            # an overlap or a retried page repeats one: the last seen is written
-            sent.update(zip(keys, page.entries, strict=True))
-            fresh = set(keys)
-            items += len(fresh - previous)
+            fresh = set(page.ids)
+            items += len(fresh - previous)  # an overlap or a retried page repeats one
             previous = fresh
+            changed = changed or any(page.entries)
         self._previous = previous
+        if not changed and self._open is None and self._suspects is None:
+            # Every item unchanged (a live row holds its very bytes) and no transaction
+            # open: nothing to plan or write (the first pass's walk adds the ids to
+            # ``seen`` itself).
+            self.items += items
+            committed, self._committed = self._committed, []
+            return committed
+        sent: dict[str, Entry | None] = {}  # key: what to write of it (None: unchanged)
+        for page in pages:
+            sent.update(zip(page.ids, page.entries, strict=True))  # the last seen is written
         if not sent:
             return []
         plan: Plan | None = None

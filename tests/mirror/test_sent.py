@@ -4,7 +4,9 @@ page the decode refuses is refused as any listing's page, with the same error.""
 
 from __future__ import annotations
 
+import random
 import sqlite3
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 from payroll_async import PayrollClient, ResponseDecodeError
 from payroll_async._collections import COLLECTIONS
 from payroll_async._core._assumed import MIRROR_ORDER_FIELDS
-from payroll_async.mirror import mirror
+from payroll_async.mirror import _seen, mirror
 from payroll_async.mirror._schema import TABLES
 from payroll_async.mirror._seen import KnownDigests
 from payroll_async.mirror._sent import SentPage, SentPageDecoder, digest_seed, digests
@@ -131,3 +133,23 @@ async def test_a_digest_written_by_hand_that_is_not_an_integer_is_compared_by_it
             kind for (kind,) in db.execute("SELECT typeof(mirror_digest) FROM payroll_connections")
         }
     assert kinds == {"integer"}  # written again
+
+
+@pytest.mark.parametrize("set_rows", [10**6, 5])
+def test_known_digests_follow_the_walk_and_stay_exact_when_it_strays(
+    monkeypatch: pytest.MonkeyPatch, set_rows: int
+) -> None:
+    monkeypatch.setattr(_seen, "KNOWN_SET_ROWS", set_rows)
+    rng = random.Random(5)
+    rows = [rng.randrange(-(2**63), 2**63) for _ in range(300)]
+    known = KnownDigests(rows)
+    stored = set(rows)
+    walked = rows[:]  # the service now: some gone, some changed, some new at the end
+    del walked[40:45]
+    walked[100] = rng.randrange(-(2**63), 2**63)
+    walked += [rng.randrange(-(2**63), 2**63) for _ in range(30)]
+    pages = [walked[at : at + 20] for at in range(0, len(walked), 19)]  # overlapping by one
+    pages.insert(6, rng.sample(rows, 20))  # a page out of the rows' order
+    for page in pages:
+        asked = array("q", page)
+        assert known.found(asked) == [value in stored for value in page]
