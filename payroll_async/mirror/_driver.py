@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Sequence
-from itertools import chain
 from typing import Any
 
 import msgspec
@@ -186,14 +185,18 @@ class Statements:
             else:  # a list column: rows one by one (webhooks, a few)
                 await conn.exec_driver_sql(statement, list(zip(*columns, strict=True)))
             return
-        rows = list(zip(*columns, strict=True))
         if count == 1 and self._driver is None:
-            await conn.exec_driver_sql(statement, rows)
+            await conn.exec_driver_sql(statement, list(zip(*columns, strict=True)))
             return
+        # The rows' values one after another: each column laid into its place at once.
+        width = len(columns)
+        values: list[Any] = [None] * (count * width)
+        for at, column in enumerate(columns):
+            values[at::width] = column
         for start in range(0, count, _ROWS_PER_STATEMENT):
-            chunk = rows[start : start + _ROWS_PER_STATEMENT]
-            params = list(chain.from_iterable(chunk))
-            await self._run(conn, self._many(statement, len(chunk)), params)
+            rows = min(_ROWS_PER_STATEMENT, count - start)
+            params = values[start * width : (start + rows) * width]
+            await self._run(conn, self._many(statement, rows), params)
 
     def _rows_of_json(self, statement: str) -> str | None:
         """PostgreSQL: the one-row INSERT as ``INSERT ... SELECT ... FROM

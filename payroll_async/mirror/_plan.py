@@ -51,7 +51,8 @@ class Plan:
     stamp: Any
     columns: list[list[Any]] | None = None
     """The upsert's columns (the model's, then the bookkeeping), or None: nothing to write."""
-    made: list[tuple[str, str, Any, str]] = attrs.Factory(list)  # key, change, before, after
+    made: list[list[Any]] = attrs.Factory(lambda: [[], [], [], []])
+    """The changes to record, by column: key, change, before, after."""
     updated: list[str] = attrs.Factory(list)
 
 
@@ -90,33 +91,46 @@ class Planner:
         found = list(sent.values())
         if not any(found):
             return plan
-        entries: list[Entry] = list(filter(None, found))
-        if len(entries) < len(keys):
+        entries: list[Entry]
+        if all(found):
+            entries = found  # type: ignore[assignment]
+        else:
+            entries = list(filter(None, found))
             keys = list(compress(keys, found))
         raws = list(map(_raw, entries))
         hashes = list(map(_hash, entries))
         stored = await self._stored(conn, keys, settle)
         if stored:
-            olds = list(map(stored.get, keys))
-            write = [
-                old is None or old[1] is not None or old[0] != hashed
-                for old, hashed in zip(olds, hashes, strict=True)
+            olds: list[Any] = list(map(stored.get, keys))
+            # unchanged: a live row with this very digest (nothing written)
+            same = [
+                at
+                for at in compress(range(len(keys)), olds)
+                if olds[at][1] is None and olds[at][0] == hashes[at]
             ]
-            if not all(write):  # unchanged: nothing written
-                keys, entries = list(compress(keys, write)), list(compress(entries, write))
-                raws, hashes = list(compress(raws, write)), list(compress(hashes, write))
-                olds = list(compress(olds, write))
+            if same:
+                if len(same) * 4 < len(keys):  # a few (the overlap with the last write)
+                    if keys is plan.keys:
+                        keys = keys[:]
+                    for at in reversed(same):
+                        del keys[at], entries[at], raws[at], hashes[at], olds[at]
+                else:
+                    write = [True] * len(keys)
+                    for at in same:
+                        write[at] = False
+                    keys, entries = list(compress(keys, write)), list(compress(entries, write))
+                    raws, hashes = list(compress(raws, write)), list(compress(hashes, write))
+                    olds = list(compress(olds, write))
         if not keys:
             return plan
         columns = self._columns(keys, list(map(to_row, map(_item, entries))))
         texts = list(map(_text, raws))
         count = len(keys)
         plan.columns = [*columns, [stamp] * count, [stamp] * count, [None] * count, texts, hashes]
-        if not stored:  # every one new
-            self._recent = dict(zip(keys, hashes, strict=True))
-            plan.made = list(zip(keys, repeat("inserted"), repeat(None), texts))
-            return plan
         self._recent = dict(zip(keys, hashes, strict=True))
+        if not stored:  # every one new
+            plan.made = [keys, ["inserted"] * count, [None] * count, texts]
+            return plan
         await self._changes(conn, plan, keys, olds, texts, columns)
         return plan
 
@@ -163,7 +177,7 @@ class Planner:
             ]
             updated = [key for key, kind, _, _ in made if kind == "updated"]
         plan.updated = updated
-        plan.made = made
+        plan.made = [list(column) for column in zip(*made, strict=True)] if made else plan.made
 
     async def _stored(
         self, conn: AsyncConnection, keys: list[str], settle: Callable[[], Awaitable[None]]

@@ -174,7 +174,7 @@ class Store:
             # SQLite: this run alone writes the table (the run lock), so its rows are read
             # before the write lock is taken, and a batch with nothing to write takes none.
             plan = await self._planner.plan(self._conn, sent, self.to_row, settle)
-            if plan.columns is None and not plan.made:
+            if plan.columns is None and not plan.made[0]:
                 self._done(plan, items)
                 committed, self._committed = self._committed, []
                 return committed
@@ -269,9 +269,9 @@ class Store:
         progress = (self.items, counts.inserted, counts.updated, counts.deleted)
         if plan.columns is not None:
             await sql.insert_columns(conn, sql.upsert, plan.columns)
-        if plan.made:
-            count = len(plan.made)
-            keys, kinds, before, after = (list(c) for c in zip(*plan.made, strict=True))
+        keys, kinds, before, after = plan.made
+        if keys:
+            count = len(keys)
             run, name, stamp = sql.uuid(self.run_id), self._collection, plan.stamp
             await sql.insert_columns(
                 conn,
@@ -283,12 +283,12 @@ class Store:
     def _changes(self, plan: Plan) -> list[Change]:
         return [
             Change(self.run_id, self._collection, uuid.UUID(k), kind, plan.now, b, a)
-            for k, kind, b, a in plan.made
+            for k, kind, b, a in zip(*plan.made, strict=True)
         ]
 
     def _done(self, plan: Plan, items: int) -> None:
         self.counts.updated += len(plan.updated)
-        self.counts.inserted += len(plan.made) - len(plan.updated)
+        self.counts.inserted += len(plan.made[0]) - len(plan.updated)
         self.items += items
         if self._suspects is not None:  # the first pass's walks add to ``seen`` themselves
             self._suspects.difference_update(_uuids(plan.keys, list[uuid.UUID]))

@@ -96,8 +96,11 @@ def _id_texts(values: Sequence[Any]) -> list[Any]:
         joined = "\n".join(values)
     except TypeError:  # UUIDs (an item through the models)
         return list(map(id_text, values))
-    lowered = joined.lower().split("\n")
-    return lowered if len(lowered) == len(values) else list(map(id_text, values))
+    lowered = joined.lower()
+    if lowered == joined:  # as the service writes them: kept as they are
+        return list(values)
+    split = lowered.split("\n")
+    return split if len(split) == len(values) else list(map(id_text, values))
 
 
 def _sqlite_times(values: Sequence[Any]) -> list[str | None]:
