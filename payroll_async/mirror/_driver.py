@@ -106,15 +106,10 @@ class Statements:
             '"mirror_item" FROM', '"mirror_item"::text FROM'
         )
 
-    def columns(self, values: Sequence[Sequence[Any]]) -> list[list[Any]]:
-        """The model's values of some items (each key first) as the driver sends them,
-        column by column (see ``row``; raises as it does)."""
-        if not values:
-            return [[] for _ in self._columns]
-        return [
-            convert(column)
-            for convert, column in zip(self._columns, zip(*values, strict=True), strict=True)
-        ]
+    def columns(self, columns: Sequence[Sequence[Any]]) -> list[list[Any]]:
+        """The model's columns of some items (the key's first) as the driver sends them
+        (see ``row``; raises as it does)."""
+        return [convert(column) for convert, column in zip(self._columns, columns, strict=True)]
 
     def careful_row(self, values: Sequence[Any]) -> tuple[tuple[Any, ...], list[str]]:
         """As ``row``, a value the database cannot hold made NULL: the row, and the names

@@ -13,6 +13,7 @@ import datetime
 import logging
 import operator
 import uuid
+from array import array
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from itertools import compress, repeat
@@ -22,9 +23,9 @@ import attrs
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._driver import Statements
-from ._sent import Entry
+from ._sent import SentPage
 
-__all__ = ["Plan", "Planner"]
+__all__ = ["Plan", "Planner", "Sent"]
 
 logger = logging.getLogger("payroll_async")
 
@@ -39,6 +40,29 @@ _SLOT = _SLOTS - 1
 def _plain(row: Sequence[Any]) -> tuple[Any, ...]:
     """A row with its ids as text (a driver gives UUIDs, an item sent text)."""
     return tuple(str(v) if isinstance(v, uuid.UUID) else v for v in row)
+
+
+class Sent:
+    """The items of some pages, each id once (the last seen of it is written): ``at``, by
+    id, the place of its fields, bytes, digest and whether to write it (not known) in
+    the pages' lists laid end to end."""
+
+    __slots__ = ("at", "digests", "fields", "raws", "write")
+
+    def __init__(self, pages: Sequence[SentPage]) -> None:
+        self.at: dict[str, int] = {}
+        self.fields: list[Any] = []
+        self.raws: list[Any] = []
+        self.digests = array("q")
+        self.write: list[bool] = []
+        for page in pages:
+            start = len(self.fields)
+            self.at.update(zip(page.ids, range(start, start + len(page)), strict=True))
+            self.fields += page
+            self.raws += page.raws
+            self.digests += page.digests
+            known = page.known
+            self.write += [True] * len(page) if known is None else map(operator.not_, known)
 
 
 @attrs.define
@@ -74,34 +98,32 @@ class Planner:
     async def plan(
         self,
         conn: AsyncConnection,
-        sent: dict[str, Entry | None],
-        to_row: Callable[[Any], tuple[Any, ...]],
+        sent: Sent,
+        to_columns: Callable[[list[Any]], list[list[Any]]],
         settle: Callable[[], Awaitable[None]],
     ) -> Plan:
-        """Compare the items (key: its `Entry`, or None when a live row had its digest when
-        the run began) with their rows: what to write. ``settle`` is awaited before the
-        connection is used (the last write's statements may still be running on it)."""
+        """Compare the items sent with their rows: what to write. ``settle`` is awaited
+        before the connection is used (the last write's statements may still be running
+        on it)."""
         sql = self._sql
         now = datetime.datetime.now(datetime.timezone.utc)
         stamp = sql.time(now)
-        keys = list(sent)
+        keys = list(sent.at)
         plan = Plan(keys, now, stamp)
         # An item whose digest a live row had when the run began is unchanged (the digest
         # covers the item's bytes, its id included): no row is read for it.
-        found = list(sent.values())
-        if not any(found):
+        places = list(sent.at.values())
+        wanted = list(map(sent.write.__getitem__, places))
+        if not any(wanted):
             return plan
-        entries: list[Entry]
-        if all(found):
-            entries = found  # type: ignore[assignment]
-        else:
-            entries = list(filter(None, found))
-            keys = list(compress(keys, found))
-        raws = list(map(_raw, entries))
-        hashes = list(map(_hash, entries))
+        if not all(wanted):
+            keys, places = list(compress(keys, wanted)), list(compress(places, wanted))
+        raws = list(map(sent.raws.__getitem__, places))
+        hashes = list(map(sent.digests.__getitem__, places))
         stored = await self._stored(conn, keys, settle)
+        olds: list[Any] = []
         if stored:
-            olds: list[Any] = list(map(stored.get, keys))
+            olds = list(map(stored.get, keys))
             # unchanged: a live row with this very digest (nothing written)
             same = [
                 at
@@ -109,21 +131,21 @@ class Planner:
                 if olds[at][1] is None and olds[at][0] == hashes[at]
             ]
             if same:
+                if keys is plan.keys:
+                    keys = keys[:]
                 if len(same) * 4 < len(keys):  # a few (the overlap with the last write)
-                    if keys is plan.keys:
-                        keys = keys[:]
                     for at in reversed(same):
-                        del keys[at], entries[at], raws[at], hashes[at], olds[at]
+                        del keys[at], places[at], raws[at], hashes[at], olds[at]
                 else:
                     write = [True] * len(keys)
                     for at in same:
                         write[at] = False
-                    keys, entries = list(compress(keys, write)), list(compress(entries, write))
+                    keys, places = list(compress(keys, write)), list(compress(places, write))
                     raws, hashes = list(compress(raws, write)), list(compress(hashes, write))
                     olds = list(compress(olds, write))
         if not keys:
             return plan
-        columns = self._columns(keys, list(map(to_row, map(_item, entries))))
+        columns = self._columns(keys, to_columns(list(map(sent.fields.__getitem__, places))))
         texts = list(map(_text, raws))
         count = len(keys)
         plan.columns = [*columns, [stamp] * count, [stamp] * count, [None] * count, texts, hashes]
@@ -204,16 +226,16 @@ class Planner:
         found.update((str(k), (d, gone)) for k, d, gone in await self._sql.stored(conn, asked))
         return found
 
-    def _columns(self, keys: list[str], values: list[tuple[Any, ...]]) -> list[list[Any]]:
-        """The model's columns of ``values`` in stored form; a value its column cannot
-        hold is NULL (the item's row only), with a warning."""
+    def _columns(self, keys: list[str], values: list[list[Any]]) -> list[list[Any]]:
+        """The model's columns of some items (``values``, column by column) in stored form;
+        a value its column cannot hold is NULL (the item's row only), with a warning."""
         sql = self._sql
         try:
             return sql.columns(values)
         except (OverflowError, ValueError, TypeError):
             pass
         rows: list[tuple[Any, ...]] = []
-        for key, one in zip(keys, values, strict=True):
+        for key, one in zip(keys, zip(*values, strict=True), strict=True):
             try:
                 rows.append(sql.row(one))
             except (OverflowError, ValueError, TypeError):

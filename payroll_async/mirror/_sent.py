@@ -65,32 +65,35 @@ def digests(raws: list[Any], seed: int = 0) -> array[int]:
     return array("q", hashed.tobytes())
 
 
-Entry = tuple[Any, Any, int]
-"""What the store needs of an item to write it: its fields, its bytes, their digest."""
-
-
 class SentPage(list):  # type: ignore[type-arg]
     """One page as sent: the items' fields (each by the model's attribute names; of an
     unchanged item, only its id and order key), ``ids`` (each item's id as lower-case
-    ``8-4-4-4-12`` text), ``raws`` (each item's JSON bytes), ``entries`` (each item's
-    `Entry`, or None when a live row holds its very bytes) and ``blob`` (the 16 bytes of
-    each id, in order, when the page was read by msgspec; else None), in the same order."""
+    ``8-4-4-4-12`` text), ``raws`` (each item's JSON bytes), ``digests`` (of those bytes),
+    ``known`` (for each item, whether a live row holds its very bytes; None: no item is
+    known) and ``blob`` (the 16 bytes of each id, in order, when the page was read by
+    msgspec; else None), in the same order."""
 
-    __slots__ = ("blob", "entries", "ids", "raws")
+    __slots__ = ("blob", "digests", "ids", "known", "raws")
 
     def __init__(
         self,
         items: list[Any],
         ids: list[str],
         raws: list[Any],
-        entries: list[Entry | None],
+        digests: array[int],
+        known: list[bool] | None,
         blob: bytes | None = None,
     ) -> None:
         super().__init__(items)
         self.ids = ids
         self.raws = raws
-        self.entries = entries
+        self.digests = digests
+        self.known = known
         self.blob = blob
+
+    def changed(self) -> bool:
+        """Whether some item of the page is not known (to be written, or compared)."""
+        return bool(self) and (self.known is None or not all(self.known))
 
 
 def _lower(ids: list[str]) -> list[str]:
@@ -144,23 +147,18 @@ class SentPageDecoder:
             raws = [dumps(to_dict(item)) for item in items]
         key = self._get_key
         ids = [id_text(key(m)) for m in items]
-        return SentPage(items, ids, raws, self._entries(items, raws)), meta
+        return self._whole(items, ids, raws, None), meta
 
     def _page(self, items: list[Any], raws: list[Any], blob: bytes | None) -> SentPage:
         """A page whose items' fields are all decoded."""
-        ids = _lower(list(map(self._get_key, items)))
-        return SentPage(items, ids, raws, self._entries(items, raws), blob)
+        return self._whole(items, _lower(list(map(self._get_key, items))), raws, blob)
 
-    def _entries(self, items: list[Any], raws: list[Any]) -> list[Entry | None]:
+    def _whole(
+        self, items: list[Any], ids: list[str], raws: list[Any], blob: bytes | None
+    ) -> SentPage:
         hashes = digests(raws, self._seed)
-        known = self._known
-        if not known:
-            return list(zip(items, raws, hashes, strict=True))
-        same = known.found(hashes)
-        return [
-            None if unchanged else entry
-            for unchanged, entry in zip(same, zip(items, raws, hashes, strict=True), strict=True)
-        ]
+        known = self._known.found(hashes) if self._known else None
+        return SentPage(items, ids, raws, hashes, known, blob)
 
     def _some_known(
         self,
@@ -176,19 +174,16 @@ class SentPageDecoder:
         hashes = digests(raws, self._seed)
         same = known.found(hashes)
         ids = _lower(list(map(self._get_key, few)))
-        count = len(few)
         if all(same):
-            return SentPage(few, ids, raws, [None] * count, blob), meta
-        changed = [at for at in range(count) if not same[at]]
+            return SentPage(few, ids, raws, hashes, same, blob), meta
+        changed = [at for at in range(len(few)) if not same[at]]
         whole = fast.decode_items(list(compress(raws, map(operator.not_, same))))
         if whole is None:
             return None
         items = list(few)
-        entries: list[Entry | None] = [None] * count
         for at, item in zip(changed, whole, strict=True):
             items[at] = item
-            entries[at] = (item, raws[at], hashes[at])
-        return SentPage(items, ids, raws, entries, blob), meta
+        return SentPage(items, ids, raws, hashes, same, blob), meta
 
 
 def sent_listing(

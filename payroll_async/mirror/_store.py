@@ -34,10 +34,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncTransaction
 
 from ._change import Change
 from ._driver import Statements
-from ._plan import Plan, Planner
+from ._plan import Plan, Planner, Sent
 from ._schema import RUNS, MirrorTable
 from ._seen import KnownDigests, SeenIds
-from ._sent import Entry, SentPage
+from ._sent import SentPage
 
 __all__ = ["COMMIT_ROWS", "COMMIT_SECONDS", "MAX_PAGES", "Change", "Counts", "Store"]
 
@@ -75,14 +75,15 @@ class Store:
         mirrored: MirrorTable,
         collection: str,
         run_id: uuid.UUID,
-        to_row: Callable[[Any], tuple[Any, ...]],
+        to_columns: Callable[[list[Any]], list[list[Any]]],
         scope: uuid.UUID | None,
     ) -> None:
         self._conn = connection
         self._m = mirrored
         self._collection = collection
         self.run_id = run_id
-        self.to_row = to_row
+        self.to_columns = to_columns
+        """The model's columns of some items' fields (each a list, in the table's order)."""
         self.counts = Counts()
         self.keep_changes = True
         """Whether ``write_pages`` returns the changes (someone is told of them)."""
@@ -154,7 +155,7 @@ class Store:
             fresh = set(page.ids)
             items += len(fresh - previous)  # an overlap or a retried page repeats one
             previous = fresh
-            changed = changed or any(page.entries)
+            changed = changed or page.changed()
         self._previous = previous
         if not changed and self._open is None and self._suspects is None:
             # Every item unchanged (a live row holds its very bytes) and no transaction
@@ -163,17 +164,15 @@ class Store:
             self.items += items
             committed, self._committed = self._committed, []
             return committed
-        sent: dict[str, Entry | None] = {}  # key: what to write of it (None: unchanged)
-        for page in pages:
-            sent.update(zip(page.ids, page.entries, strict=True))  # the last seen is written
-        if not sent:
+        sent = Sent(pages)
+        if not sent.at:
             return []
         plan: Plan | None = None
         settle = self._settle
         if self._open is None and self._sql.direct:
             # SQLite: this run alone writes the table (the run lock), so its rows are read
             # before the write lock is taken, and a batch with nothing to write takes none.
-            plan = await self._planner.plan(self._conn, sent, self.to_row, settle)
+            plan = await self._planner.plan(self._conn, sent, self.to_columns, settle)
             if plan.columns is None and not plan.made[0]:
                 self._done(plan, items)
                 committed, self._committed = self._committed, []
@@ -182,7 +181,7 @@ class Store:
             if plan is None:
                 if self._open is None:
                     await self._begin()
-                plan = await self._planner.plan(self._conn, sent, self.to_row, settle)
+                plan = await self._planner.plan(self._conn, sent, self.to_columns, settle)
             await settle()
             if self._open is None:
                 await self._begin()
@@ -195,7 +194,7 @@ class Store:
         except BaseException:
             await self._rollback()
             raise
-        self._pending_rows += len(sent)
+        self._pending_rows += len(sent.at)
         if (
             self._pending_rows >= self._commit_rows
             or time.monotonic() - self._opened >= COMMIT_SECONDS

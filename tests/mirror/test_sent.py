@@ -82,21 +82,19 @@ def test_known_items_change_nothing_but_what_is_decoded_of_them(
     assert some_page.ids == all_page.ids
     assert [bytes(r) for r in some_page.raws] == [bytes(r) for r in all_page.raws]
     assert some_page.blob == all_page.blob
+    assert some_page.digests == all_page.digests
     name = BY_MODEL[model]
     key, order = TABLES[name].key, MIRROR_ORDER_FIELDS[name]
-    for one, full, entry, raw in zip(
-        some_page, all_page, some_page.entries, some_page.raws, strict=True
-    ):
+    stored = {bytes(r) for r in known_raws}
+    flags = some_page.known if some_page.known is not None else [False] * len(some_page)
+    assert flags == [bytes(raw) in stored for raw in some_page.raws]
+    for one, full, known in zip(some_page, all_page, flags, strict=True):
         assert (getattr(one, key), getattr(one, order)) == (
             getattr(full, key),
             getattr(full, order),
         )
-        if bytes(raw) in {bytes(r) for r in known_raws}:
-            assert entry is None
-        else:
-            assert entry is not None
-            assert fields(entry[0]) == fields(full)
-            assert bytes(entry[1]) == bytes(raw)
+        if not known:
+            assert fields(one) == fields(full)
 
 
 async def test_a_changed_item_the_decode_refuses_is_refused_as_on_a_first_run(
