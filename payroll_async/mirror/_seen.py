@@ -50,15 +50,26 @@ class SeenIds:
     """An exact set of ids (``uuid.UUID``, their ``8-4-4-4-12`` text, or ints taken modulo
     2**128): add, freeze, look up."""
 
-    __slots__ = ("_distinct", "_high", "_low", "_pending", "_sorted", "added", "frozen")
+    __slots__ = (
+        "_distinct",
+        "_high",
+        "_low",
+        "_pending",
+        "_records",
+        "_sorted",
+        "added",
+        "frozen",
+    )
 
     def __init__(self) -> None:
         self._high = [array("Q") for _ in range(_BUCKETS)]
         self._low = [array("Q") for _ in range(_BUCKETS)]
         # Ids' bytes not in their buckets yet: put there some thousands at a time, in one
         # loop whose buckets stay in the processor's cache (a page at a time, between
-        # the walk's other work, each id cost a cache miss or two).
+        # the walk's other work, each id cost a cache miss or two); the buckets keep the
+        # ids' bytes until the freeze makes them halves (no Python integer an id).
         self._pending = bytearray()
+        self._records = [bytearray() for _ in range(_BUCKETS)]
         self.added = 0
         """How many ids were added, repeats included."""
         self.frozen = False
@@ -90,32 +101,55 @@ class SeenIds:
             self._flush()
 
     def _flush(self) -> None:
-        """The pending ids into their buckets."""
-        pending, self._pending = self._pending, bytearray()
-        if _WORDS:
-            words = array("Q", pending)
-            if _LITTLE:
-                words.byteswap()  # the big-endian halves, as int(text, 16) gives them
-            self._add(zip(words[0::2], words[1::2], strict=True))
+        """The pending ids' bytes into their buckets (16 bytes an id, big-endian): each
+        id's bucket is the XOR of its two halves' last bytes, computed for all of them at
+        once (big integers), so that the loop only copies each id's 16 bytes."""
+        pending, self._pending = bytes(self._pending), bytearray()
+        count = len(pending) // 16
+        if not count:
             return
-        numbers = [
-            int.from_bytes(pending[at : at + 16], "big") for at in range(0, len(pending), 16)
-        ]
-        self._add(zip([n >> 64 for n in numbers], [n & _MASK for n in numbers], strict=True))
+        highs = int.from_bytes(pending[7::16], "little")
+        lows = int.from_bytes(pending[15::16], "little")
+        buckets = (highs ^ lows).to_bytes(count, "little")  # (high ^ low) & 0xFF, each
+        records = self._records
+        for bucket, at in zip(buckets, range(0, len(pending), 16), strict=True):
+            records[bucket] += pending[at : at + 16]
 
     def _add(self, pairs: Iterable[tuple[int, int]]) -> None:
         high_buckets, low_buckets = self._high, self._low
         buckets = _BUCKETS - 1
         for high, low in pairs:
-            at = (high ^ low) & buckets  # _bucket, inlined: this runs for every id
+            at = (high ^ low) & buckets  # _bucket, inlined
             high_buckets[at].append(high)
             low_buckets[at].append(low)
+
+    def _settle(self) -> None:
+        """The buckets' bytes as their halves (once, at the freeze)."""
+        self._flush()
+        for at, records in enumerate(self._records):
+            if not records:
+                continue
+            if _WORDS:
+                words = array("Q", records)
+                if _LITTLE:
+                    words.byteswap()  # the big-endian halves, as int(text, 16) gives them
+                self._high[at].extend(words[0::2])
+                self._low[at].extend(words[1::2])
+            else:
+                numbers = [
+                    int.from_bytes(records[one : one + 16], "big")
+                    for one in range(0, len(records), 16)
+                ]
+                self._add(
+                    zip([n >> 64 for n in numbers], [n & _MASK for n in numbers], strict=True)
+                )
+            self._records[at] = bytearray()
 
     def freeze(self) -> None:
         """Count the distinct ids (bucket by bucket); lookups work from now on."""
         if self.frozen:
             return
-        self._flush()
+        self._settle()
         self._distinct = sum(
             len(set(zip(highs, lows, strict=True)))
             for highs, lows in zip(self._high, self._low, strict=True)

@@ -23,6 +23,7 @@ earlier model accepted are decoded whole again by a release whose model differs.
 from __future__ import annotations
 
 import operator
+import sys
 from array import array
 from collections.abc import Callable
 from itertools import compress
@@ -38,10 +39,13 @@ from .._paging._decode import PageDecoder, _fast
 from ..models import ListMeta
 from ._driver import id_text
 from ._seen import KnownDigests
+from ._values import has_upper
 
 __all__ = ["SentPage", "SentPageDecoder", "digest", "digest_seed", "digests", "sent_listing"]
 
 _xxh3 = xxhash.xxh3_64_intdigest
+_xxh3_bytes = xxhash.xxh3_64_digest
+_LITTLE = sys.byteorder == "little"
 
 
 def digest_seed(model: type[Any]) -> int:
@@ -60,9 +64,12 @@ def digest(raw: Any, seed: int = 0) -> int:
 
 
 def digests(raws: list[Any], seed: int = 0) -> array[int]:
-    """``digest`` of each of ``raws``, in C (the 64 bits read again as signed)."""
-    hashed = array("Q", map(_xxh3, raws, [seed] * len(raws)) if seed else map(_xxh3, raws))
-    return array("q", hashed.tobytes())
+    """``digest`` of each of ``raws``, in C: their 8 bytes (big-endian) laid end to end,
+    read as signed integers (no Python integer made of each)."""
+    hashed = array("q", b"".join(map(_xxh3_bytes, raws, [seed] * len(raws))))
+    if _LITTLE:
+        hashed.byteswap()
+    return hashed
 
 
 class SentPage(list):  # type: ignore[type-arg]
@@ -99,8 +106,7 @@ class SentPage(list):  # type: ignore[type-arg]
 def _lower(ids: list[str]) -> list[str]:
     """Ids as text, lower-cased a page at a time (ids hold no line break)."""
     joined = "\n".join(ids)
-    lowered = joined.lower()
-    return ids if lowered == joined else lowered.split("\n")
+    return joined.lower().split("\n") if has_upper(joined) else ids
 
 
 class SentPageDecoder:

@@ -204,17 +204,29 @@ class Store:
             transaction, self._open = self._open, None
             assert transaction is not None
             self._committing, self._pending, self._pending_rows = self._pending, [], 0
-            self._inflight = asyncio.ensure_future(self._commit(self._inflight, transaction))
+            self._inflight = asyncio.ensure_future(
+                self._commit(self._inflight, transaction, self._counted())
+            )
             self._commit_in_flight = True
         committed, self._committed = self._committed, []
         return committed
 
     async def _commit(
-        self, statements: asyncio.Future[None] | None, transaction: AsyncTransaction
+        self,
+        statements: asyncio.Future[None] | None,
+        transaction: AsyncTransaction,
+        progress: tuple[int, int, int, int],
     ) -> None:
         if statements is not None:
             await statements
+        await self._sql.progress(self._conn, self.run_id, progress)
         await transaction.commit()
+
+    def _counted(self) -> tuple[int, int, int, int]:
+        """The run's counts as they are now (items, inserted, updated, deleted): written
+        into ``mirror_runs`` in each transaction, before its commit."""
+        counts = self.counts
+        return (self.items, counts.inserted, counts.updated, counts.deleted)
 
     async def _begin(self) -> None:
         await self._settle()  # a commit in flight
@@ -238,6 +250,11 @@ class Store:
             await self._rollback()
             raise
         if self._open is not None:
+            try:
+                await self._sql.progress(self._conn, self.run_id, self._counted())
+            except BaseException:
+                await self._rollback()
+                raise
             transaction, self._open = self._open, None
             await transaction.commit()
         changes, self._pending, self._pending_rows = self._pending, [], 0
@@ -262,10 +279,8 @@ class Store:
                 await transaction.rollback()
 
     async def _apply(self, plan: Plan) -> None:
-        """Write a plan in the open transaction, and the run's counts as they are now."""
+        """Write a plan in the open transaction (the run's counts go in at its commit)."""
         sql, conn = self._sql, self._conn
-        counts = self.counts
-        progress = (self.items, counts.inserted, counts.updated, counts.deleted)
         if plan.columns is not None:
             await sql.insert_columns(conn, sql.upsert, plan.columns)
         keys, kinds, before, after = plan.made
@@ -277,7 +292,6 @@ class Store:
                 sql.change,
                 [[run] * count, [name] * count, keys, kinds, [stamp] * count, before, after],
             )
-        await sql.progress(conn, self.run_id, progress)
 
     def _changes(self, plan: Plan) -> list[Change]:
         return [
