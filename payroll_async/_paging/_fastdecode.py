@@ -123,6 +123,26 @@ def id_blob(values: list[Any]) -> bytes | None:
 
 
 _convert = msgspec.convert
+
+
+def _checked(items: list[Any], checks: list[tuple[str, Any]], key: str | None) -> bytes | None:
+    """Check what building the models of ``items`` would check beyond msgspec's types
+    (raises msgspec's errors or _Defer); the ``id_blob`` of the column ``key``."""
+    found: bytes | None = None
+    for name, check in checks:
+        values = [getattr(item, name) for item in items]
+        if check is _to_uuid:  # the whole column at once, in C
+            blob = id_blob(values)
+            if blob is None:  # not all canonical: msgspec decides
+                _convert(values, list[uuid.UUID])
+            elif name == key:
+                found = blob
+            continue
+        for value in values:
+            check(value)
+    return found
+
+
 _CONVERSIONS: Mapping[Any, Callable[[Any], Any]] = {
     tuple[EventType | str, ...]: _event_types,
     int: _checked_int,
@@ -220,6 +240,9 @@ class FastDecoder:
             for f in attrs.fields(model)
             if hints[f.name] in _CONVERSIONS and hints[f.name] is not tuple[EventType | str, ...]
         ]
+        self._model = model
+        self._items = msgspec.json.Decoder(list[item])  # type: ignore[valid-type]
+        self._few: dict[tuple[str, ...], tuple[Any, list[tuple[str, Any]]]] = {}
 
     @staticmethod
     def supports(model: type[Any]) -> bool:
@@ -246,22 +269,79 @@ class FastDecoder:
     def decode_wire_page(self, body: bytes) -> tuple[list[Any], list[msgspec.Raw], ListMeta] | None:
         """As ``decode_raw_page``, and each item's fields as decoded (a frozen struct with
         the model's attribute names; ids as their text, event types as strings)."""
+        result = self.decode_keyed_page(body, None)
+        return None if result is None else result[:3]
+
+    def decode_keyed_page(
+        self, body: bytes, key: str | None
+    ) -> tuple[list[Any], list[msgspec.Raw], ListMeta, bytes | None] | None:
+        """As ``decode_wire_page``, and the 16 bytes of each item's ``key`` (an id field),
+        as ``id_blob`` gives them (None when ``key`` is None or the ids are not all in
+        8-4-4-4-12 form)."""
         if _wider(body):
             return None
         try:
             wire: Any = self._page.decode(body)
-            for name, check in self._checks:
-                values = [getattr(item, name) for item in wire.data]
-                if check is _to_uuid:  # the whole column at once, in C
-                    if id_blob(values) is None:  # not all canonical: msgspec decides
-                        _convert(values, list[uuid.UUID])
-                    continue
-                for value in values:
-                    check(value)
+            blob = _checked(wire.data, self._checks, key)
             raw: Any = self._raw_page.decode(body)
-            return wire.data, raw.data, self._build_meta(raw.meta)
+            return wire.data, raw.data, self._build_meta(raw.meta), blob
         except (msgspec.DecodeError, RecursionError, _Defer):
             return None
+
+    def decode_few_fields(
+        self, body: bytes, names: tuple[str, ...], key: str
+    ) -> tuple[list[Any], list[msgspec.Raw], ListMeta, bytes | None] | None:
+        """Each item's bytes, and only its fields ``names`` (a frozen struct with those
+        attribute names, ``key`` among them), each checked as ``decode_keyed_page`` checks
+        it; the 16 bytes of each item's ``key``. The other fields are not checked: a
+        caller gets them, checked, from ``decode_items`` of the items it needs whole.
+        None when the converter must decide the page."""
+        few = self._few.get(names)
+        if few is None:
+            few = self._few[names] = self._few_decoder(names)
+        decoder, checks = few
+        if _wider(body):
+            return None
+        try:
+            wire: Any = decoder.decode(body)
+            blob = _checked(wire.data, checks, key)
+            raw: Any = self._raw_page.decode(body)
+            return wire.data, raw.data, self._build_meta(raw.meta), blob
+        except (msgspec.DecodeError, RecursionError, _Defer):
+            return None
+
+    def _few_decoder(self, names: tuple[str, ...]) -> tuple[Any, list[tuple[str, Any]]]:
+        """A page decoder of the fields ``names`` alone (others skipped), and their checks."""
+        hints = get_type_hints(self._model)
+        fields = [f for f in attrs.fields(self._model) if f.name in names]
+        item = msgspec.defstruct(
+            f"_{self._model.__name__}FewWire",
+            [(f.name, _SCALARS[hints[f.name]]) for f in fields],
+            rename={f.name: to_camel(f.name) for f in fields},
+            frozen=True,
+            gc=False,
+        )
+        items: Any = list[item]  # type: ignore[valid-type]
+        page = msgspec.defstruct(
+            f"_{self._model.__name__}FewPageWire",
+            [("data", items), ("meta", msgspec.Raw)],
+            gc=False,
+        )
+        return msgspec.json.Decoder(page), [c for c in self._checks if c[0] in names]
+
+    def decode_items(self, raws: list[Any]) -> list[Any] | None:
+        """Each item's fields (as ``decode_wire_page`` gives them) from its bytes (items of
+        a page that ``decode_few_fields`` accepted), checked as ``decode_wire_page`` checks
+        a page's; None when the converter must decide."""
+        joined = b"".join((b"[", b",".join(raws), b"]"))
+        if _wider(joined):
+            return None
+        try:
+            items: list[Any] = self._items.decode(joined)
+            _checked(items, self._checks, None)
+        except (msgspec.DecodeError, RecursionError, _Defer):
+            return None
+        return items
 
     def raw_items(self, body: bytes) -> list[msgspec.Raw] | None:
         """Each item's bytes of a page the converter has accepted (None if msgspec cannot)."""

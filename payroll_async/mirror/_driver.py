@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import operator
-from array import array
 from collections.abc import Sequence
-from itertools import chain
 from typing import Any
 
 import msgspec
@@ -29,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._json import loads
 from ._schema import BOOKKEEPING, CHANGES, RUNS
+from ._seen import KnownDigests
 from ._values import column_converter, converter, id_text, row_converter
 
 __all__ = ["Statements", "id_text"]
@@ -38,13 +37,8 @@ _first = operator.itemgetter(0)
 _encode = msgspec.json.encode
 
 
-def _keep(digests: array[int], values: list[int | None]) -> int:
-    """Add ``values`` less NULLs to ``digests``; how many ``values`` there were."""
-    if None in values:
-        digests.extend([value for value in values if value is not None])
-    else:
-        digests.extend(values)  # type: ignore[arg-type]
-    return len(values)
+_DIGESTS_PART = 100_000  # SQLite: live rows' digests read at once
+_integers = msgspec.json.Decoder(list[int]).decode
 
 
 def _compiled(statement: Any, dialect: Dialect) -> tuple[str, list[str]]:
@@ -112,15 +106,10 @@ class Statements:
             '"mirror_item" FROM', '"mirror_item"::text FROM'
         )
 
-    def columns(self, values: Sequence[Sequence[Any]]) -> list[list[Any]]:
-        """The model's values of some items (each key first) as the driver sends them,
-        column by column (see ``row``; raises as it does)."""
-        if not values:
-            return [[] for _ in self._columns]
-        return [
-            convert(column)
-            for convert, column in zip(self._columns, zip(*values, strict=True), strict=True)
-        ]
+    def columns(self, columns: Sequence[Sequence[Any]]) -> list[list[Any]]:
+        """The model's columns of some items (the key's first) as the driver sends them
+        (see ``row``; raises as it does)."""
+        return [convert(column) for convert, column in zip(self._columns, columns, strict=True)]
 
     def careful_row(self, values: Sequence[Any]) -> tuple[tuple[Any, ...], list[str]]:
         """As ``row``, a value the database cannot hold made NULL: the row, and the names
@@ -191,14 +180,18 @@ class Statements:
             else:  # a list column: rows one by one (webhooks, a few)
                 await conn.exec_driver_sql(statement, list(zip(*columns, strict=True)))
             return
-        rows = list(zip(*columns, strict=True))
         if count == 1 and self._driver is None:
-            await conn.exec_driver_sql(statement, rows)
+            await conn.exec_driver_sql(statement, list(zip(*columns, strict=True)))
             return
+        # The rows' values one after another: each column laid into its place at once.
+        width = len(columns)
+        values: list[Any] = [None] * (count * width)
+        for at, column in enumerate(columns):
+            values[at::width] = column
         for start in range(0, count, _ROWS_PER_STATEMENT):
-            chunk = rows[start : start + _ROWS_PER_STATEMENT]
-            params = list(chain.from_iterable(chunk))
-            await self._run(conn, self._many(statement, len(chunk)), params)
+            rows = min(_ROWS_PER_STATEMENT, count - start)
+            params = values[start * width : (start + rows) * width]
+            await self._run(conn, self._many(statement, rows), params)
 
     def _rows_of_json(self, statement: str) -> str | None:
         """PostgreSQL: the one-row INSERT as ``INSERT ... SELECT ... FROM
@@ -273,23 +266,46 @@ class Statements:
         await conn.commit()
         return found
 
-    async def live_digests(self, conn: AsyncConnection) -> tuple[array[int], int]:
+    async def live_digests(self, conn: AsyncConnection) -> tuple[KnownDigests, int]:
         """``mirror_digest`` of the live rows (every scope; a row of schema 1 has none), and
-        how many live rows there are, read in parts (the digests kept: 8 bytes a row)."""
-        statement = f'SELECT "mirror_digest" FROM {self._name} WHERE "mirror_deleted_at" IS NULL'
-        digests: array[int] = array("q")
+        how many live rows there are, read in parts (the digests kept: 8 bytes a row), in
+        the rows' order in SQLite."""
+        known = KnownDigests()
         rows = 0
-        if self._driver is not None:  # SQLite: sqlite3's tuples, none of SQLAlchemy's rows
-            async with self._driver.execute(statement) as cursor:
-                while part := await cursor.fetchmany(10_000):
-                    rows += _keep(digests, list(map(_first, part)))
-            return digests, rows
+        if self._driver is not None:
+            # SQLite: a part's digests come back as one text, parsed by msgspec in C (a
+            # part with a value other than an integer, written by hand, is read row by
+            # row); the parts follow the rowid, where the last one ended.
+            part = (
+                f'FROM (SELECT rowid, "mirror_digest" AS d FROM {self._name} '
+                'WHERE rowid > ? AND "mirror_deleted_at" IS NULL '
+                f"ORDER BY rowid LIMIT {_DIGESTS_PART})"
+            )
+            after = -(2**63)
+            while True:
+                ((values, count, last),) = await self._driver.execute_fetchall(
+                    f"SELECT group_concat(d), count(*), max(rowid) {part}", (after,)
+                )
+                if values:
+                    try:
+                        known.add(_integers(f"[{values}]"))
+                    except msgspec.DecodeError:
+                        each = await self._driver.execute_fetchall(f"SELECT d {part}", (after,))
+                        known.add([d for (d,) in each if type(d) is int])
+                rows += count
+                if count < _DIGESTS_PART:
+                    break
+                after = last
+            return known, rows
+        statement = f'SELECT "mirror_digest" FROM {self._name} WHERE "mirror_deleted_at" IS NULL'
         result = await conn.stream(text(statement))
-        async for part in result.partitions(10_000):
-            rows += _keep(digests, list(map(_first, part)))
+        async for chunk in result.partitions(10_000):
+            digests = list(map(_first, chunk))
+            rows += len(digests)
+            known.add([value for value in digests if type(value) is int])
         await result.close()
         await conn.commit()
-        return digests, rows
+        return known, rows
 
     async def typed(self, conn: AsyncConnection, keys: Sequence[Any]) -> list[Sequence[Any]]:
         """The model's columns (key first), then ``mirror_deleted_at``, of ``keys``' rows."""

@@ -1,8 +1,9 @@
 """What one write does: which items changed, their rows in stored form, the changes.
 
 A batch of items goes through each step at once (``map``, ``zip``, ``compress``: loops in
-C), not item by item: its digests, their look-up among the live rows' digests, the rows
-of the items that changed, column by column, and the changes to record.
+C), not item by item: the items whose digests no live row had when the run began (the
+pages' decoder looked them up, ``_sent``), their stored digests, the rows of the items that
+changed, column by column, and the changes to record.
 """
 
 from __future__ import annotations
@@ -22,15 +23,15 @@ import attrs
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._driver import Statements
-from ._seen import KnownDigests
-from ._sent import digests
+from ._sent import SentPage
 
-__all__ = ["Plan", "Planner"]
+__all__ = ["Plan", "Planner", "Sent"]
 
 logger = logging.getLogger("payroll_async")
 
 _item = operator.itemgetter(0)
 _raw = operator.itemgetter(1)
+_hash = operator.itemgetter(2)
 _text = partial(str, encoding="utf-8")  # an item's bytes as text (any buffer: msgspec.Raw)
 _SLOTS = 1 << 23  # the written-ids filter: a byte a slot, 8 MB
 _SLOT = _SLOTS - 1
@@ -39,6 +40,29 @@ _SLOT = _SLOTS - 1
 def _plain(row: Sequence[Any]) -> tuple[Any, ...]:
     """A row with its ids as text (a driver gives UUIDs, an item sent text)."""
     return tuple(str(v) if isinstance(v, uuid.UUID) else v for v in row)
+
+
+class Sent:
+    """The items of some pages, each id once (the last seen of it is written): ``at``, by
+    id, the place of its fields, bytes, digest and whether to write it (not known) in
+    the pages' lists laid end to end."""
+
+    __slots__ = ("at", "digests", "fields", "raws", "write")
+
+    def __init__(self, pages: Sequence[SentPage]) -> None:
+        self.at: dict[str, int] = {}
+        self.fields: list[Any] = []
+        self.raws: list[Any] = []
+        self.digests = array("q")
+        self.write: list[bool] = []
+        for page in pages:
+            start = len(self.fields)
+            self.at.update(zip(page.ids, range(start, start + len(page)), strict=True))
+            self.fields += page
+            self.raws += page.raws
+            self.digests += page.digests
+            known = page.known
+            self.write += [True] * len(page) if known is None else map(operator.not_, known)
 
 
 @attrs.define
@@ -51,7 +75,8 @@ class Plan:
     stamp: Any
     columns: list[list[Any]] | None = None
     """The upsert's columns (the model's, then the bookkeeping), or None: nothing to write."""
-    made: list[tuple[str, str, Any, str]] = attrs.Factory(list)  # key, change, before, after
+    made: list[list[Any]] = attrs.Factory(lambda: [[], [], [], []])
+    """The changes to record, by column: key, change, before, after."""
     updated: list[str] = attrs.Factory(list)
 
 
@@ -61,8 +86,6 @@ class Planner:
     def __init__(self, sql: Statements, collection: str) -> None:
         self._sql = sql
         self._collection = collection
-        self.known = KnownDigests(array("q"))
-        """The digests of the live rows when the run began."""
         self._written: bytearray | None = None
         self._recent: dict[str, int] = {}  # the last write's rows: key, digest
 
@@ -75,52 +98,61 @@ class Planner:
     async def plan(
         self,
         conn: AsyncConnection,
-        sent: dict[str, tuple[Any, Any]],
-        to_row: Callable[[Any], tuple[Any, ...]],
+        sent: Sent,
+        to_columns: Callable[[list[Any]], list[list[Any]]],
         settle: Callable[[], Awaitable[None]],
     ) -> Plan:
-        """Compare the items (key: (fields, bytes)) with their rows: what to write.
-        ``settle`` is awaited before the connection is used (the last write's statements
-        may still be running on it)."""
+        """Compare the items sent with their rows: what to write. ``settle`` is awaited
+        before the connection is used (the last write's statements may still be running
+        on it)."""
         sql = self._sql
         now = datetime.datetime.now(datetime.timezone.utc)
         stamp = sql.time(now)
-        keys = list(sent)
+        keys = list(sent.at)
         plan = Plan(keys, now, stamp)
         # An item whose digest a live row had when the run began is unchanged (the digest
         # covers the item's bytes, its id included): no row is read for it.
-        pairs = list(sent.values())
-        raws = list(map(_raw, pairs))
-        hashes = digests(raws)
-        if self.known:
-            same = self.known.found(hashes)
-            if all(same):
-                return plan
-            other = list(map(operator.not_, same))
-            keys, pairs = list(compress(keys, other)), list(compress(pairs, other))
-            raws, hashes = list(compress(raws, other)), list(compress(hashes, other))
+        places = list(sent.at.values())
+        wanted = list(map(sent.write.__getitem__, places))
+        if not any(wanted):
+            return plan
+        if not all(wanted):
+            keys, places = list(compress(keys, wanted)), list(compress(places, wanted))
+        raws = list(map(sent.raws.__getitem__, places))
+        hashes = list(map(sent.digests.__getitem__, places))
         stored = await self._stored(conn, keys, settle)
+        olds: list[Any] = []
         if stored:
             olds = list(map(stored.get, keys))
-            write = [
-                old is None or old[1] is not None or old[0] != hashed
-                for old, hashed in zip(olds, hashes, strict=True)
+            # unchanged: a live row with this very digest (nothing written)
+            same = [
+                at
+                for at in compress(range(len(keys)), olds)
+                if olds[at][1] is None and olds[at][0] == hashes[at]
             ]
-            if not all(write):  # unchanged: nothing written
-                keys, pairs = list(compress(keys, write)), list(compress(pairs, write))
-                raws, hashes = list(compress(raws, write)), list(compress(hashes, write))
-                olds = list(compress(olds, write))
+            if same:
+                if keys is plan.keys:
+                    keys = keys[:]
+                if len(same) * 4 < len(keys):  # a few (the overlap with the last write)
+                    for at in reversed(same):
+                        del keys[at], places[at], raws[at], hashes[at], olds[at]
+                else:
+                    write = [True] * len(keys)
+                    for at in same:
+                        write[at] = False
+                    keys, places = list(compress(keys, write)), list(compress(places, write))
+                    raws, hashes = list(compress(raws, write)), list(compress(hashes, write))
+                    olds = list(compress(olds, write))
         if not keys:
             return plan
-        columns = self._columns(keys, list(map(to_row, map(_item, pairs))))
+        columns = self._columns(keys, to_columns(list(map(sent.fields.__getitem__, places))))
         texts = list(map(_text, raws))
         count = len(keys)
         plan.columns = [*columns, [stamp] * count, [stamp] * count, [None] * count, texts, hashes]
-        if not stored:  # every one new
-            self._recent = dict(zip(keys, hashes, strict=True))
-            plan.made = list(zip(keys, repeat("inserted"), repeat(None), texts))
-            return plan
         self._recent = dict(zip(keys, hashes, strict=True))
+        if not stored:  # every one new
+            plan.made = [keys, ["inserted"] * count, [None] * count, texts]
+            return plan
         await self._changes(conn, plan, keys, olds, texts, columns)
         return plan
 
@@ -167,7 +199,7 @@ class Planner:
             ]
             updated = [key for key, kind, _, _ in made if kind == "updated"]
         plan.updated = updated
-        plan.made = made
+        plan.made = [list(column) for column in zip(*made, strict=True)] if made else plan.made
 
     async def _stored(
         self, conn: AsyncConnection, keys: list[str], settle: Callable[[], Awaitable[None]]
@@ -194,16 +226,16 @@ class Planner:
         found.update((str(k), (d, gone)) for k, d, gone in await self._sql.stored(conn, asked))
         return found
 
-    def _columns(self, keys: list[str], values: list[tuple[Any, ...]]) -> list[list[Any]]:
-        """The model's columns of ``values`` in stored form; a value its column cannot
-        hold is NULL (the item's row only), with a warning."""
+    def _columns(self, keys: list[str], values: list[list[Any]]) -> list[list[Any]]:
+        """The model's columns of some items (``values``, column by column) in stored form;
+        a value its column cannot hold is NULL (the item's row only), with a warning."""
         sql = self._sql
         try:
             return sql.columns(values)
         except (OverflowError, ValueError, TypeError):
             pass
         rows: list[tuple[Any, ...]] = []
-        for key, one in zip(keys, values, strict=True):
+        for key, one in zip(keys, zip(*values, strict=True), strict=True):
             try:
                 rows.append(sql.row(one))
             except (OverflowError, ValueError, TypeError):

@@ -22,6 +22,7 @@ from .._core._validation import check_id
 from ._db import open_database
 from ._errors import MirrorError, MirrorURLError
 from ._schema import TABLES, MirrorTable
+from ._seen import KnownDigests
 from ._sent import SentPage, sent_listing
 from ._store import MAX_PAGES, Change, Store
 from ._walk import ListingSource, Walk
@@ -96,20 +97,32 @@ def _event_types(values: Sequence[Any]) -> list[str]:
     return [getattr(value, "value", value) for value in values]
 
 
-def _row_maker(collection: str, scope: uuid.UUID | None) -> Callable[[Any], tuple[Any, ...]]:
+def _column_maker(
+    collection: str, scope: uuid.UUID | None
+) -> Callable[[list[Any]], list[list[Any]]]:
+    """The model's columns of some items' fields, each a list (in the table's order)."""
     fields = TABLES[collection].fields
     if collection == "webhooks":
-        return lambda s: (
-            s.webhook_subscription_id,
-            _event_types(s.webhook_event_types),
-            s.path,
-            s.created_at,
-            s.active,
-        )
+        sid, types, path, created, active = map(operator.attrgetter, fields)
+        return lambda items: [
+            list(map(sid, items)),
+            list(map(_event_types, map(types, items))),
+            list(map(path, items)),
+            list(map(created, items)),
+            list(map(active, items)),
+        ]
     if collection == "update-groups":
-        return lambda g: (g.update_group_id, scope, g.upload_date, g.error_count)
-    getter = operator.attrgetter(*fields)
-    return lambda item: getter(item)
+        gid, date, errors = map(
+            operator.attrgetter, ("update_group_id", "upload_date", "error_count")
+        )
+        return lambda items: [
+            list(map(gid, items)),
+            [scope] * len(items),
+            list(map(date, items)),
+            list(map(errors, items)),
+        ]
+    getters = [operator.attrgetter(name) for name in fields]
+    return lambda items: [list(map(get, items)) for get in getters]
 
 
 async def _live_rows(conn: AsyncConnection, mirrored: MirrorTable) -> int:
@@ -120,9 +133,17 @@ async def _live_rows(conn: AsyncConnection, mirrored: MirrorTable) -> int:
         return int((await conn.execute(query)).scalar() or 0)
 
 
-def _listing(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> ListMethod:
-    """The listing of ``collection``, its pages `SentPage`s (each item's fields and bytes)."""
-    return sent_listing(_list_method(client, collection, employer), TABLES[collection].key)
+def _listing(
+    client: PayrollClient, collection: str, employer: uuid.UUID | None, known: KnownDigests
+) -> ListMethod:
+    """The listing of ``collection``, its pages `SentPage`s (each item's fields and bytes;
+    of an item whose digest is ``known``, its id and order key)."""
+    return sent_listing(
+        _list_method(client, collection, employer),
+        TABLES[collection].key,
+        MIRROR_ORDER_FIELDS[collection],
+        known,
+    )
 
 
 def _list_method(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> Any:
@@ -213,7 +234,7 @@ async def _mirror(
                 run_id = uuid.uuid4()
                 started = datetime.datetime.now(datetime.timezone.utc)
                 store = Store(
-                    conn, mirrored, collection, run_id, _row_maker(collection, scope), scope
+                    conn, mirrored, collection, run_id, _column_maker(collection, scope), scope
                 )
                 store.keep_changes = on_change is not None
                 with db.errors(f"writing to {db.shown}"):
@@ -329,7 +350,7 @@ async def _pass(run: _Pass, scope: uuid.UUID | None) -> bool:
             ids.extend(e.id for e in page)
         proven = employers.proven
         for employer_id in dict.fromkeys(ids):
-            run.store.to_row = _row_maker(run.collection, employer_id)
+            run.store.to_columns = _column_maker(run.collection, employer_id)
             # one listing of many: its total is not the pass's
             proven &= await _walk(run, employer_id, lambda _total: run.told(None))
         return proven
@@ -339,7 +360,7 @@ async def _pass(run: _Pass, scope: uuid.UUID | None) -> bool:
 async def _walk(run: _Pass, scope: uuid.UUID | None, told: Told) -> bool:
     collection = run.collection
     walk = run.walk(
-        _listing(run.client, collection, scope),
+        _listing(run.client, collection, scope, run.store.known),
         TABLES[collection].key,
         MIRROR_ORDER_FIELDS[collection],
     )

@@ -2,7 +2,8 @@
 
 Each id is kept whole, as two unsigned 64-bit halves in ``array("Q")`` pairs, spread over
 256 buckets by a byte of both halves together (so that ids sharing their first or their
-last 64 bits still spread). ``freeze()`` counts the distinct ids bucket by bucket, and the
+last 64 bits still spread); a walk adds a page's ids as their bytes, put into their buckets
+some thousands at a time. ``freeze()`` counts the distinct ids bucket by bucket, and the
 first lookup sorts each bucket on its own, so that a million ids never become a million
 Python ints at once; a lookup is then a binary search or two.
 Measured with ``tracemalloc`` at 1,000,000 ids (random, or sequential in the low half):
@@ -13,6 +14,7 @@ can hide an item or invent one.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import sys
 import uuid
@@ -21,7 +23,6 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from functools import partial
 from itertools import repeat
-from typing import Any
 
 from .._paging._fastdecode import id_blob
 
@@ -31,6 +32,7 @@ _MASK = (1 << 64) - 1
 _BUCKETS = 256
 _LITTLE = sys.byteorder == "little"
 _WORDS = array("Q").itemsize == 8  # 64-bit halves, as on every platform CPython builds on
+_PENDING = 64 * 1024  # bytes of ids (4,096) put into their buckets at once
 
 
 def _as_int(value: uuid.UUID | int | str) -> int:
@@ -44,27 +46,30 @@ def _bucket(high: int, low: int) -> int:
     return (high ^ low) & (_BUCKETS - 1)
 
 
-def _halves(values: list[Any]) -> Iterable[tuple[int, int]] | None:
-    """The two 64-bit halves of each of ``values`` when every one is an id's 8-4-4-4-12
-    text, parsed a page at a time (``id_blob``); else None."""
-    blob = id_blob(values) if _WORDS else None
-    if blob is None:
-        return None
-    words = array("Q", blob)
-    if _LITTLE:
-        words.byteswap()  # the big-endian halves, as int(text, 16) gives them
-    return zip(words[0::2], words[1::2], strict=True)
-
-
 class SeenIds:
     """An exact set of ids (``uuid.UUID``, their ``8-4-4-4-12`` text, or ints taken modulo
     2**128): add, freeze, look up."""
 
-    __slots__ = ("_distinct", "_high", "_low", "_sorted", "added", "frozen")
+    __slots__ = (
+        "_distinct",
+        "_high",
+        "_low",
+        "_pending",
+        "_records",
+        "_sorted",
+        "added",
+        "frozen",
+    )
 
     def __init__(self) -> None:
         self._high = [array("Q") for _ in range(_BUCKETS)]
         self._low = [array("Q") for _ in range(_BUCKETS)]
+        # Ids' bytes not in their buckets yet: put there some thousands at a time, in one
+        # loop whose buckets stay in the processor's cache (a page at a time, between
+        # the walk's other work, each id cost a cache miss or two); the buckets keep the
+        # ids' bytes until the freeze makes them halves (no Python integer an id).
+        self._pending = bytearray()
+        self._records = [bytearray() for _ in range(_BUCKETS)]
         self.added = 0
         """How many ids were added, repeats included."""
         self.frozen = False
@@ -73,25 +78,78 @@ class SeenIds:
 
     def add(self, ids: Iterable[uuid.UUID | int | str]) -> None:
         """Add ``ids`` (before ``freeze()``)."""
+        values = ids if isinstance(ids, list) else list(ids)
+        blob = id_blob(values)
+        if blob is not None:
+            self.add_blob(blob)
+            return
         if self.frozen:
             raise RuntimeError("SeenIds: add after freeze")
-        values = ids if isinstance(ids, list) else list(ids)
-        pairs = _halves(values)
-        if pairs is None:  # not all 8-4-4-4-12 text: one at a time
-            numbers = [_as_int(value) for value in values]
-            pairs = zip([n >> 64 for n in numbers], [n & _MASK for n in numbers], strict=True)
+        # not all 8-4-4-4-12 text: one at a time
+        numbers = [_as_int(value) for value in values]
+        self._add(zip([n >> 64 for n in numbers], [n & _MASK for n in numbers], strict=True))
+        self.added += len(values)
+
+    def add_blob(self, blob: bytes) -> None:
+        """Add the ids whose 16 bytes (big-endian, one id after another, as ``id_blob``
+        gives them) ``blob`` holds (before ``freeze()``)."""
+        if self.frozen:
+            raise RuntimeError("SeenIds: add after freeze")
+        self._pending += blob
+        self.added += len(blob) // 16
+        if len(self._pending) >= _PENDING:
+            self._flush()
+
+    def _flush(self) -> None:
+        """The pending ids' bytes into their buckets (16 bytes an id, big-endian): each
+        id's bucket is the XOR of its two halves' last bytes, computed for all of them at
+        once (big integers), so that the loop only copies each id's 16 bytes."""
+        pending, self._pending = bytes(self._pending), bytearray()
+        count = len(pending) // 16
+        if not count:
+            return
+        highs = int.from_bytes(pending[7::16], "little")
+        lows = int.from_bytes(pending[15::16], "little")
+        buckets = (highs ^ lows).to_bytes(count, "little")  # (high ^ low) & 0xFF, each
+        records = self._records
+        for bucket, at in zip(buckets, range(0, len(pending), 16), strict=True):
+            records[bucket] += pending[at : at + 16]
+
+    def _add(self, pairs: Iterable[tuple[int, int]]) -> None:
         high_buckets, low_buckets = self._high, self._low
         buckets = _BUCKETS - 1
         for high, low in pairs:
-            at = (high ^ low) & buckets  # _bucket, inlined: this runs for every item of a walk
+            at = (high ^ low) & buckets  # _bucket, inlined
             high_buckets[at].append(high)
             low_buckets[at].append(low)
-        self.added += len(values)
+
+    def _settle(self) -> None:
+        """The buckets' bytes as their halves (once, at the freeze)."""
+        self._flush()
+        for at, records in enumerate(self._records):
+            if not records:
+                continue
+            if _WORDS:
+                words = array("Q", records)
+                if _LITTLE:
+                    words.byteswap()  # the big-endian halves, as int(text, 16) gives them
+                self._high[at].extend(words[0::2])
+                self._low[at].extend(words[1::2])
+            else:
+                numbers = [
+                    int.from_bytes(records[one : one + 16], "big")
+                    for one in range(0, len(records), 16)
+                ]
+                self._add(
+                    zip([n >> 64 for n in numbers], [n & _MASK for n in numbers], strict=True)
+                )
+            self._records[at] = bytearray()
 
     def freeze(self) -> None:
         """Count the distinct ids (bucket by bucket); lookups work from now on."""
         if self.frozen:
             return
+        self._settle()
         self._distinct = sum(
             len(set(zip(highs, lows, strict=True)))
             for highs, lows in zip(self._high, self._low, strict=True)
@@ -136,27 +194,69 @@ class SeenIds:
 
 
 KNOWN_SET_ROWS = 500_000
-"""Up to this many live rows, their digests are a set (a look-up in C, about 64 bytes a
-row); past it, a sorted array (8 bytes a row, a binary search each)."""
+"""Up to this many live rows, their digests are looked up in a set (a look-up in C, about
+64 bytes a row); past it, in a sorted array (8 bytes a row, a binary search each)."""
+
+_NEAR = 4096  # how far from where it expects them the cursor looks for the pages' items
 
 
 class KnownDigests:
-    """The digests of the live rows when a run began (``mirror_digest``): which of a
-    batch's digests are among them, a batch at a time."""
+    """The digests of the live rows when a run began (``mirror_digest``), in the order they
+    were read (SQLite: the rows' order, which is the order a walk meets their items in):
+    which of a page's digests are among them, a page at a time.
 
-    __slots__ = ("_set", "_sorted")
+    A cursor follows the walk through the rows: a page whose digests are the next ones
+    read (one slice compared in C) is known whole, with no look-up; any other page is
+    looked up digest by digest (in a set, or a sorted array past ``KNOWN_SET_ROWS`` rows,
+    made at the first such page), and the cursor moves to its last known item. Exact
+    either way: a digest is known only when a live row has it. Made of ``digests``, or
+    filled by ``add``."""
 
-    def __init__(self, digests: array[int]) -> None:
-        self._set: set[int] | None = set(digests) if len(digests) <= KNOWN_SET_ROWS else None
-        self._sorted = array("q") if self._set is not None else array("q", sorted(digests))
+    __slots__ = ("_exact", "_order", "_pos", "_sorted")
+
+    def __init__(self, digests: Iterable[int] | None = None) -> None:
+        self._order = array("q")
+        self._pos = 0
+        self._exact: set[int] | None = None
+        self._sorted: array[int] | None = None
+        if digests is not None:
+            self.add(list(digests))
+
+    def add(self, digests: list[int]) -> None:
+        """Add some digests (64-bit signed integers), before the first look-up."""
+        self._order.extend(digests)
 
     def __bool__(self) -> bool:
-        return bool(self._set) or bool(self._sorted)
+        return bool(self._order)
 
-    def found(self, digests: list[int]) -> list[bool]:
-        """For each of ``digests``, whether it is known."""
-        if self._set is not None:
-            return list(map(self._set.__contains__, digests))
+    def found(self, digests: array[int]) -> list[bool]:
+        """For each of ``digests`` (a page's, in order), whether it is known."""
+        count = len(digests)
+        order, at = self._order, self._pos
+        # The page's items after the last page's (or from its last one: pages overlap).
+        if order[at : at + count] == digests:
+            self._pos = at + count
+            return [True] * count
+        if at and order[at - 1 : at - 1 + count] == digests:
+            self._pos = at - 1 + count
+            return [True] * count
+        same = self._look_up(digests)
+        for value, known in zip(reversed(digests), reversed(same), strict=True):
+            if known:  # the cursor goes on from the page's last known item, if near
+                with contextlib.suppress(ValueError):
+                    self._pos = order.index(value, max(0, at - _NEAR), at + count + _NEAR) + 1
+                break
+        return same
+
+    def _look_up(self, digests: array[int]) -> list[bool]:
+        if self._exact is None and self._sorted is None:
+            if len(self._order) <= KNOWN_SET_ROWS:
+                self._exact = set(self._order)
+            else:
+                self._sorted = array("q", sorted(self._order))
+        if self._exact is not None:
+            return list(map(self._exact.__contains__, digests))
         known = self._sorted
+        assert known is not None
         spots = map(min, map(partial(bisect_left, known), digests), repeat(len(known) - 1))
         return list(map(operator.eq, digests, map(known.__getitem__, spots)))

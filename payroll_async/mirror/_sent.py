@@ -7,16 +7,29 @@ and no model is built; every page msgspec cannot vouch for goes through the mode
 their errors, as any listing's (``RawPageDecoder`` does the same for the export).
 
 A page is a `SentPage`: a list of the items' fields (msgspec's structs, or the models),
-with the items' ids as text and their bytes beside it, so that the walk and the store do
-their per-item work a page at a time (``map`` over the page, not a Python object an item).
+with the items' ids as text, their bytes and what the store needs of each beside it, so
+that the walk and the store do their per-item work a page at a time (``map`` over the
+page, not a Python object an item).
+
+An item whose digest a live row had when the run began is unchanged (its bytes are those
+of the row's ``mirror_item``), so only what the walk checks is decoded of it (its id and
+its order key); the items whose digests are not known are decoded whole and checked as
+every page's items are, and a page with an item the decode refuses goes, whole, to the
+path that refuses it today (msgspec's whole-page decode, then the models'), with the same
+error. The digests are keyed by the model's fields (``digest_seed``): bytes that an
+earlier model accepted are decoded whole again by a release whose model differs.
 """
 
 from __future__ import annotations
 
 import operator
+import sys
+from array import array
 from collections.abc import Callable
-from typing import Any
+from itertools import compress
+from typing import Any, get_type_hints
 
+import attrs
 import xxhash
 
 from .._core._converter import to_dict
@@ -25,67 +38,166 @@ from .._http._response import Response
 from .._paging._decode import PageDecoder, _fast
 from ..models import ListMeta
 from ._driver import id_text
+from ._seen import KnownDigests
+from ._values import has_upper
 
-__all__ = ["SentPage", "SentPageDecoder", "digest", "digests", "sent_listing"]
+__all__ = ["SentPage", "SentPageDecoder", "digest", "digest_seed", "digests", "sent_listing"]
 
 _xxh3 = xxhash.xxh3_64_intdigest
-_SIGNED = 1 << 63
+_xxh3_bytes = xxhash.xxh3_64_digest
+_LITTLE = sys.byteorder == "little"
 
 
-def digest(raw: Any) -> int:
-    """A 64-bit digest of an item's bytes (``mirror_digest``): XXH3, signed to fit a BIGINT."""
-    return _xxh3(raw) - _SIGNED
+def digest_seed(model: type[Any]) -> int:
+    """The seed of the digests of ``model``'s items: its fields' names and types, so that
+    a release whose model reads the items differently never takes an item for unchanged."""
+    hints = get_type_hints(model)
+    fields = [f"{f.name}: {hints[f.name]!r}" for f in attrs.fields(model)]
+    return _xxh3(f"{model.__qualname__}({', '.join(fields)})".encode())
 
 
-def digests(raws: list[Any]) -> list[int]:
-    """``digest`` of each of ``raws``."""
-    return [value - _SIGNED for value in map(_xxh3, raws)]
+def digest(raw: Any, seed: int = 0) -> int:
+    """A 64-bit digest of an item's bytes (``mirror_digest``): XXH3, its 64 bits read as a
+    signed integer (a BIGINT)."""
+    value = _xxh3(raw, seed)
+    return value - (value >> 63 << 64)
+
+
+def digests(raws: list[Any], seed: int = 0) -> array[int]:
+    """``digest`` of each of ``raws``, in C: their 8 bytes (big-endian) laid end to end,
+    read as signed integers (no Python integer made of each)."""
+    hashed = array("q", b"".join(map(_xxh3_bytes, raws, [seed] * len(raws))))
+    if _LITTLE:
+        hashed.byteswap()
+    return hashed
 
 
 class SentPage(list):  # type: ignore[type-arg]
-    """One page as sent: the items' fields (each by the model's attribute names), ``ids``
-    (each item's id as lower-case ``8-4-4-4-12`` text) and ``raws`` (each item's JSON
-    bytes), in the same order."""
+    """One page as sent: the items' fields (each by the model's attribute names; of an
+    unchanged item, only its id and order key), ``ids`` (each item's id as lower-case
+    ``8-4-4-4-12`` text), ``raws`` (each item's JSON bytes), ``digests`` (of those bytes),
+    ``known`` (for each item, whether a live row holds its very bytes; None: no item is
+    known) and ``blob`` (the 16 bytes of each id, in order, when the page was read by
+    msgspec; else None), in the same order."""
 
-    __slots__ = ("ids", "raws")
+    __slots__ = ("blob", "digests", "ids", "known", "raws")
 
-    def __init__(self, items: list[Any], ids: list[str], raws: list[Any]) -> None:
+    def __init__(
+        self,
+        items: list[Any],
+        ids: list[str],
+        raws: list[Any],
+        digests: array[int],
+        known: list[bool] | None,
+        blob: bytes | None = None,
+    ) -> None:
         super().__init__(items)
         self.ids = ids
         self.raws = raws
+        self.digests = digests
+        self.known = known
+        self.blob = blob
+
+    def changed(self) -> bool:
+        """Whether some item of the page is not known (to be written, or compared)."""
+        return bool(self) and (self.known is None or not all(self.known))
 
 
 def _lower(ids: list[str]) -> list[str]:
     """Ids as text, lower-cased a page at a time (ids hold no line break)."""
     joined = "\n".join(ids)
-    lowered = joined.lower()
-    return ids if lowered == joined else lowered.split("\n")
+    return joined.lower().split("\n") if has_upper(joined) else ids
 
 
 class SentPageDecoder:
-    """The pages of one listing as `SentPage` items: ``decode(response) -> (page, meta)``."""
+    """The pages of one listing as `SentPage` items: ``decode(response) -> (page, meta)``.
 
-    def __init__(self, model: type[Any], key: str) -> None:
+    ``known``: the digests of the live rows when the run began (an item among them is
+    unchanged); ``order``: the field the walk checks the order of.
+    """
+
+    def __init__(
+        self,
+        model: type[Any],
+        key: str,
+        order: str | None = None,
+        known: KnownDigests | None = None,
+    ) -> None:
         self._models = PageDecoder(model)
         self._fast = _fast(model)
+        self._key = key
         self._get_key = operator.attrgetter(key)
+        self._few = tuple(dict.fromkeys((key, order or key)))
+        self._known = known
+        self._seed = digest_seed(model)
 
     def decode(self, response: Response) -> tuple[SentPage, ListMeta]:
-        key = self._get_key
         fast = self._fast
         if fast is not None:
-            result = fast.decode_wire_page(response.body)
+            body = response.body
+            known = self._known
+            if known:
+                # Rows are kept: the fields of the items that changed only.
+                few = fast.decode_few_fields(body, self._few, self._key)
+                if few is not None:
+                    page = self._some_known(fast, known, *few)
+                    if page is not None:
+                        return page
+            result = fast.decode_keyed_page(body, self._key)
             if result is not None:
-                wires, raws, meta = result
-                return SentPage(wires, _lower(list(map(key, wires))), raws), meta
+                wires, raws, meta, blob = result
+                return self._page(wires, raws, blob), meta
         items, meta = self._models.decode_slow(response)  # the errors, as for models
         raws = None if fast is None else fast.raw_items(response.body)
         if raws is None or len(raws) != len(items):
             raws = [dumps(to_dict(item)) for item in items]
-        return SentPage(items, [id_text(key(m)) for m in items], raws), meta
+        key = self._get_key
+        ids = [id_text(key(m)) for m in items]
+        return self._whole(items, ids, raws, None), meta
+
+    def _page(self, items: list[Any], raws: list[Any], blob: bytes | None) -> SentPage:
+        """A page whose items' fields are all decoded."""
+        return self._whole(items, _lower(list(map(self._get_key, items))), raws, blob)
+
+    def _whole(
+        self, items: list[Any], ids: list[str], raws: list[Any], blob: bytes | None
+    ) -> SentPage:
+        hashes = digests(raws, self._seed)
+        known = self._known.found(hashes) if self._known else None
+        return SentPage(items, ids, raws, hashes, known, blob)
+
+    def _some_known(
+        self,
+        fast: Any,
+        known: KnownDigests,
+        few: list[Any],
+        raws: list[Any],
+        meta: ListMeta,
+        blob: bytes | None,
+    ) -> tuple[SentPage, ListMeta] | None:
+        """A page whose items' ids and order keys are decoded: the other fields of those
+        not known decoded too (None: the decode refuses one, the page goes the whole way)."""
+        hashes = digests(raws, self._seed)
+        same = known.found(hashes)
+        ids = _lower(list(map(self._get_key, few)))
+        if all(same):
+            return SentPage(few, ids, raws, hashes, same, blob), meta
+        changed = [at for at in range(len(few)) if not same[at]]
+        whole = fast.decode_items(list(compress(raws, map(operator.not_, same))))
+        if whole is None:
+            return None
+        items = list(few)
+        for at, item in zip(changed, whole, strict=True):
+            items[at] = item
+        return SentPage(items, ids, raws, hashes, same, blob), meta
 
 
-def sent_listing(listing: Callable[..., Any], key: str) -> Callable[..., Any]:
+def sent_listing(
+    listing: Callable[..., Any],
+    key: str,
+    order: str | None = None,
+    known: KnownDigests | None = None,
+) -> Callable[..., Any]:
     """``listing`` (a list method of the client) with its pages decoded as `SentPage`s."""
     decoders: dict[type[Any], SentPageDecoder] = {}
 
@@ -94,7 +206,7 @@ def sent_listing(listing: Callable[..., Any], key: str) -> Callable[..., Any]:
         model = paginator.model
         decoder = decoders.get(model)
         if decoder is None:
-            decoder = decoders[model] = SentPageDecoder(model, key)
+            decoder = decoders[model] = SentPageDecoder(model, key, order, known)
         return paginator._with_decoder(decoder)
 
     return sent

@@ -34,7 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncTransaction
 
 from ._change import Change
 from ._driver import Statements
-from ._plan import Plan, Planner
+from ._plan import Plan, Planner, Sent
 from ._schema import RUNS, MirrorTable
 from ._seen import KnownDigests, SeenIds
 from ._sent import SentPage
@@ -75,14 +75,15 @@ class Store:
         mirrored: MirrorTable,
         collection: str,
         run_id: uuid.UUID,
-        to_row: Callable[[Any], tuple[Any, ...]],
+        to_columns: Callable[[list[Any]], list[list[Any]]],
         scope: uuid.UUID | None,
     ) -> None:
         self._conn = connection
         self._m = mirrored
         self._collection = collection
         self.run_id = run_id
-        self.to_row = to_row
+        self.to_columns = to_columns
+        """The model's columns of some items' fields (each a list, in the table's order)."""
         self.counts = Counts()
         self.keep_changes = True
         """Whether ``write_pages`` returns the changes (someone is told of them)."""
@@ -101,6 +102,9 @@ class Store:
         self._suspects: set[uuid.UUID] | None = None  # None: the first pass is running
         self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
         self._planner = Planner(self._sql, collection)
+        self.known = KnownDigests()
+        """The digests of the live rows when the run began (read by ``start``): the
+        pages' decoder takes an item among them for unchanged."""
         self.live_at_start = 0
         """Live rows (every scope) when the run began."""
         self._whole = scope is None or mirrored.scope is None  # the table's every live row
@@ -116,8 +120,7 @@ class Store:
 
     async def start(self, started_at: datetime.datetime) -> None:
         await self._sql.attach(self._conn)
-        digests, self.live_at_start = await self._sql.live_digests(self._conn)
-        self._planner.known = KnownDigests(digests)
+        self.known, self.live_at_start = await self._sql.live_digests(self._conn)
         if not self.live_at_start and not await self._sql.any_rows(self._conn):
             self._planner.table_was_empty()
         await self._conn.execute(
@@ -145,26 +148,32 @@ class Store:
         written, and the change recorded with the item before (``mirror_item`` of the
         row) and after (as sent).
         """
-        sent: dict[str, tuple[Any, Any]] = {}  # key: (item, raw)
         items = 0
         previous = self._previous
+        changed = False
         for page in pages:
-            keys = page.ids
-            # an overlap or a retried page repeats one
-            sent.update(zip(keys, zip(page, page.raws, strict=True), strict=True))
-            fresh = set(keys)
-            items += len(fresh - previous)
+            fresh = set(page.ids)
+            items += len(fresh - previous)  # an overlap or a retried page repeats one
             previous = fresh
+            changed = changed or page.changed()
         self._previous = previous
-        if not sent:
+        if not changed and self._open is None and self._suspects is None:
+            # Every item unchanged (a live row holds its very bytes) and no transaction
+            # open: nothing to plan or write (the first pass's walk adds the ids to
+            # ``seen`` itself).
+            self.items += items
+            committed, self._committed = self._committed, []
+            return committed
+        sent = Sent(pages)
+        if not sent.at:
             return []
         plan: Plan | None = None
         settle = self._settle
         if self._open is None and self._sql.direct:
             # SQLite: this run alone writes the table (the run lock), so its rows are read
             # before the write lock is taken, and a batch with nothing to write takes none.
-            plan = await self._planner.plan(self._conn, sent, self.to_row, settle)
-            if plan.columns is None and not plan.made:
+            plan = await self._planner.plan(self._conn, sent, self.to_columns, settle)
+            if plan.columns is None and not plan.made[0]:
                 self._done(plan, items)
                 committed, self._committed = self._committed, []
                 return committed
@@ -172,7 +181,7 @@ class Store:
             if plan is None:
                 if self._open is None:
                     await self._begin()
-                plan = await self._planner.plan(self._conn, sent, self.to_row, settle)
+                plan = await self._planner.plan(self._conn, sent, self.to_columns, settle)
             await settle()
             if self._open is None:
                 await self._begin()
@@ -185,7 +194,7 @@ class Store:
         except BaseException:
             await self._rollback()
             raise
-        self._pending_rows += len(sent)
+        self._pending_rows += len(sent.at)
         if (
             self._pending_rows >= self._commit_rows
             or time.monotonic() - self._opened >= COMMIT_SECONDS
@@ -195,17 +204,29 @@ class Store:
             transaction, self._open = self._open, None
             assert transaction is not None
             self._committing, self._pending, self._pending_rows = self._pending, [], 0
-            self._inflight = asyncio.ensure_future(self._commit(self._inflight, transaction))
+            self._inflight = asyncio.ensure_future(
+                self._commit(self._inflight, transaction, self._counted())
+            )
             self._commit_in_flight = True
         committed, self._committed = self._committed, []
         return committed
 
     async def _commit(
-        self, statements: asyncio.Future[None] | None, transaction: AsyncTransaction
+        self,
+        statements: asyncio.Future[None] | None,
+        transaction: AsyncTransaction,
+        progress: tuple[int, int, int, int],
     ) -> None:
         if statements is not None:
             await statements
+        await self._sql.progress(self._conn, self.run_id, progress)
         await transaction.commit()
+
+    def _counted(self) -> tuple[int, int, int, int]:
+        """The run's counts as they are now (items, inserted, updated, deleted): written
+        into ``mirror_runs`` in each transaction, before its commit."""
+        counts = self.counts
+        return (self.items, counts.inserted, counts.updated, counts.deleted)
 
     async def _begin(self) -> None:
         await self._settle()  # a commit in flight
@@ -229,6 +250,11 @@ class Store:
             await self._rollback()
             raise
         if self._open is not None:
+            try:
+                await self._sql.progress(self._conn, self.run_id, self._counted())
+            except BaseException:
+                await self._rollback()
+                raise
             transaction, self._open = self._open, None
             await transaction.commit()
         changes, self._pending, self._pending_rows = self._pending, [], 0
@@ -253,32 +279,29 @@ class Store:
                 await transaction.rollback()
 
     async def _apply(self, plan: Plan) -> None:
-        """Write a plan in the open transaction, and the run's counts as they are now."""
+        """Write a plan in the open transaction (the run's counts go in at its commit)."""
         sql, conn = self._sql, self._conn
-        counts = self.counts
-        progress = (self.items, counts.inserted, counts.updated, counts.deleted)
         if plan.columns is not None:
             await sql.insert_columns(conn, sql.upsert, plan.columns)
-        if plan.made:
-            count = len(plan.made)
-            keys, kinds, before, after = (list(c) for c in zip(*plan.made, strict=True))
+        keys, kinds, before, after = plan.made
+        if keys:
+            count = len(keys)
             run, name, stamp = sql.uuid(self.run_id), self._collection, plan.stamp
             await sql.insert_columns(
                 conn,
                 sql.change,
                 [[run] * count, [name] * count, keys, kinds, [stamp] * count, before, after],
             )
-        await sql.progress(conn, self.run_id, progress)
 
     def _changes(self, plan: Plan) -> list[Change]:
         return [
             Change(self.run_id, self._collection, uuid.UUID(k), kind, plan.now, b, a)
-            for k, kind, b, a in plan.made
+            for k, kind, b, a in zip(*plan.made, strict=True)
         ]
 
     def _done(self, plan: Plan, items: int) -> None:
         self.counts.updated += len(plan.updated)
-        self.counts.inserted += len(plan.made) - len(plan.updated)
+        self.counts.inserted += len(plan.made[0]) - len(plan.updated)
         self.items += items
         if self._suspects is not None:  # the first pass's walks add to ``seen`` themselves
             self._suspects.difference_update(_uuids(plan.keys, list[uuid.UUID]))

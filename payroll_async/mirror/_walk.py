@@ -89,7 +89,9 @@ class ListingSource:
         listing = self._listing
         if listing.span is None:
             listing.span = _otel.start(self._operation)
-        return listing.start(listing.url, listing.query(offset, limit))
+        # The URL as text when the query is only the listing's own (as the paginator's
+        # walks ask): no URL built from a query mapping for every page.
+        return listing.start(*listing.target(offset, limit))
 
     def page(self, answer: Any) -> Page[Any]:
         return self._listing.parse(answer)
@@ -286,9 +288,13 @@ class Walk:
             self._check_order(items)
         ids = self._ids
         if ids is not None:
-            # A page of the mirror carries its ids as text already (``SentPage.ids``).
-            known = getattr(items, "ids", None)
-            ids.add(known[start:] if known is not None else list(map(self._key, items[start:])))
+            # A page of the mirror carries its ids' bytes (``SentPage.blob``) or text.
+            blob = getattr(items, "blob", None)
+            if blob is not None:
+                ids.add_blob(blob[16 * start :] if start else blob)
+            else:
+                known = getattr(items, "ids", None)
+                ids.add(known[start:] if known is not None else list(map(self._key, items[start:])))
         reached = offset + got
         if got < self._size:
             if total is not None and reached == total:
