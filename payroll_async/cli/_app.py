@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import importlib
 import logging
 import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import click
@@ -28,7 +30,6 @@ from payroll_async import (
 )
 from payroll_async._core._env import BASE_URL, REDIS_URL, TOKEN
 from payroll_async._core._visible import VisibleFormatter
-from payroll_async.emulator import Emulator
 from payroll_async.export import ExportError
 
 from ._console import SafeConsole
@@ -42,7 +43,19 @@ from ._errors import (
     stderr,
 )
 
-__all__ = ["Settings", "cli", "demo_emulator", "execute", "open_client", "run", "stdout"]
+if TYPE_CHECKING:
+    from payroll_async.emulator import Emulator
+
+__all__ = [
+    "LazyGroup",
+    "Settings",
+    "cli",
+    "demo_emulator",
+    "execute",
+    "open_client",
+    "run",
+    "stdout",
+]
 
 T = TypeVar("T")
 
@@ -53,6 +66,8 @@ if not stdout.is_terminal:  # piped: no screen to fit, so never wrap the table's
 
 def demo_emulator(**options: Any) -> Emulator:
     """The in-process service of --emulator: enough data to watch the progress bar work."""
+    from payroll_async.emulator import Emulator
+
     return Emulator(
         seed=1, payroll_connections=25_000, employer_identifiers=200, latency=0.01, **options
     )
@@ -207,6 +222,30 @@ def execute(
         raise CommandError(text) from None
 
 
+class LazyGroup(click.Group):
+    """A group whose commands are imported when one is named (or a help lists them).
+
+    A command starts without importing every other one: ``mirror`` never loads the
+    webhook receiver or the emulator, ``webhooks list`` never loads the mirror's.
+    ``lazy`` maps each command's name to ``"module:attribute"``.
+    """
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            module, _, attribute = self.lazy[cmd_name].partition(":")
+            command = getattr(importlib.import_module(module), attribute)
+            assert isinstance(command, click.Command)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
 _HELP = f"""Bulk export and webhook management for the Payroll Onboarding and Webhook Service.
 
 \b
@@ -214,7 +253,7 @@ _HELP = f"""Bulk export and webhook management for the Payroll Onboarding and We
 """
 
 
-@click.group(help=_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, help=_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--base-url", envvar=BASE_URL, metavar="URL", help=f"The service's base URL [env: {BASE_URL}]."
 )
@@ -254,6 +293,9 @@ def cli(
     rate: float | None,
     verbose: bool,
 ) -> None:
+    # main() starts without the cyclic garbage collector (see there); the command's own
+    # work runs with it. A no-op where the command runs in another program (CliRunner).
+    gc.enable()
     if verbose:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(VisibleFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

@@ -1,18 +1,22 @@
-"""The command tree of ``payroll-async``: the root group with every command attached."""
+"""The command tree of ``payroll-async``: the root group and where each command lives.
+
+Each command's module is imported only when that command is named (``LazyGroup``), so
+that a command starts without the others' imports.
+"""
 
 from __future__ import annotations
 
 from ._app import cli, demo_emulator
-from ._emulator_cmd import emulator
-from ._export_cmd import export
-from ._inbox import inbox
-from ._invite import invite_link
-from ._listen import listen
-from ._mirror import mirror
-from ._webhooks import webhooks
 
 __all__ = ["cli", "demo_emulator"]
 
-webhooks.add_command(listen)
-for command in (export, mirror, webhooks, inbox, invite_link, emulator):
-    cli.add_command(command)
+cli.lazy.update(
+    {
+        "export": "payroll_async.cli._export_cmd:export",
+        "mirror": "payroll_async.cli._mirror:mirror",
+        "webhooks": "payroll_async.cli._webhooks:webhooks",
+        "inbox": "payroll_async.cli._inbox:inbox",
+        "invite-link": "payroll_async.cli._invite:invite_link",
+        "emulator": "payroll_async.cli._emulator_cmd:emulator",
+    }
+)

@@ -13,7 +13,7 @@ from rich.table import Table
 from payroll_async import PayrollClient, WebhookSubscription, to_dict
 from payroll_async.models import EVENT_TYPES
 
-from ._app import Settings, run, stdout
+from ._app import LazyGroup, Settings, run, stdout
 from ._console import visible
 from ._errors import stderr
 
@@ -22,7 +22,7 @@ __all__ = ["EVENT_CHOICE", "webhooks"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@click.group()
+@click.group(cls=LazyGroup, lazy={"listen": "payroll_async.cli._listen:listen"})
 def webhooks() -> None:
     """List, create, delete and replace webhook subscriptions."""
 

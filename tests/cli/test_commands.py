@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import csv
+import gc
 import io
 import json
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 
 from payroll_async import __version__
@@ -46,6 +49,52 @@ def test_without_the_cli_extra_it_says_which_extra(
         main()
     assert info.value.code == 1
     assert "pip install 'payroll-async[cli]'" in capsys.readouterr().err
+
+
+def test_a_command_imports_only_what_it_runs() -> None:
+    """Each command's module loads when it is named: the mirror starts without the
+    receiver, the emulator or the export, ``webhooks list`` without ``listen``."""
+    code = (
+        "import sys, click; from payroll_async.cli._commands import cli; "
+        "ctx = click.Context(cli); cli.get_command(ctx, 'mirror'); "
+        "cli.get_command(ctx, 'webhooks').get_command(ctx, 'list'); "
+        "print(sorted(m for m in sys.modules if m.startswith('payroll_async')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    for other in ("emulator", "events", "cli._listen", "cli._inbox", "cli._export_cmd"):
+        assert f"'payroll_async.{other}'" not in loaded
+    assert "'payroll_async.cli._mirror'" in loaded  # the check can fail
+    assert "'payroll_async.cli._webhooks'" in loaded
+    assert sorted(
+        _commands.cli.list_commands(click.Context(_commands.cli))
+    ) == [  # help lists them all
+        "emulator",
+        "export",
+        "inbox",
+        "invite-link",
+        "mirror",
+        "webhooks",
+    ]
+
+
+def test_a_command_runs_with_the_garbage_collector_on(emu: Emulator) -> None:
+    gc.disable()  # as main() starts the command
+    try:
+        result = invoke(emu, "webhooks", "list")
+        assert gc.isenabled()  # the root command turned it back on before the work
+    finally:
+        gc.enable()
+    assert result.exit_code == 0, result.output
+
+
+def test_main_leaves_the_garbage_collector_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["payroll-async", "--version"])
+    with pytest.raises(SystemExit) as info:
+        main()
+    assert info.value.code == 0
+    assert gc.isenabled()
 
 
 def test_version() -> None:

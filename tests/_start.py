@@ -1,0 +1,52 @@
+"""How each process of a test run starts: compiled modules kept, and collection without
+the cyclic garbage collector.
+
+Loaded before any other plugin (``-p tests._start`` in pytest's ``addopts``).
+
+Bytecode: where ``PYTHONDONTWRITEBYTECODE`` is set, every process compiles each module it
+imports from source, and pytest rewrites the asserts of every plugin's package
+(schemathesis, hypothesis, anyio: some 560 modules) again: half of each worker's
+collection, and a tenth of the start of every command a test runs as a process. Instead
+the bytecode goes to ``.pytest_cache/pycache`` (``PYTHONPYCACHEPREFIX``), not next to the
+sources, for this process, the xdist workers and every process a test starts (they
+inherit the environment). A prefix set by the user is kept as it is.
+
+The garbage collector: loading the plugins and collecting the tests imports some 2,500
+modules, whose objects mostly live as long as the process. The cyclic collector would
+walk that growing heap again and again (two fifths of a worker's collection). It is off
+until the tests are collected; then one collection frees what the imports left behind,
+the survivors are moved out of the collector's way (``gc.freeze()``: later full
+collections do not walk them again), and the tests run with it on, as usual.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+
+if sys.dont_write_bytecode and not sys.pycache_prefix:
+    _PREFIX = str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "pycache")
+    sys.pycache_prefix = _PREFIX
+    sys.dont_write_bytecode = False
+    os.environ["PYTHONPYCACHEPREFIX"] = _PREFIX
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+_TURNED_OFF = gc.isenabled()  # one that a program turned off itself stays off
+if _TURNED_OFF:
+    gc.disable()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    try:
+        return (yield)
+    finally:
+        if _TURNED_OFF:
+            gc.collect()
+            gc.freeze()
+            gc.enable()
