@@ -165,41 +165,48 @@ class Planner:
         texts: list[str],
         columns: list[list[Any]],
     ) -> None:
-        """The changes of the items written, some of which had rows: ``plan.made``."""
+        """The changes of the items written, some of which had rows: ``plan.made``, column
+        by column (every item an insert, but the few that had a row, looked at alone)."""
         sql = self._sql
-        kinds = ["inserted"] * len(keys)  # new, or back after it was marked deleted
+        count = len(keys)
+        kinds = ["inserted"] * count  # new, or back after it was marked deleted
+        befores: list[Any] = [None] * count
         legacy: dict[str, int] = {}  # rows of schema 1: no digest kept
-        for at in compress(range(len(keys)), olds):  # the items that had a row
+        had: dict[str, int] = {}  # live rows with another digest: updated, unless the same bytes
+        for at in compress(range(count), olds):  # the items that had a row
             digest, gone = olds[at]
-            if gone is not None:
-                continue
-            if digest is None:
-                kinds[at] = ""  # decided below
-                legacy[keys[at]] = at
-            else:
-                kinds[at] = "updated"
+            if gone is None:
+                (had if digest is not None else legacy)[keys[at]] = at
+        dropped: list[int] = []  # written, not a change
         if legacy:
+            differ: set[int] = set()
             for found in await sql.typed(conn, list(legacy)):
                 at = legacy[str(found[0])]
                 if _plain(found[:-1]) != _plain([column[at] for column in columns]):
-                    kinds[at] = "updated"
-                # else: only mirror_item and its digest are new (written, not a change)
-        made = list(zip(keys, kinds, repeat(None), texts, strict=False))
-        if legacy:
-            made = [one for one in made if one[1]]
-        updated = [key for key, kind, _, _ in made if kind == "updated"]
-        if updated:
-            before = await sql.items(conn, updated)
-            # The very bytes kept (a digest of another kind, from an earlier build): the
-            # digest is written again, the item did not change.
-            made = [
-                (k, c, before.get(k) if c == "updated" else b, a)
-                for k, c, b, a in made
-                if c != "updated" or before.get(k) != a
-            ]
-            updated = [key for key, kind, _, _ in made if kind == "updated"]
-        plan.updated = updated
-        plan.made = [list(column) for column in zip(*made, strict=True)] if made else plan.made
+                    differ.add(at)
+            # the others: only mirror_item and its digest are new
+            dropped += [at for at in legacy.values() if at not in differ]
+            had.update((keys[at], at) for at in differ)
+        updated: list[int] = []
+        if had:
+            before = await sql.items(conn, list(had))
+            for key, at in had.items():
+                kept = before.get(key)
+                # The very bytes kept (a digest of another kind, from an earlier build): the
+                # digest is written again, the item did not change.
+                if kept == texts[at]:
+                    dropped.append(at)
+                else:
+                    kinds[at], befores[at] = "updated", kept
+                    updated.append(at)
+        made = [keys[:], kinds, befores, texts]
+        if dropped:
+            keep = [True] * count
+            for at in dropped:
+                keep[at] = False
+            made = [list(compress(column, keep)) for column in made]
+        plan.made = made
+        plan.updated = [keys[at] for at in sorted(updated)]
 
     async def _stored(
         self, conn: AsyncConnection, keys: list[str], settle: Callable[[], Awaitable[None]]
