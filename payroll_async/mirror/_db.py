@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from .._core._lockfile import open_lock_file, try_lock
 from ._errors import MirrorBusyError, MirrorError, MirrorURLError
-from ._schema import SCHEMA_VERSION, differences, install
+from ._schema import SCHEMA_VERSION, differences, install, made_in_sqlite
 
 __all__ = ["Database", "database_errors", "open_database", "redact"]
 
@@ -284,6 +284,8 @@ class Database:
     async def ensure_schema(self, connection: AsyncConnection) -> None:
         """Create the tables on first use, migrate those of an earlier version (one
         transaction); refuse a schema newer than this release's."""
+        if self.dialect == "sqlite" and await self._as_made(connection):
+            return
         with self.errors("creating the mirror's tables"):
             async with connection.begin():
                 if self.dialect == "postgresql":
@@ -304,6 +306,25 @@ class Database:
                 f"the mirror tables in {self.shown} are not as the mirror made them: "
                 f"{'; '.join(differ)}. Restore them, or mirror into a new database"
             )
+
+    async def _as_made(self, connection: AsyncConnection) -> bool:
+        """SQLite: whether every table and index is exactly as this release makes them (its
+        ``CREATE`` statement in ``sqlite_master``) at this release's version: one read,
+        where the full check reflects every table. Anything else (a first run, an earlier
+        or later version, a table changed by hand) takes the full check."""
+        made = made_in_sqlite()
+        with self.errors("reading the mirror's tables"):
+            found = await connection.exec_driver_sql(
+                "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL"
+            )
+            rows: list[Any] = list(found)
+            stored: dict[str, str] = dict(rows)
+            version = None
+            if all(stored.get(name) == sql for name, sql in made.items()):
+                found = await connection.exec_driver_sql("SELECT max(version) FROM mirror_schema")
+                version = found.scalar()
+            await connection.commit()
+        return version == SCHEMA_VERSION
 
 
 def _try_lock(key: int) -> Any:

@@ -153,7 +153,7 @@ class Planner:
         if not stored:  # every one new
             plan.made = [keys, ["inserted"] * count, [None] * count, texts]
             return plan
-        await self._changes(conn, plan, keys, olds, texts, columns)
+        await self._changes(conn, plan, keys, olds, texts, columns, settle)
         return plan
 
     async def _changes(
@@ -164,6 +164,7 @@ class Planner:
         olds: list[Any],
         texts: list[str],
         columns: list[list[Any]],
+        settle: Callable[[], Awaitable[None]],
     ) -> None:
         """The changes of the items written, some of which had rows: ``plan.made``, column
         by column (every item an insert, but the few that had a row, looked at alone)."""
@@ -178,6 +179,10 @@ class Planner:
             if gone is None:
                 (had if digest is not None else legacy)[keys[at]] = at
         dropped: list[int] = []  # written, not a change
+        if legacy or had:
+            # Their rows are read as written: the last write (which may hold some of them)
+            # first.
+            await settle()
         if legacy:
             differ: set[int] = set()
             for found in await sql.typed(conn, list(legacy)):
@@ -229,7 +234,12 @@ class Planner:
             asked = [key for key in asked if key not in found]
         if not asked:
             return found
-        await settle()
+        if not self._sql.direct:
+            # One operation at a time on the connection: the last write's statements first.
+            # (SQLite's statements queue on its one thread, so the look-up follows those the
+            # last write sent, and the ids asked are not among its rows: no wait there, and
+            # the walk and the write overlap as when no id is asked.)
+            await settle()
         found.update((str(k), (d, gone)) for k, d, gone in await self._sql.stored(conn, asked))
         return found
 

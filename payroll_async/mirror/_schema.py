@@ -12,6 +12,7 @@ version, so that a run interrupted during the migration leaves the old schema as
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 import uuid
 from typing import Any
@@ -37,9 +38,9 @@ from sqlalchemy import (
     inspect,
     select,
 )
-from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
-from sqlalchemy.schema import CreateColumn
+from sqlalchemy.schema import CreateColumn, CreateIndex, CreateTable
 from sqlalchemy.types import TypeEngine
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "MirrorTable",
     "differences",
     "install",
+    "made_in_sqlite",
 ]
 
 logger = logging.getLogger("payroll_async")
@@ -271,6 +273,21 @@ def install(conn: Connection) -> int | None:
             )
         )
     return stored
+
+
+@functools.cache
+def made_in_sqlite() -> dict[str, str]:
+    """The ``CREATE`` statement of each of this release's tables and indexes in SQLite, by
+    name, as ``sqlite_master`` keeps it (SQLite stores the text that ``create_all`` sent).
+    A database whose statements are these, at this release's version, is as the mirror
+    made it: nothing to install, migrate or check table by table."""
+    dialect = sqlite.dialect()
+    made: dict[str, str] = {}
+    for table in METADATA.sorted_tables:
+        made[table.name] = str(CreateTable(table).compile(dialect=dialect)).strip()
+        for index in table.indexes:
+            made[str(index.name)] = str(CreateIndex(index).compile(dialect=dialect)).strip()
+    return made
 
 
 def differences(conn: Connection) -> list[str]:

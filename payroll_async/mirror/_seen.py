@@ -150,10 +150,13 @@ class SeenIds:
         if self.frozen:
             return
         self._settle()
-        self._distinct = sum(
-            len(set(zip(highs, lows, strict=True)))
-            for highs, lows in zip(self._high, self._low, strict=True)
-        )
+        distinct = 0
+        for highs, lows in zip(self._high, self._low, strict=True):
+            # First halves all different: so are the ids (one integer an id, no pair);
+            # else the pairs are counted.
+            count = len(set(highs))
+            distinct += count if count == len(highs) else len(set(zip(highs, lows, strict=True)))
+        self._distinct = distinct
         self.frozen = True
 
     def _sort(self) -> None:

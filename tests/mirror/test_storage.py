@@ -21,6 +21,7 @@ from aiohttp import web
 from payroll_async import InvalidArgumentError, PayrollClient, to_json
 from payroll_async.emulator import Emulator
 from payroll_async.mirror import Change, MirrorError, MirrorURLError, mirror
+from payroll_async.mirror._schema import made_in_sqlite
 from tests._postgres import query
 from tests.cli._run import start
 from tests.conftest import StartEmulator
@@ -451,6 +452,34 @@ async def test_a_key_or_index_dropped_by_hand_is_refused_before_anything_is_writ
         assert "mirror_changes has no index on (collection, at)" in message
     assert await query(into, "SELECT count(*) FROM payroll_connections") == [(50,)]
     assert await query(into, "SELECT count(*) FROM mirror_runs") == [(1,)]
+
+
+async def test_sqlite_tables_are_known_as_made_by_their_statements_or_checked_whole(
+    start_emulator: StartEmulator, tmp_path: Path
+) -> None:
+    # A run checks SQLite's tables by one read of sqlite_master when they hold exactly the
+    # statements this release writes; anything else is checked table by table, as before.
+    path = tmp_path / "made.db"
+    into = f"sqlite:///{path}"
+    emu = await start_emulator(seed=49, payroll_connections=30)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, "payroll-connections", into=into)
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            stored = dict(db.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL"))
+        assert {name: stored.get(name) for name in made_in_sqlite()} == made_in_sqlite()
+        # A column of the user's own (which the whole check allows): not as made, still used.
+        await query(into, "ALTER TABLE payroll_connections ADD COLUMN note TEXT")
+        emu.churn("payroll-connections", updated=2)
+        again = await mirror(client, "payroll-connections", into=into)
+        # No version row (deleted by hand): the tables are checked whole and it is written.
+        await query(into, "DELETE FROM mirror_schema")
+        third = await mirror(client, "payroll-connections", into=into)
+    assert (again.updated, again.unchanged, again.complete) == (2, 28, True)
+    assert (third.inserted, third.updated, third.unchanged) == (0, 0, 30)
+    assert await query(into, "SELECT version FROM mirror_schema") == [(2,)]
+    assert await query(into, "SELECT count(*) FROM payroll_connections WHERE note IS NULL") == [
+        (30,)
+    ]
 
 
 async def test_postgresql_commits_group_pages_and_tell_each_change_once_committed(
