@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from sqlalchemy import (
@@ -30,6 +31,9 @@ from ._schema import BOOKKEEPING, CHANGES, RUNS
 from ._seen import KnownDigests
 from ._values import column_converter, converter, id_text, row_converter
 
+if TYPE_CHECKING:
+    import sqlite3
+
 __all__ = ["Statements", "id_text"]
 
 _ROWS_PER_STATEMENT = 250  # SQLite: rows in one multi-row INSERT
@@ -39,6 +43,27 @@ _encode = msgspec.json.encode
 
 _DIGESTS_PART = 100_000  # SQLite: live rows' digests read at once
 _integers = msgspec.json.Decoder(list[int]).decode
+
+
+def _thread_job(
+    driver: Any,
+) -> Callable[[Callable[[sqlite3.Connection], None]], Awaitable[None]] | None:
+    """aiosqlite: the coroutine that runs a function in the connection's thread (after the
+    statements queued before it), or None (another driver, or an aiosqlite without it: its
+    ``_execute`` and ``_conn`` are private, so they are looked up, never assumed)."""
+    run = getattr(driver, "_execute", None)
+    if run is None or not isinstance(getattr(type(driver), "_conn", None), property):
+        return None
+
+    async def job(function: Callable[[sqlite3.Connection], None]) -> None:
+        await run(partial(function, driver._conn))
+
+    return job
+
+
+def _execute_all(statements: list[tuple[str, Any]], connection: sqlite3.Connection) -> None:
+    for statement, params in statements:
+        connection.execute(statement, params)
 
 
 def _compiled(statement: Any, dialect: Dialect) -> tuple[str, list[str]]:
@@ -183,15 +208,42 @@ class Statements:
         if count == 1 and self._driver is None:
             await conn.exec_driver_sql(statement, list(zip(*columns, strict=True)))
             return
+        await self.run_all(conn, self.multi_row(statement, columns))
+
+    def multi_row(self, statement: str, columns: list[list[Any]]) -> list[tuple[str, list[Any]]]:
+        """SQLite: the multi-row INSERTs (and their parameters) that insert ``columns``' rows
+        with ``statement``, a one-row INSERT."""
+        count = len(columns[0])
         # The rows' values one after another: each column laid into its place at once.
         width = len(columns)
         values: list[Any] = [None] * (count * width)
         for at, column in enumerate(columns):
             values[at::width] = column
-        for start in range(0, count, _ROWS_PER_STATEMENT):
-            rows = min(_ROWS_PER_STATEMENT, count - start)
+        statements: list[tuple[str, list[Any]]] = []
+        start = 0
+        while start < count:
+            # Statements of a few sizes only (250 rows, then halves: 128, 64, ... 1), so that
+            # sqlite3 prepares each once and finds it in its cache after (a statement of
+            # every size a write happens to have costs a prepare of hundreds of rows each).
+            left = count - start
+            rows = (
+                _ROWS_PER_STATEMENT if left >= _ROWS_PER_STATEMENT else 1 << (left.bit_length() - 1)
+            )
             params = values[start * width : (start + rows) * width]
-            await self._run(conn, self._many(statement, rows), params)
+            statements.append((self._many(statement, rows), params))
+            start += rows
+        return statements
+
+    async def run_all(self, conn: AsyncConnection, statements: list[tuple[str, Any]]) -> None:
+        """SQLite: run ``statements`` (with their parameters) one after another; on the
+        driver's connection as one job of its thread (no round trip to the event loop
+        between two: the thread goes on while the loop walks, and the loop is woken once)."""
+        job = _thread_job(self._driver)
+        if job is not None:
+            await job(partial(_execute_all, statements))
+            return
+        for statement, params in statements:
+            await self._run(conn, statement, params)
 
     def _rows_of_json(self, statement: str) -> str | None:
         """PostgreSQL: the one-row INSERT as ``INSERT ... SELECT ... FROM

@@ -281,17 +281,21 @@ class Store:
     async def _apply(self, plan: Plan) -> None:
         """Write a plan in the open transaction (the run's counts go in at its commit)."""
         sql, conn = self._sql, self._conn
-        if plan.columns is not None:
-            await sql.insert_columns(conn, sql.upsert, plan.columns)
+        rows: list[tuple[str, list[list[Any]]]] = []
+        if plan.columns is not None and plan.columns[0]:
+            rows.append((sql.upsert, plan.columns))
         keys, kinds, before, after = plan.made
         if keys:
             count = len(keys)
             run, name, stamp = sql.uuid(self.run_id), self._collection, plan.stamp
-            await sql.insert_columns(
-                conn,
-                sql.change,
-                [[run] * count, [name] * count, keys, kinds, [stamp] * count, before, after],
-            )
+            changes = [[run] * count, [name] * count, keys, kinds, [stamp] * count, before, after]
+            rows.append((sql.change, changes))
+        if sql.direct:
+            # SQLite: the items' and the changes' statements as one job of its thread.
+            await sql.run_all(conn, [s for one, c in rows for s in sql.multi_row(one, c)])
+            return
+        for statement, columns in rows:
+            await sql.insert_columns(conn, statement, columns)
 
     def _changes(self, plan: Plan) -> list[Change]:
         return [

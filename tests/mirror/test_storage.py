@@ -512,3 +512,52 @@ async def test_postgresql_commits_group_pages_and_tell_each_change_once_committe
     )
     assert commits[0][0] <= 15_000 // 5_000 + int(seconds) + 1
     assert await query(postgres_url, "SHOW synchronous_commit") == [("on",)]
+
+
+def test_sqlite_writes_of_any_size_take_statements_of_a_few_sizes() -> None:
+    # sqlite3 prepares a statement of n rows in about 6 µs a row and keeps 128 in its cache:
+    # a write of each size its own statement would be prepared again and again.
+    from sqlalchemy.dialects import sqlite
+
+    from payroll_async.mirror._driver import Statements
+    from payroll_async.mirror._schema import TABLES
+
+    table = TABLES["payroll-connections"]
+    sql = Statements(table.table, table.key, table.fields, sqlite.dialect())
+    width = 3
+    shapes: set[str] = set()
+    for count in [*range(1, 520), 999, 1000, 1001, 4999, 5000]:
+        columns = [[(count, at, c) for at in range(count)] for c in range(width)]
+        statements = sql.multi_row("INSERT INTO t (a, b, c) VALUES (?, ?, ?)", columns)
+        params = [value for _, values in statements for value in values]
+        assert params == [(count, at, c) for at in range(count) for c in range(width)]
+        for statement, values in statements:
+            assert statement.count("(?, ?, ?)") * width == len(values)
+        shapes.update(statement for statement, _ in statements)
+    assert len(shapes) == 9  # 250 rows, then 128, 64, ... 1
+
+
+async def test_sqlite_without_the_drivers_thread_job_writes_the_same(
+    start_emulator: StartEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The writes go to aiosqlite's thread as one job each through its private ``_execute``;
+    # an aiosqlite without it gets the statements one by one, with the same result.
+    from payroll_async.mirror import _driver
+
+    emu = await start_emulator(seed=52, payroll_connections=1_234)
+    kept: dict[str, list[tuple[Any, ...]]] = {}
+    for way in ("one job", "one by one"):
+        if way == "one by one":
+            monkeypatch.setattr(_driver, "_thread_job", lambda driver: None)
+        path = tmp_path / f"{way}.db"
+        async with PayrollClient(emu.base_url, emu.token) as client:
+            result = await mirror(client, "payroll-connections", into=f"sqlite:///{path}")
+        assert result.inserted == 1_234
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            kept[way] = db.execute(
+                "SELECT p.id, p.status, p.mirror_item, p.mirror_digest, c.change, c.after "
+                "FROM payroll_connections p JOIN mirror_changes c ON c.item_id = p.id "
+                "ORDER BY p.id"
+            ).fetchall()
+    assert len(kept["one job"]) == 1_234
+    assert kept["one job"] == kept["one by one"]
