@@ -86,8 +86,14 @@ async def child(kind: str, base: str, target: str) -> dict[str, Any]:
 def bare_upsert(source: str, target: str) -> dict[str, Any]:
     """The floor SQLite sets: the rows a first mirror wrote (its item rows and its changes),
     upserted again into a new file by bare ``sqlite3`` (same DDL, same pragmas, same
-    multi-row statements of 250 rows, a commit per 1,000 items): wall and CPU of that alone."""
+    multi-row statements of 250 rows, a commit as often as the mirror's: every
+    ``COMMIT_ROWS`` items): wall and CPU of that alone."""
     import sqlite3
+
+    from payroll_async.mirror._db import SQLITE_PRAGMAS
+    from payroll_async.mirror._store import COMMIT_ROWS
+
+    every = COMMIT_ROWS["sqlite"]
 
     src = sqlite3.connect(source.removeprefix("sqlite:///"))
     ddl = [
@@ -103,7 +109,7 @@ def bare_upsert(source: str, target: str) -> dict[str, Any]:
     ).fetchall()
     src.close()
     db = sqlite3.connect(target, isolation_level=None)
-    for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "wal_autocheckpoint=10000"):
+    for pragma in SQLITE_PRAGMAS:
         db.execute(f"PRAGMA {pragma}")
     for sql in ddl:
         db.execute(sql)
@@ -118,9 +124,9 @@ def bare_upsert(source: str, target: str) -> dict[str, Any]:
 
     cpu0 = time.process_time()
     t0 = time.perf_counter()
-    for start in range(0, len(items), 1000):
+    for start in range(0, len(items), every):
         db.execute("BEGIN IMMEDIATE")
-        for part in range(start, min(start + 1000, len(items)), 250):
+        for part in range(start, min(start + every, len(items)), 250):
             chunk = items[part : part + 250]
             db.execute(
                 many(

@@ -158,17 +158,27 @@ def _create_private(path: Path) -> None:
     os.close(fd)
 
 
+SQLITE_PRAGMAS = (
+    "journal_mode=WAL",
+    "synchronous=NORMAL",
+    "busy_timeout=60000",
+    # Checkpoint (copy the WAL into the database, and sync) every 40 MB rather than every
+    # 4: a first mirror writes hundreds of MB, and each checkpoint waits on disk.
+    "wal_autocheckpoint=10000",
+    # A page cache of 32 MiB rather than 2: the id index's pages stay in memory between
+    # commits, not read back and spilled again (a first mirror's system time about halved).
+    "cache_size=-32768",
+)
+"""The pragmas of every connection to a SQLite mirror."""
+
+
 def _sqlite_setup(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def connect(dbapi_connection: Any, record: Any) -> None:
         dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN, below
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA busy_timeout=60000")
-        # Checkpoint (copy the WAL into the database, and sync) every 40 MB rather than
-        # every 4: a first mirror writes hundreds of MB, and each checkpoint waits on disk.
-        cursor.execute("PRAGMA wal_autocheckpoint=10000")
+        for pragma in SQLITE_PRAGMAS:
+            cursor.execute(f"PRAGMA {pragma}")
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")

@@ -3,7 +3,7 @@
 The pages that arrived while the previous write ran (one page when the service is slow,
 at most ``MAX_PAGES`` when it is fast) are written at once, into a transaction that also
 holds the run's progress in ``mirror_runs`` and commits every ``COMMIT_ROWS`` items of its
-database (5,000 in PostgreSQL, 2,000 in SQLite) or ``COMMIT_SECONDS``, and when a walk
+database (5,000 items in both) or ``COMMIT_SECONDS``, and when a walk
 ends or fails, so that a run killed at any point leaves every page either wholly written
 or not at all; the next run, finding
 those rows equal, records nothing twice. A change is told (``on_change``) only once its
@@ -45,11 +45,12 @@ logger = logging.getLogger("payroll_async")
 
 MAX_PAGES = 10
 """Most pages written in one statement group (what arrived while the last was written)."""
-COMMIT_ROWS = {"postgresql": 5000, "sqlite": 2000}
+COMMIT_ROWS = {"postgresql": 5000, "sqlite": 5000}
 """Items a transaction gathers before it commits. PostgreSQL: a commit waits for the
-server's disk (``synchronous_commit`` as the server says), so pages are grouped; SQLite's
-commits cost little (WAL, ``synchronous=NORMAL``) and its lock is the whole database's
-(another collection's run waits), so its transactions are kept shorter."""
+server's disk (``synchronous_commit`` as the server says), so pages are grouped; SQLite: a
+commit writes every page the transaction changed into the WAL, and random ids change pages
+all over the id index, so fewer commits write far less (its lock is the whole database's:
+another collection's run waits, at most ``COMMIT_SECONDS`` at a time)."""
 COMMIT_SECONDS = 1.0
 """Or once the transaction is this old (at the next write)."""
 _BATCH = 500  # ids per statement where a set of ids is marked deleted
