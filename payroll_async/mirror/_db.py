@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from .._core._lockfile import open_lock_file, try_lock
 from ._errors import MirrorBusyError, MirrorError, MirrorURLError
-from ._schema import SCHEMA_VERSION, differences, install, made_in_sqlite
+from ._schema import SCHEMA_VERSION, differences, install, sqlite_as_made
 
 __all__ = ["Database", "database_errors", "open_database", "redact"]
 
@@ -322,15 +322,9 @@ class Database:
         ``CREATE`` statement in ``sqlite_master``) at this release's version: one read,
         where the full check reflects every table. Anything else (a first run, an earlier
         or later version, a table changed by hand) takes the full check."""
-        made = made_in_sqlite()
         with self.errors("reading the mirror's tables"):
-            found = await connection.exec_driver_sql(
-                "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL"
-            )
-            rows: list[Any] = list(found)
-            stored: dict[str, str] = dict(rows)
             version = None
-            if all(stored.get(name) == sql for name, sql in made.items()):
+            if await connection.run_sync(sqlite_as_made):
                 found = await connection.exec_driver_sql("SELECT max(version) FROM mirror_schema")
                 version = found.scalar()
             await connection.commit()

@@ -264,7 +264,11 @@ def install(conn: Connection) -> int | None:
         return stored
     if stored is not None and stored < SCHEMA_VERSION:
         _upgrade(conn, stored)
-    METADATA.create_all(conn, checkfirst=True)
+    # The tables missing, by one read of the names (not a look-up a table), each with its
+    # indexes; a table that exists is left as it is (``differences`` checks it).
+    existing = set(inspect(conn).get_table_names())
+    missing = [table for table in METADATA.sorted_tables if table.name not in existing]
+    METADATA.create_all(conn, tables=missing, checkfirst=False)
     if stored is None or stored < SCHEMA_VERSION:
         conn.execute(
             insert(SCHEMA).values(
@@ -290,9 +294,19 @@ def made_in_sqlite() -> dict[str, str]:
     return made
 
 
+def sqlite_as_made(conn: Connection) -> bool:
+    """SQLite: whether every table and index is exactly as this release makes them (their
+    ``CREATE`` statements in ``sqlite_master``, one read)."""
+    found = conn.exec_driver_sql("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL")
+    stored: dict[str, str] = {name: sql for name, sql in found}
+    return all(stored.get(name) == sql for name, sql in made_in_sqlite().items())
+
+
 def differences(conn: Connection) -> list[str]:
     """What the tables in the database lack of this release's: columns, primary keys and
     indexes (changed by hand, say). Empty when they are as the mirror made them."""
+    if conn.dialect.name == "sqlite" and sqlite_as_made(conn):
+        return []  # made by this release (just now, or by an earlier run): no reflection
     inspector = inspect(conn)
     found: list[str] = []
     for table in METADATA.sorted_tables:
