@@ -298,7 +298,7 @@ def sqlite_as_made(conn: Connection) -> bool:
     """SQLite: whether every table and index is exactly as this release makes them (their
     ``CREATE`` statements in ``sqlite_master``, one read)."""
     found = conn.exec_driver_sql("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL")
-    stored: dict[str, str] = dict(found.tuples())
+    stored: dict[str, str] = dict(iter(found))  # rows as pairs (a Result is no mapping)
     return all(stored.get(name) == sql for name, sql in made_in_sqlite().items())
 
 
