@@ -90,7 +90,7 @@ def bare_upsert(source: str, target: str) -> dict[str, Any]:
     ``COMMIT_ROWS`` items): wall and CPU of that alone."""
     import sqlite3
 
-    from payroll_async.mirror._db import SQLITE_PRAGMAS
+    from payroll_async.mirror._db import MIRROR_PRAGMAS
     from payroll_async.mirror._store import COMMIT_ROWS
 
     every = COMMIT_ROWS["sqlite"]
@@ -109,7 +109,7 @@ def bare_upsert(source: str, target: str) -> dict[str, Any]:
     ).fetchall()
     src.close()
     db = sqlite3.connect(target, isolation_level=None)
-    for pragma in SQLITE_PRAGMAS:
+    for pragma in MIRROR_PRAGMAS:
         db.execute(f"PRAGMA {pragma}")
     for sql in ddl:
         db.execute(sql)

@@ -18,7 +18,7 @@ import errno
 import hashlib
 import os
 import re
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import quote, quote_plus, urlencode
@@ -165,19 +165,24 @@ SQLITE_PRAGMAS = (
     # Checkpoint (copy the WAL into the database, and sync) every 40 MB rather than every
     # 4: a first mirror writes hundreds of MB, and each checkpoint waits on disk.
     "wal_autocheckpoint=10000",
-    # A page cache of 32 MiB rather than 2: the id index's pages stay in memory between
-    # commits, not read back and spilled again (a first mirror's system time about halved).
+)
+"""The pragmas of every connection to a SQLite database of the mirror or the inbox."""
+MIRROR_PRAGMAS = (
+    *SQLITE_PRAGMAS,
+    # A page cache of 32 MiB rather than 2: the id index's pages stay in memory between a
+    # mirror run's commits, not read back and spilled again (a first mirror's system time
+    # about halved). Only the run's connection gets it (not the inbox's pool, nor a feed).
     "cache_size=-32768",
 )
-"""The pragmas of every connection to a SQLite mirror."""
+"""The pragmas of a mirror run's connection to SQLite."""
 
 
-def _sqlite_setup(engine: AsyncEngine) -> None:
+def _sqlite_setup(engine: AsyncEngine, pragmas: Sequence[str]) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def connect(dbapi_connection: Any, record: Any) -> None:
         dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN, below
         cursor = dbapi_connection.cursor()
-        for pragma in SQLITE_PRAGMAS:
+        for pragma in pragmas:
             cursor.execute(f"PRAGMA {pragma}")
         cursor.close()
 
@@ -339,8 +344,9 @@ def _busy(message: str) -> NoReturn:
     raise MirrorBusyError(f"{message}; try again later, or wait for it (wait=True)")
 
 
-def open_database(url: str) -> Database:
-    """The Database of ``into`` (the engine connects lazily)."""
+def open_database(url: str, *, pragmas: Sequence[str] = SQLITE_PRAGMAS) -> Database:
+    """The Database of ``into`` (the engine connects lazily); ``pragmas``: SQLite's, set
+    on each connection."""
     parsed = _parse(url)
     secrets = _secrets(parsed)
     shown = _shown(parsed.set(drivername=parsed.get_backend_name()))
@@ -353,5 +359,5 @@ def open_database(url: str) -> Database:
     with database_errors(secrets, f"cannot use {shown}"):
         engine = create_async_engine(parsed, pool_pre_ping=False, connect_args=arguments)
     if path is not None:
-        _sqlite_setup(engine)
+        _sqlite_setup(engine, pragmas)
     return Database(engine=engine, shown=shown, secrets=secrets, path=path)

@@ -19,7 +19,7 @@ from .._core._assumed import MIRROR_ORDER, MIRROR_ORDER_FIELDS
 from .._core._env import MIRROR_URL, read
 from .._core._exceptions import InvalidArgumentError, NotFoundError
 from .._core._validation import check_id
-from ._db import open_database
+from ._db import MIRROR_PRAGMAS, open_database
 from ._errors import MirrorError, MirrorURLError
 from ._schema import TABLES, MirrorTable
 from ._seen import KnownDigests
@@ -224,7 +224,7 @@ async def _mirror(
     sizes: tuple[int, int, int],
 ) -> MirrorResult:
     page_size, concurrency, max_passes = sizes
-    db = open_database(url)
+    db = open_database(url, pragmas=MIRROR_PRAGMAS)
     mirrored = TABLES[collection]
     try:
         async with db.connect() as conn:

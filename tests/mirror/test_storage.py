@@ -561,3 +561,24 @@ async def test_sqlite_without_the_drivers_thread_job_writes_the_same(
             ).fetchall()
     assert len(kept["one job"]) == 1_234
     assert kept["one job"] == kept["one by one"]
+
+
+async def test_a_mirror_run_has_a_large_page_cache_and_the_inbox_sqlites_default(
+    tmp_path: Path,
+) -> None:
+    # 32 MiB for a run's connection (its id index stays cached between commits); an
+    # inbox keeps SQLite's default on each connection of its pool.
+    from payroll_async.mirror._db import MIRROR_PRAGMAS, open_database
+
+    found = {}
+    for name, pragmas in (("run", MIRROR_PRAGMAS), ("inbox", None)):
+        url = f"sqlite:///{tmp_path / name}.db"
+        db = open_database(url) if pragmas is None else open_database(url, pragmas=pragmas)
+        try:
+            async with db.connect() as conn:
+                found[name] = (await conn.exec_driver_sql("PRAGMA cache_size")).scalar()
+                mode = (await conn.exec_driver_sql("PRAGMA journal_mode")).scalar()
+                assert mode == "wal"
+        finally:
+            await db.engine.dispose()
+    assert found == {"run": -32768, "inbox": -2000}
