@@ -25,10 +25,10 @@ from tests._postgres import into, postgres_server, postgres_url  # noqa: F401 (f
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> Generator[None, int, int]:
     """``-n auto`` (addopts): two workers a core (the cores xdist counts; 4 on 2). Much of
     the suite waits on real processes, servers and time (a kill, a lease, a Retry-After),
-    and another worker runs meanwhile. On 2 cores, 4 workers ended the run 18-20 s sooner
-    than 3 (benchmarks/RESULTS.md, "The test suite"), for some 3 s of CPU to collect the
-    tests once more; 5 were no faster than 4. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still
-    rules."""
+    and another worker runs meanwhile. On 2 cores, 4 workers ended the run 18 s sooner
+    than 3 (108 s against 126 s, benchmarks/RESULTS.md, "The test suite"), for some 3 s of
+    CPU to collect the tests once more; 5 were no faster than 4.
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still rules."""
     cores = yield
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return cores
