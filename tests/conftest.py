@@ -23,16 +23,14 @@ from tests._postgres import into, postgres_server, postgres_url  # noqa: F401 (f
 
 @pytest.hookimpl(wrapper=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> Generator[None, int, int]:
-    """``-n auto`` (addopts): two workers a core (the cores xdist counts; 4 on 2). Much of
-    the suite waits on real processes, servers and time (a kill, a lease, a Retry-After),
-    and another worker runs meanwhile. On 2 cores, 4 workers ended the run 18 s sooner
-    than 3 (108 s against 126 s, benchmarks/RESULTS.md, "The test suite"), for some 3 s of
-    CPU to collect the tests once more; 5 were no faster than 4.
-    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still rules."""
+    """``-n auto`` (addopts): half again as many workers as cores (the cores xdist counts;
+    3 on 2). Much of the suite waits on real processes, servers and time (a kill, a lease,
+    a Retry-After), and another worker runs meanwhile; more than that costs more in
+    collection and contention than it saves. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still rules."""
     cores = yield
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return cores
-    return 2 * cores
+    return max(cores + 1, 3 * cores // 2)
 
 
 BASE = "https://api.example.test"
