@@ -87,6 +87,17 @@ class PostgresServer:
             await conn.close()
         return name
 
+    async def replace(self, database: str, template: str) -> None:
+        """Make ``database`` anew as a copy of ``template`` (no session on either)."""
+        import asyncpg
+
+        conn = await asyncpg.connect(self.url())
+        try:
+            await conn.execute(f'DROP DATABASE "{database}"')
+            await conn.execute(f'CREATE DATABASE "{database}" TEMPLATE "{template}"')
+        finally:
+            await conn.close()
+
     async def role(self, name: str, password: str) -> None:
         """A role that logs in over TCP only with ``password`` (the rest stays trusted)."""
         import asyncpg

@@ -18,6 +18,7 @@ import ast
 import contextlib
 import io
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -129,6 +130,12 @@ def test_the_documented_patterns_type_check(tmp_path: Path) -> None:
         )
     )
     package = Path(payroll_async.__file__).resolve().parent.parent
+    cache = tmp_path / "cache"
+    if (package / ".mypy_cache").is_dir():
+        # The checkout's own cache (scripts/check's; .ci/run runs it first), copied: mypy
+        # analyses again only the modules changed since, as in a user's incremental run
+        # (0.4 s of CPU instead of 4 s: all of the package and its dependencies).
+        shutil.copytree(package / ".mypy_cache", cache)
     # mypy in a process of its own, as a user runs it: in this one it would unfreeze the
     # worker's heap (gc.unfreeze(), tests/_start.py) and leave some 750,000 objects behind
     # for every later garbage collection to walk (a second each).
@@ -138,9 +145,8 @@ def test_the_documented_patterns_type_check(tmp_path: Path) -> None:
             "-m",
             "mypy",
             "--strict",
-            "--no-incremental",
             "--cache-dir",
-            str(tmp_path / "cache"),
+            str(cache),
             "--python-version",
             "3.10",
             str(snippet),

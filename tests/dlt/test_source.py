@@ -13,17 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import dlt
 import pytest
-from dlt.pipeline.exceptions import PipelineStepFailed
 
 from payroll_async import InvalidArgumentError
-from payroll_async.dlt import payroll_source
 from payroll_async.emulator import Emulator
 
-from .conftest import MakePipeline, rows, service_items
+from .conftest import EMULATOR, FirstLoad, MakePipeline, rows, service_items
 
-pytestmark = pytest.mark.payroll_emulator(seed=5, payroll_connections=300)
+pytestmark = pytest.mark.payroll_emulator(**EMULATOR)
 
 CONNECTIONS = (
     "SELECT id, employer_identifier_id, payroll_platform_id, created_at, status, product "
@@ -74,14 +71,17 @@ def loaded(pipeline: Any) -> dict[str, int]:
 
 
 def source(emu: Emulator, **options: Any) -> Any:
+    from payroll_async.dlt import payroll_source
+
     return payroll_source(emu.base_url, emu.token, **options)
 
 
 def test_a_first_load_copies_every_collection(
-    payroll_emulator: Emulator, make_pipeline: MakePipeline
+    payroll_emulator: Emulator, make_pipeline: MakePipeline, first_load: FirstLoad
 ) -> None:
+    first_load()  # made by the fixture, as the tests that begin with one have it
     pipeline = make_pipeline()
-    info = pipeline.run(source(payroll_emulator))
+    info = pipeline.last_trace.last_load_info
 
     assert not info.has_failed_jobs
     sizes = {
@@ -110,9 +110,9 @@ def test_a_first_load_copies_every_collection(
 
 
 def test_a_reload_with_nothing_changed_loads_no_row(
-    payroll_emulator: Emulator, make_pipeline: MakePipeline
+    payroll_emulator: Emulator, make_pipeline: MakePipeline, first_load: FirstLoad
 ) -> None:
-    make_pipeline().run(source(payroll_emulator))
+    first_load()
 
     pipeline = make_pipeline()  # as the next scheduled run would
     info = pipeline.run(source(payroll_emulator))
@@ -123,10 +123,10 @@ def test_a_reload_with_nothing_changed_loads_no_row(
 
 
 def test_the_services_changes_are_loaded_exactly(
-    payroll_emulator: Emulator, make_pipeline: MakePipeline
+    payroll_emulator: Emulator, make_pipeline: MakePipeline, first_load: FirstLoad
 ) -> None:
     emu = payroll_emulator
-    make_pipeline().run(source(emu))
+    first_load()
     before = connections_loaded(make_pipeline())
     churned = emu.churn("payroll-connections", inserted=3, updated=4, deleted=5)
     subscriptions = emu.churn("webhooks", inserted=1, updated=1, deleted=1)
@@ -161,10 +161,12 @@ class Interrupted(Exception):
 
 
 def test_a_load_interrupted_during_extraction_is_finished_by_the_next(
-    payroll_emulator: Emulator, make_pipeline: MakePipeline
+    payroll_emulator: Emulator, make_pipeline: MakePipeline, first_load: FirstLoad
 ) -> None:
+    from dlt.pipeline.exceptions import PipelineStepFailed
+
     emu = payroll_emulator
-    make_pipeline().run(source(emu))
+    first_load()
     before = connections_loaded(make_pipeline())
     emu.churn("payroll-connections", inserted=20, updated=20, deleted=20)
     emu.churn("employer-identifiers", updated=3)
@@ -249,6 +251,8 @@ def refuse_writes(destination: Any, tmp_path: Path) -> Iterator[Any]:
 def test_a_load_the_destination_refused_is_finished_by_the_next(
     payroll_emulator: Emulator, make_pipeline: MakePipeline, refuse_writes: Any
 ) -> None:
+    from dlt.pipeline.exceptions import PipelineStepFailed
+
     emu = payroll_emulator
     refuse, allow = refuse_writes
     pipeline = make_pipeline()
@@ -273,11 +277,11 @@ def test_a_load_the_destination_refused_is_finished_by_the_next(
 
 @pytest.mark.parametrize("lost", ["state database", "working directory"])
 def test_a_lost_state_reloads_the_collection_exactly(
-    payroll_emulator: Emulator, make_pipeline: MakePipeline, lost: str
+    payroll_emulator: Emulator, make_pipeline: MakePipeline, first_load: FirstLoad, lost: str
 ) -> None:
     emu = payroll_emulator
+    first_load(("payroll-connections", "webhooks"))
     pipeline = make_pipeline()
-    pipeline.run(source(emu, collections=("payroll-connections", "webhooks")))
     churned = emu.churn("payroll-connections", inserted=2, deleted=3)
     gone = emu.churn("webhooks", deleted=1).deleted
     if lost == "state database":
@@ -329,6 +333,8 @@ def test_the_token_is_kept_nowhere(
 def test_bad_arguments_are_refused_before_any_request(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from payroll_async.dlt import payroll_source
+
     with pytest.raises(InvalidArgumentError, match="collections"):
         payroll_source("http://127.0.0.1:9", "t", collections=("payroll_connections",))
     with pytest.raises(InvalidArgumentError, match="collections"):
@@ -346,6 +352,8 @@ def test_the_environment_gives_the_service(
 ) -> None:
     monkeypatch.setenv("PAYROLL_BASE_URL", payroll_emulator.base_url)
     monkeypatch.setenv("PAYROLL_TOKEN", payroll_emulator.token)
+    from payroll_async.dlt import payroll_source
+
     pipeline = make_pipeline()
     pipeline.run(payroll_source(collections=("employer-identifiers",)))
     assert loaded(pipeline) == {"employer_identifiers": 50}
@@ -355,7 +363,7 @@ def test_without_the_extra_the_import_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "dlt", None)  # as if dlt were not installed
-    monkeypatch.delitem(sys.modules, "payroll_async.dlt")
+    monkeypatch.delitem(sys.modules, "payroll_async.dlt", raising=False)
     with pytest.raises(ImportError, match=r"pip install 'payroll-async\[dlt\]'"):
         importlib.import_module("payroll_async.dlt")
 
@@ -378,6 +386,8 @@ def test_with_resources_loads_and_mirrors_only_those(
 
 
 def test_resources_are_named_after_their_tables(payroll_emulator: Emulator) -> None:
+    import dlt
+
     names = list(source(payroll_emulator).resources)
     assert names == [
         "payroll_connections",
