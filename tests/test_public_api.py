@@ -2,6 +2,7 @@ import inspect
 
 import payroll_async
 from payroll_async._core import _exceptions
+from tests._fresh import fresh_python, modules_after
 
 
 def test_all_is_sorted_and_complete() -> None:
@@ -33,16 +34,7 @@ def test_py_typed_is_shipped() -> None:
 
 
 def test_the_emulator_and_the_receiver_do_not_load_the_transport() -> None:
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, payroll_async.emulator, payroll_async.events; "
-        "print(sorted(m for m in sys.modules if m.startswith('payroll_async')))"
-    )
-    loaded = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    ).stdout
+    loaded = modules_after("import payroll_async.emulator, payroll_async.events")
     for heavy in ("_http._transport", "_client", "_paging._pagination", "resources"):
         assert f"'payroll_async.{heavy}'" not in loaded
     assert "'payroll_async.events'" in loaded  # the check can fail
@@ -50,18 +42,13 @@ def test_the_emulator_and_the_receiver_do_not_load_the_transport() -> None:
 
 def test_from_dict_reads_a_notification_in_a_fresh_interpreter() -> None:
     """The notification's converter hooks do not depend on importing the receiver first."""
-    import subprocess
-    import sys
-
     code = (
         "from payroll_async import from_dict; from payroll_async.models import WebhookEvent; "
         "e = from_dict(WebhookEvent, {'eventId': 'e1', 'eventType': 'payroll.processed', "
         "'occurredAt': '2024-01-01T00:00:00Z', 'data': {'a': 1}, 'extra': 2}); "
         "print(e.event_id, e.occurred_at.year, sorted(e.data))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    ).stdout
+    out = fresh_python(code)
     assert out.split() == ["e1", "2024", "['a',", "'extra']"]
 
 
