@@ -61,39 +61,50 @@ async def hand_sequential(base: str, concurrency: int) -> int:
                 return count
 
 
-async def _floor_pages(base: str, concurrency: int) -> AsyncIterator[list[dict[str, Any]]]:
+async def floor_pages(
+    base: str,
+    concurrency: int,
+    decode: Callable[[bytes], Any],
+    total: Callable[[bytes, Any], int],
+) -> AsyncIterator[Any]:
+    """The floor's walk: concurrent aiohttp, ``concurrency`` pages in flight, in order; each
+    page's bytes given to ``decode`` (what is yielded), the item count read by ``total``
+    from the first page (its bytes and what ``decode`` made of them)."""
     import aiohttp
-    import orjson
 
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(headers=HEADERS, connector=connector) as session:
 
-        async def fetch(offset: int) -> Any:
+        async def fetch(offset: int) -> bytes:
             async with session.get(f"{base}{PATH}", params={"limit": PAGE, "offset": offset}) as r:
-                return orjson.loads(await r.read())
+                return await r.read()
 
-        first = await fetch(0)
-        yield first["data"]
-        total = first["meta"]["totalCount"]
-        offsets = iter(range(PAGE, total, PAGE))
-        window: deque[asyncio.Task[Any]] = deque()
+        body = await fetch(0)
+        first = decode(body)
+        yield first
+        offsets = iter(range(PAGE, total(body, first), PAGE))
+        window: deque[asyncio.Task[bytes]] = deque()
         for offset in offsets:
             window.append(asyncio.create_task(fetch(offset)))
             if len(window) >= concurrency:
                 break
         while window:
-            page = await window.popleft()
+            body = await window.popleft()
             nxt = next(offsets, None)
             if nxt is not None:
                 window.append(asyncio.create_task(fetch(nxt)))
-            yield page["data"]
+            yield decode(body)
 
 
 async def floor(base: str, concurrency: int) -> int:
     """The floor: concurrent aiohttp + orjson, plain dicts, in order, same concurrency."""
+    import orjson
+
     count = 0
-    async for items in _floor_pages(base, concurrency):
-        for _item in items:
+    async for page in floor_pages(
+        base, concurrency, orjson.loads, lambda _body, first: first["meta"]["totalCount"]
+    ):
+        for _item in page["data"]:
             count += 1
     return count
 

@@ -39,13 +39,13 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _clients import floor_pages
 from _util import HERE, ROOT, TOKEN, machine, median, process_serving, table
 
 PAGE = 100
@@ -115,34 +115,15 @@ async def sdk_walk(base: str, concurrency: int) -> int:
 
 async def walk(base: str, decode: Callable[[bytes], Any], concurrency: int) -> int:
     """The floor's walk of bulk_export.py (``_clients.floor``), each page decoded by ``decode``."""
-    import aiohttp
     import orjson
 
-    headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
     count = 0
-    connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(headers=headers, connector=connector) as session:
-
-        async def fetch(offset: int) -> bytes:
-            async with session.get(f"{base}{PATH}", params={"limit": PAGE, "offset": offset}) as r:
-                return await r.read()
-
-        first = await fetch(0)
-        for _item in decode(first):
+    pages = floor_pages(
+        base, concurrency, decode, lambda body, _items: orjson.loads(body)["meta"]["totalCount"]
+    )
+    async for items in pages:
+        for _item in items:
             count += 1
-        offsets = iter(range(PAGE, orjson.loads(first)["meta"]["totalCount"], PAGE))
-        window: deque[asyncio.Task[bytes]] = deque()
-        for offset in offsets:
-            window.append(asyncio.create_task(fetch(offset)))
-            if len(window) >= concurrency:
-                break
-        while window:
-            body = await window.popleft()
-            following = next(offsets, None)
-            if following is not None:
-                window.append(asyncio.create_task(fetch(following)))
-            for _item in decode(body):
-                count += 1
     return count
 
 
