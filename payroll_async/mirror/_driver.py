@@ -77,6 +77,7 @@ class Statements:
     def __init__(self, table: Table, key: str, fields: Sequence[str], dialect: Dialect) -> None:
         self.dialect = dialect.name
         self._driver: Any = None
+        self._job: Callable[[Callable[[sqlite3.Connection], None]], Awaitable[None]] | None = None
         self.direct = False
         """Whether statements go to the driver's connection (SQLite, once attached)."""
         self._multi: dict[tuple[str, int], str] = {}
@@ -170,6 +171,7 @@ class Statements:
         if self.dialect == "sqlite":
             raw = await conn.get_raw_connection()
             self._driver = raw.driver_connection
+            self._job = _thread_job(self._driver)
             self.direct = self._driver is not None
 
     async def _run(self, conn: AsyncConnection, statement: str, params: Any) -> list[Any]:
@@ -238,9 +240,8 @@ class Statements:
         """SQLite: run ``statements`` (with their parameters) one after another; on the
         driver's connection as one job of its thread (no round trip to the event loop
         between two: the thread goes on while the loop walks, and the loop is woken once)."""
-        job = _thread_job(self._driver)
-        if job is not None:
-            await job(partial(_execute_all, statements))
+        if self._job is not None:
+            await self._job(partial(_execute_all, statements))
             return
         for statement, params in statements:
             await self._run(conn, statement, params)

@@ -55,6 +55,7 @@ __all__ = [
     "differences",
     "install",
     "made_in_sqlite",
+    "sqlite_as_made",
 ]
 
 logger = logging.getLogger("payroll_async")
