@@ -39,12 +39,27 @@ from ._schema import RUNS, MirrorTable
 from ._seen import KnownDigests, SeenIds
 from ._sent import SentPage
 
-__all__ = ["COMMIT_ROWS", "COMMIT_SECONDS", "MAX_PAGES", "Change", "Counts", "Store"]
+__all__ = [
+    "COMMIT_ROWS",
+    "COMMIT_SECONDS",
+    "HOLD_SECONDS",
+    "LEAST_ITEMS",
+    "MAX_PAGES",
+    "Change",
+    "Counts",
+    "Store",
+]
 
 logger = logging.getLogger("payroll_async")
 
 MAX_PAGES = 10
 """Most pages written in one statement group (what arrived while the last was written)."""
+LEAST_ITEMS = 1000
+HOLD_SECONDS = 0.05
+"""A write of fewer than ``LEAST_ITEMS`` items waits for the next page up to
+``HOLD_SECONDS`` after its first page came: while the service answers fast, writes are
+fewer and larger (a write's own work, a plan, a hop to the database's thread, its
+statements, is then shared by more items); when it is slow, a page is written as it comes."""
 COMMIT_ROWS = {"postgresql": 5000, "sqlite": 5000}
 """Items a transaction gathers before it commits. PostgreSQL: a commit waits for the
 server's disk (``synchronous_commit`` as the server says), so pages are grouped; SQLite: a

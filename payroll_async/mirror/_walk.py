@@ -161,18 +161,28 @@ class Walk:
                 for page in batch:
                     yield page
 
-    async def batches(self, most: int) -> AsyncGenerator[list[Sequence[Any]], None]:
+    async def batches(
+        self, most: int, least: int = 0, hold: float = 0.0
+    ) -> AsyncGenerator[list[Sequence[Any]], None]:
         """The pages in order: each time the next one, and those fetched already after it
-        (at most ``most`` in all), so that a writer slower than the service catches up."""
+        (at most ``most`` in all), so that a writer slower than the service catches up.
+
+        A batch of fewer than ``least`` items waits for the next page up to ``hold``
+        seconds after its first page came (fewer, larger writes while pages come fast);
+        a page that fails is never waited for: the batch is given first, then the
+        failure raised."""
         try:
-            async with contextlib.aclosing(self._batches(most)) as batches:
+            async with contextlib.aclosing(self._batches(most, least, hold)) as batches:
                 async for batch in batches:
                     yield batch
         finally:
             self._source.end(self._pages, self._items)
 
-    async def _batches(self, most: int) -> AsyncGenerator[list[Sequence[Any]], None]:
+    async def _batches(
+        self, most: int, least: int, hold: float
+    ) -> AsyncGenerator[list[Sequence[Any]], None]:
         source = self._source
+        clock = asyncio.get_running_loop().time
         try:
             page = source.page(await source.request(0, self._size))
         except NotFoundError:
@@ -195,11 +205,17 @@ class Walk:
         offset, after = 0, self._step  # this page's offset; the next one to ask for
         boundary: Any = None  # the item the next page must start with
         batch: list[Sequence[Any]] = []
+        held = 0  # the batch's items
+        since = 0.0  # when its first page came
         try:
             while True:
                 outcome = self._check(offset, page, boundary)
                 items = page.items
+                if not batch:
+                    since = clock()
+                    held = 0
                 batch.append(items)
+                held += len(items)
                 self._pages += 1
                 self._items += len(items)
                 if outcome == _END:
@@ -228,6 +244,10 @@ class Walk:
                         self._doubts(f"still full pages after {requests + 1} requests")
                     break
                 following = pending[0][1]
+                if held < least and len(batch) < most and not following.done():
+                    left = since + hold - clock()
+                    if left > 0:  # not raised here: the batch goes first if it fails
+                        await asyncio.wait((following,), timeout=left)
                 if batch and (
                     len(batch) >= most
                     or not following.done()

@@ -83,10 +83,11 @@ class ChangingListing:
         pass
 
 
-async def walked(walk: Walk) -> set[int]:
-    """Every item the walk's batches held."""
+async def walked(walk: Walk, least: int = 0) -> set[int]:
+    """Every item the walk's batches held (a batch of fewer than ``least`` items waiting
+    for the next page, as long as it takes)."""
     seen: set[int] = set()
-    async for batch in walk.batches(3):
+    async for batch in walk.batches(3, least, 3600.0 if least else 0.0):
         for items in batch:
             seen.update(items)
     return seen
@@ -106,14 +107,22 @@ def same(item: int) -> int:
     deletes=st.integers(0, 2),
     at_end=st.booleans(),
     concurrency=st.integers(1, 4),
+    least=st.sampled_from([0, 7, 1000]),
 )
 def test_a_proven_walk_saw_every_item_that_existed_throughout(
-    size: int, page: int, seed: int, inserts: int, deletes: int, at_end: bool, concurrency: int
+    size: int,
+    page: int,
+    seed: int,
+    inserts: int,
+    deletes: int,
+    at_end: bool,
+    concurrency: int,
+    least: int,
 ) -> None:
     listing = ChangingListing(size, seed, inserts, deletes, at_end)
     walk = Walk(listing, same, same, page_size=page, concurrency=concurrency)
 
-    seen = asyncio.run(walked(walk))
+    seen = asyncio.run(walked(walk, least))
     throughout = set(range(0, size * 10, 10)) - listing.removed
     if walk.proven:
         assert throughout <= seen
@@ -204,15 +213,112 @@ class LyingListing:
     lies=st.lists(st.sampled_from(LIES), unique=True),
     every=st.integers(1, 6),
     concurrency=st.integers(1, 4),
+    least=st.sampled_from([0, 1000]),
 )
 def test_a_walk_of_a_listing_that_lies_is_proven_only_if_it_saw_every_item(
-    size: int, page: int, seed: int, lies: list[str], every: int, concurrency: int
+    size: int, page: int, seed: int, lies: list[str], every: int, concurrency: int, least: int
 ) -> None:
     listing = LyingListing(size, seed, lies, every)
     walk = Walk(listing, same, same, page_size=page, concurrency=concurrency)
 
-    seen = asyncio.run(walked(walk))
+    seen = asyncio.run(walked(walk, least))
     if walk.proven:
         assert seen == set(listing.items)
     if listing.told == 0:
         assert walk.proven
+
+
+class GatedListing:
+    """A listing of ints whose pages answer at once, but for one offset's, which answers
+    (or fails with ``failure``) when ``gate`` is set."""
+
+    def __init__(self, size: int, slow: int, failure: Exception | None = None) -> None:
+        self.items = list(range(0, size * 10, 10))
+        self.slow = slow
+        self.failure = failure
+        self.gate = asyncio.Event()
+        self.waiting = asyncio.Event()  # the slow page was asked for
+
+    def request(self, offset: int, limit: int) -> asyncio.Future[FakePage]:
+        async def answer() -> FakePage:
+            if offset == self.slow:
+                self.waiting.set()
+                await self.gate.wait()
+                if self.failure is not None:
+                    raise self.failure
+            items = self.items[offset : offset + limit]
+            return FakePage(items, Meta(len(self.items), limit, offset))
+
+        return asyncio.ensure_future(answer())
+
+    def page(self, answer: FakePage) -> FakePage:
+        return answer
+
+    def end(self, pages: int, items: int) -> None:
+        pass
+
+
+async def idle() -> None:
+    """Let every task that can go on do so (no time passes: each hop is one turn)."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+def test_a_batch_smaller_than_least_waits_for_the_next_page_within_the_hold() -> None:
+    async def run() -> list[list[list[int]]]:
+        listing = GatedListing(20, slow=8)  # pages at offsets 0, 4, 8, 12, 16
+        walk = Walk(listing, same, same, page_size=5, concurrency=4)
+        batches = walk.batches(10, 1000, 3600.0)
+        first = asyncio.ensure_future(anext(batches))
+        await listing.waiting.wait()
+        await idle()
+        assert not first.done()  # pages 0 and 4 came, 8 has not: the batch waits
+        listing.gate.set()
+        got = [await first]
+        got += [batch async for batch in batches]
+        return got
+
+    got = asyncio.run(run())
+    assert [[page[0] for page in batch] for batch in got] == [[0, 40, 80, 120, 160]]
+
+
+def test_a_batch_waits_no_longer_than_the_hold() -> None:
+    async def run() -> list[list[list[int]]]:
+        listing = GatedListing(20, slow=8)
+        walk = Walk(listing, same, same, page_size=5, concurrency=4)
+        batches = walk.batches(10, 1000, 0.0)
+        got = [await anext(batches)]  # given while page 8 has not come
+        listing.gate.set()
+        got += [batch async for batch in batches]
+        return got
+
+    got = asyncio.run(run())
+    firsts = [[page[0] for page in batch] for batch in got]
+    assert 80 not in firsts[0]  # given before the slow page came
+    assert [first for batch in firsts for first in batch] == [0, 40, 80, 120, 160]
+
+
+def test_a_held_batch_is_given_before_the_failure_of_the_page_it_waited_for() -> None:
+    class Down(Exception):
+        pass
+
+    async def run() -> tuple[list[list[int]], BaseException | None]:
+        listing = GatedListing(20, slow=8, failure=Down("page 8 failed"))
+        walk = Walk(listing, same, same, page_size=5, concurrency=4)
+        batches = walk.batches(10, 1000, 3600.0)
+        first = asyncio.ensure_future(anext(batches))
+        await listing.waiting.wait()
+        await idle()
+        assert not first.done()
+        listing.gate.set()
+        batch = await first
+        try:
+            await anext(batches)
+        except Down as exc:
+            return batch, exc
+        return batch, None
+
+    batch, failure = asyncio.run(run())
+    assert [page[0] for page in batch] == [0, 40]
+    assert isinstance(failure, Exception)
+    assert str(failure) == "page 8 failed"
