@@ -1,7 +1,8 @@
 """Writing pages: compare with the rows, upsert what changed, record it, all at once.
 
 The pages that arrived while the previous write ran (one page when the service is slow,
-at most ``MAX_PAGES`` when it is fast) are written at once, into a transaction that also
+at most ``MAX_PAGES`` when it is fast; the walk holds fewer than ``LEAST_ITEMS`` up to
+``HOLD_SECONDS`` for the next page) are written at once, into a transaction that also
 holds the run's progress in ``mirror_runs`` and commits every ``COMMIT_ROWS`` items of its
 database (5,000 items in both) or ``COMMIT_SECONDS``, and when a walk
 ends or fails, so that a run killed at any point leaves every page either wholly written
