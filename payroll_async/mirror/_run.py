@@ -24,7 +24,7 @@ from ._errors import MirrorError, MirrorURLError
 from ._schema import TABLES, MirrorTable
 from ._seen import KnownDigests
 from ._sent import SentPage, sent_listing
-from ._store import HOLD_SECONDS, LEAST_ITEMS, MAX_PAGES, Change, Store
+from ._store import HOLD_SECONDS, MAX_PAGES, Change, Store
 from ._walk import ListingSource, Walk
 
 __all__ = ["COLLECTIONS", "MirrorProgress", "MirrorResult", "mirror"]
@@ -366,7 +366,7 @@ async def _walk(run: _Pass, scope: uuid.UUID | None, told: Told) -> bool:
     )
     db = run.db
     try:
-        async for batch in walk.batches(MAX_PAGES, LEAST_ITEMS, HOLD_SECONDS):
+        async for batch in walk.batches(MAX_PAGES, run.store.least_items, HOLD_SECONDS):
             with db.errors(f"writing to {db.shown}"):
                 changes = await run.store.write_pages(cast("list[SentPage]", batch))
             await _tell(run.on_change, changes)
