@@ -24,8 +24,8 @@ from ._errors import MirrorError, MirrorURLError
 from ._schema import TABLES, MirrorTable
 from ._seen import KnownDigests
 from ._sent import SentPage, sent_listing
-from ._store import HOLD_SECONDS, MAX_PAGES, Change, Store
-from ._walk import ListingSource, Walk
+from ._store import MAX_PAGES, Change, Store
+from ._walk import HOLD_ITEMS, HOLD_SECONDS, ListingSource, Walk
 
 __all__ = ["COLLECTIONS", "MirrorProgress", "MirrorResult", "mirror"]
 
@@ -365,8 +365,9 @@ async def _walk(run: _Pass, scope: uuid.UUID | None, told: Told) -> bool:
         MIRROR_ORDER_FIELDS[collection],
     )
     db = run.db
+    least = HOLD_ITEMS.get(db.dialect, 0)
     try:
-        async for batch in walk.batches(MAX_PAGES, run.store.least_items, HOLD_SECONDS):
+        async for batch in walk.batches(MAX_PAGES, least, HOLD_SECONDS):
             with db.errors(f"writing to {db.shown}"):
                 changes = await run.store.write_pages(cast("list[SentPage]", batch))
             await _tell(run.on_change, changes)

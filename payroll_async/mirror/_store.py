@@ -1,8 +1,8 @@
 """Writing pages: compare with the rows, upsert what changed, record it, all at once.
 
 The pages that arrived while the previous write ran (one page when the service is slow,
-at most ``MAX_PAGES`` when it is fast; the walk holds fewer than ``LEAST_ITEMS`` up to
-``HOLD_SECONDS`` for the next page) are written at once, into a transaction that also
+at most ``MAX_PAGES`` when it is fast; in SQLite, fewer than ``_walk.HOLD_ITEMS`` wait
+up to ``_walk.HOLD_SECONDS`` for the next page) are written at once, into a transaction that also
 holds the run's progress in ``mirror_runs`` and commits every ``COMMIT_ROWS`` items of its
 database (5,000 items in both) or ``COMMIT_SECONDS``, and when a walk
 ends or fails, so that a run killed at any point leaves every page either wholly written
@@ -40,30 +40,12 @@ from ._schema import RUNS, MirrorTable
 from ._seen import KnownDigests, SeenIds
 from ._sent import SentPage
 
-__all__ = [
-    "COMMIT_ROWS",
-    "COMMIT_SECONDS",
-    "HOLD_SECONDS",
-    "LEAST_ITEMS",
-    "MAX_PAGES",
-    "Change",
-    "Counts",
-    "Store",
-]
+__all__ = ["COMMIT_ROWS", "COMMIT_SECONDS", "MAX_PAGES", "Change", "Counts", "Store"]
 
 logger = logging.getLogger("payroll_async")
 
 MAX_PAGES = 10
 """Most pages written in one statement group (what arrived while the last was written)."""
-LEAST_ITEMS = {"postgresql": 0, "sqlite": 1000}
-"""Items a write of its database waits for (see ``HOLD_SECONDS``). SQLite: a write is a
-plan, a hop to aiosqlite's thread and its statements, so fewer, larger writes cost less
-CPU (about 7% of a first mirror's); PostgreSQL: a write is a round trip, and small
-writes keep the server busy while the walk goes on (larger ones measured no faster)."""
-HOLD_SECONDS = 0.05
-"""A write of fewer than ``LEAST_ITEMS`` items waits for the next page up to this long
-after its first page came: while the service answers fast, writes are fewer and larger;
-when it is slow, a page is written as it comes."""
 COMMIT_ROWS = {"postgresql": 5000, "sqlite": 5000}
 """Items a transaction gathers before it commits. PostgreSQL: a commit waits for the
 server's disk (``synchronous_commit`` as the server says), so pages are grouped; SQLite: a
@@ -137,8 +119,6 @@ class Store:
         self._commit_in_flight = False
         self._pending_rows = 0
         self._commit_rows = COMMIT_ROWS.get(connection.dialect.name, 1)
-        self.least_items = LEAST_ITEMS.get(connection.dialect.name, 0)
-        """Items a write waits for, up to ``HOLD_SECONDS`` (see ``LEAST_ITEMS``)."""
 
     async def start(self, started_at: datetime.datetime) -> None:
         await self._sql.attach(self._conn)
