@@ -25,7 +25,7 @@ from ._schema import TABLES, MirrorTable
 from ._seen import KnownDigests
 from ._sent import SentPage, sent_listing
 from ._store import MAX_PAGES, Change, Store
-from ._walk import HOLD_ITEMS, HOLD_SECONDS, ListingSource, Walk
+from ._walk import HOLD_ITEMS, HOLD_NEAR, HOLD_SECONDS, ListingSource, Walk
 
 __all__ = ["COLLECTIONS", "MirrorProgress", "MirrorResult", "mirror"]
 
@@ -367,7 +367,7 @@ async def _walk(run: _Pass, scope: uuid.UUID | None, told: Told) -> bool:
     db = run.db
     least = HOLD_ITEMS.get(db.dialect, 0)
     try:
-        async for batch in walk.batches(MAX_PAGES, least, HOLD_SECONDS):
+        async for batch in walk.batches(MAX_PAGES, least, HOLD_SECONDS, HOLD_NEAR):
             with db.errors(f"writing to {db.shown}"):
                 changes = await run.store.write_pages(cast("list[SentPage]", batch))
             await _tell(run.on_change, changes)

@@ -53,7 +53,7 @@ from .._paging._page import Page
 from .._paging._pagination import AsyncPaginator
 from ._seen import SeenIds
 
-__all__ = ["HOLD_ITEMS", "HOLD_SECONDS", "ListingSource", "Source", "Walk"]
+__all__ = ["HOLD_ITEMS", "HOLD_NEAR", "HOLD_SECONDS", "ListingSource", "Source", "Walk"]
 
 logger = logging.getLogger("payroll_async")
 
@@ -68,6 +68,10 @@ HOLD_SECONDS = 0.05
 """How long after its first page such a batch waits for the next page (``hold``): while
 the service answers fast, writes are fewer and larger; when it is slow, a page is written
 as it comes."""
+HOLD_NEAR = 0.01
+"""A listing whose first page comes sooner than this is near (``near``: an emulator on
+this machine, a service next door) and no batch of it waits: there the walk is not
+waiting on the network, and holding cost 5-8% of wall (measured at 0 ms)."""
 
 
 class Source(Protocol):
@@ -172,27 +176,28 @@ class Walk:
                     yield page
 
     async def batches(
-        self, most: int, least: int = 0, hold: float = 0.0
+        self, most: int, least: int = 0, hold: float = 0.0, near: float = 0.0
     ) -> AsyncGenerator[list[Sequence[Any]], None]:
         """The pages in order: each time the next one, and those fetched already after it
         (at most ``most`` in all), so that a writer slower than the service catches up.
 
         A batch of fewer than ``least`` items waits for the next page up to ``hold``
-        seconds after its first page came (fewer, larger writes while pages come fast);
-        a page that fails is never waited for: the batch is given first, then the
-        failure raised."""
+        seconds after its first page came (fewer, larger writes while pages come fast),
+        unless the listing's first page came within ``near`` seconds; a page that fails
+        is never waited for: the batch is given first, then the failure raised."""
         try:
-            async with contextlib.aclosing(self._batches(most, least, hold)) as batches:
+            async with contextlib.aclosing(self._batches(most, least, hold, near)) as batches:
                 async for batch in batches:
                     yield batch
         finally:
             self._source.end(self._pages, self._items)
 
     async def _batches(
-        self, most: int, least: int, hold: float
+        self, most: int, least: int, hold: float, near: float
     ) -> AsyncGenerator[list[Sequence[Any]], None]:
         source = self._source
         clock = asyncio.get_running_loop().time
+        asked = clock()
         try:
             page = source.page(await source.request(0, self._size))
         except NotFoundError:
@@ -206,6 +211,8 @@ class Walk:
             # The service pages smaller than asked: walk at its page size (found once,
             # here), so that each page is one answer (one moment of the listing).
             self._size, self._step = limit, limit - 1
+        if clock() - asked < near:
+            least = 0  # a near listing: its pages are written as they come
         planned = _pages_for(max(self.total or 0, self._hint), self._size, self._step)
         # A listing that grows as fast as the walk advances would keep it going for ever:
         # past twice the pages planned, the walk stops, unproven.

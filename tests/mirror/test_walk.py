@@ -322,3 +322,23 @@ def test_a_held_batch_is_given_before_the_failure_of_the_page_it_waited_for() ->
     assert [page[0] for page in batch] == [0, 40]
     assert isinstance(failure, Exception)
     assert str(failure) == "page 8 failed"
+
+
+def test_no_batch_of_a_near_listing_waits() -> None:
+    async def run() -> list[list[list[int]]]:
+        listing = GatedListing(20, slow=8)  # its first page comes at once
+        walk = Walk(listing, same, same, page_size=5, concurrency=4)
+        batches = walk.batches(10, 1000, 3600.0, near=3600.0)
+        first = asyncio.ensure_future(anext(batches))
+        await listing.waiting.wait()
+        await idle()
+        assert first.done()  # given while page 8 has not come: no wait
+        got = [first.result()]
+        listing.gate.set()
+        got += [batch async for batch in batches]
+        return got
+
+    got = asyncio.run(run())
+    firsts = [[page[0] for page in batch] for batch in got]
+    assert 80 not in firsts[0]
+    assert [first for batch in firsts for first in batch] == [0, 40, 80, 120, 160]
