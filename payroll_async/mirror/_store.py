@@ -2,7 +2,8 @@
 
 The pages that arrived while the previous write ran (one page when the service is slow,
 at most ``MAX_PAGES`` when it is fast; in SQLite, fewer than ``_walk.HOLD_ITEMS`` wait
-up to ``_walk.HOLD_SECONDS`` for the next page) are written at once, into a transaction that also
+up to ``_walk.HOLD_SECONDS`` for the next page, but for a near listing: ``HOLD_NEAR``) are
+written at once, into a transaction that also
 holds the run's progress in ``mirror_runs`` and commits every ``COMMIT_ROWS`` items of its
 database (5,000 items in both) or ``COMMIT_SECONDS``, and when a walk
 ends or fails, so that a run killed at any point leaves every page either wholly written
