@@ -11,6 +11,7 @@ import signal
 import sqlite3
 import time
 import uuid
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -583,3 +584,61 @@ async def test_a_mirror_run_has_a_large_page_cache_and_the_inbox_sqlites_default
         finally:
             await db.engine.dispose()
     assert found == {"run": -32768, "inbox": -2000}
+
+
+async def test_the_live_digests_are_read_with_sqlites_default_cache_and_the_runs_kept(
+    start_emulator: StartEmulator, tmp_path: Path
+) -> None:
+    # The read passes every page of the table once: with the run's 32 MiB each page would
+    # take new memory. The run's cache is back for its writes, even when the read fails.
+    from payroll_async.mirror._db import MIRROR_PRAGMAS, open_database
+    from payroll_async.mirror._driver import Statements
+    from payroll_async.mirror._schema import TABLES
+
+    emu = await start_emulator(seed=53, payroll_connections=321)
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, "payroll-connections", into=url)
+    with contextlib.closing(sqlite3.connect(tmp_path / "m.db")) as plain:
+        stored = sorted(
+            d for (d,) in plain.execute("SELECT mirror_digest FROM payroll_connections")
+        )
+    table = TABLES["payroll-connections"]
+    db = open_database(url, pragmas=MIRROR_PRAGMAS)
+    try:
+        async with db.connect() as conn:
+            sql = Statements(table.table, table.key, table.fields, conn.dialect)
+            await sql.attach(conn)
+            during: list[int] = []
+            original = sql._driver.execute_fetchall
+            assert await original("PRAGMA cache_size") == [(-32768,)]
+
+            async def spy(statement: str, *args: Any) -> Any:
+                if "group_concat" in statement:  # the read: the cache it runs with
+                    during.extend(v for (v,) in await original("PRAGMA cache_size"))
+                return await original(statement, *args)
+
+            sql._driver.execute_fetchall = spy
+            known, rows = await sql.live_digests(conn)
+            assert rows == 321
+            assert all(known.found(array("q", stored)))
+            assert not any(
+                known.found(
+                    array("q", [d + 1 for d in stored if d < 2**62 and d + 1 not in stored])
+                )
+            )
+            assert during == [-2000]
+            assert await original("PRAGMA cache_size") == [(-32768,)]
+
+            async def failing(statement: str, *args: Any) -> Any:
+                if "group_concat" in statement:
+                    raise sqlite3.OperationalError("disk I/O error")
+                return await original(statement, *args)
+
+            sql._driver.execute_fetchall = failing
+            with pytest.raises(sqlite3.OperationalError):
+                await sql.live_digests(conn)
+            sql._driver.execute_fetchall = original
+            assert await original("PRAGMA cache_size") == [(-32768,)]
+    finally:
+        await db.engine.dispose()
