@@ -28,7 +28,18 @@ class FakePage:
     meta: Meta
 
 
-class ChangingListing:
+class FakeListing:
+    """What every fake listing gives a walk beside its ``request``: the answer is the page,
+    and the walk's end is not recorded."""
+
+    def page(self, answer: FakePage) -> FakePage:
+        return answer
+
+    def end(self, pages: int, items: int) -> None:
+        pass
+
+
+class ChangingListing(FakeListing):
     """A sorted listing of ints that changes (seeded) before each of its first ``busy``
     pages, then stays quiet (a listing that grows as fast as a walk advances could
     otherwise keep a walk going for ever)."""
@@ -75,12 +86,6 @@ class ChangingListing:
             return FakePage(list(items), Meta(len(self.items), limit, offset))
 
         return asyncio.ensure_future(answer())
-
-    def page(self, answer: FakePage) -> FakePage:
-        return answer
-
-    def end(self, pages: int, items: int) -> None:
-        pass
 
 
 async def walked(walk: Walk, least: int = 0) -> set[int]:
@@ -155,7 +160,7 @@ def test_a_walk_chasing_a_listing_that_grows_as_fast_as_it_advances_stops_unprov
 LIES = ("short", "empty", "capped", "swap", "repeat", "hide", "long")
 
 
-class LyingListing:
+class LyingListing(FakeListing):
     """A listing of ints that stays the same, answered with a lie (seeded, one of
     ``lies``) to about one request in ``every``."""
 
@@ -198,12 +203,6 @@ class LyingListing:
 
         return asyncio.ensure_future(answer())
 
-    def page(self, answer: FakePage) -> FakePage:
-        return answer
-
-    def end(self, pages: int, items: int) -> None:
-        pass
-
 
 @settings(max_examples=300, deadline=None)
 @given(
@@ -228,7 +227,7 @@ def test_a_walk_of_a_listing_that_lies_is_proven_only_if_it_saw_every_item(
         assert walk.proven
 
 
-class GatedListing:
+class GatedListing(FakeListing):
     """A listing of ints whose pages answer at once, but for one offset's, which answers
     (or fails with ``failure``) when ``gate`` is set."""
 
@@ -251,11 +250,10 @@ class GatedListing:
 
         return asyncio.ensure_future(answer())
 
-    def page(self, answer: FakePage) -> FakePage:
-        return answer
 
-    def end(self, pages: int, items: int) -> None:
-        pass
+def firsts(batches: list[list[list[int]]]) -> list[list[int]]:
+    """Each batch as the first item of each of its pages."""
+    return [[page[0] for page in batch] for batch in batches]
 
 
 async def idle() -> None:
@@ -279,7 +277,7 @@ def test_a_batch_smaller_than_least_waits_for_the_next_page_within_the_hold() ->
         return got
 
     got = asyncio.run(run())
-    assert [[page[0] for page in batch] for batch in got] == [[0, 40, 80, 120, 160]]
+    assert firsts(got) == [[0, 40, 80, 120, 160]]
 
 
 def test_a_batch_waits_no_longer_than_the_hold() -> None:
@@ -293,9 +291,8 @@ def test_a_batch_waits_no_longer_than_the_hold() -> None:
         return got
 
     got = asyncio.run(run())
-    firsts = [[page[0] for page in batch] for batch in got]
-    assert 80 not in firsts[0]  # given before the slow page came
-    assert [first for batch in firsts for first in batch] == [0, 40, 80, 120, 160]
+    assert 80 not in firsts(got)[0]  # given before the slow page came
+    assert [first for batch in firsts(got) for first in batch] == [0, 40, 80, 120, 160]
 
 
 def test_a_held_batch_is_given_before_the_failure_of_the_page_it_waited_for() -> None:
@@ -319,7 +316,7 @@ def test_a_held_batch_is_given_before_the_failure_of_the_page_it_waited_for() ->
         return batch, None
 
     batch, failure = asyncio.run(run())
-    assert [page[0] for page in batch] == [0, 40]
+    assert firsts([batch]) == [[0, 40]]
     assert isinstance(failure, Exception)
     assert str(failure) == "page 8 failed"
 
@@ -339,6 +336,5 @@ def test_no_batch_of_a_near_listing_waits() -> None:
         return got
 
     got = asyncio.run(run())
-    firsts = [[page[0] for page in batch] for batch in got]
-    assert 80 not in firsts[0]
-    assert [first for batch in firsts for first in batch] == [0, 40, 80, 120, 160]
+    assert 80 not in firsts(got)[0]
+    assert [first for batch in firsts(got) for first in batch] == [0, 40, 80, 120, 160]
