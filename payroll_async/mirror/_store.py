@@ -1,15 +1,14 @@
 """Writing pages: compare with the rows, upsert what changed, record it, all at once.
 
 The pages that arrived while the previous write ran (one page when the service is slow,
-at most ``MAX_PAGES`` when it is fast; in SQLite, fewer than ``_walk.HOLD_ITEMS`` wait
-up to ``_walk.HOLD_SECONDS`` for the next page, but for a near listing: ``HOLD_NEAR``) are
-written at once, into a transaction that also
-holds the run's progress in ``mirror_runs`` and commits every ``COMMIT_ROWS`` items of its
-database (5,000 items in both) or ``COMMIT_SECONDS``, and when a walk
-ends or fails, so that a run killed at any point leaves every page either wholly written
-or not at all; the next run, finding
-those rows equal, records nothing twice. A change is told (``on_change``) only once its
-transaction has committed.
+at most ``MAX_PAGES`` when it is fast; in SQLite, fewer than ``_walk.HOLD_ITEMS`` wait up
+to ``_walk.HOLD_SECONDS`` for the next page, unless the listing is near: ``HOLD_NEAR``) are
+written at once, into a transaction that also holds the run's progress in ``mirror_runs``
+and commits every ``COMMIT_ROWS`` items of its database (5,000 items in both) or
+``COMMIT_SECONDS``, and when a walk ends or fails, so that a run killed at any point leaves
+every page either wholly written or not at all; the next run, finding those rows equal,
+records nothing twice. A change is told (``on_change``) only once its transaction has
+committed.
 
 Which ids the first pass saw is kept in memory, exactly, in ``seen`` (a ``SeenIds``, 16
 bytes an id, about 16 MB for a million; see ``_seen``), which the pass's walks fill (each
