@@ -228,9 +228,11 @@ async def _mirror(
     mirrored = TABLES[collection]
     try:
         async with db.connect() as conn:
-            await db.ensure_schema(conn)
             notify = on_wait or (lambda message: logger.warning("%s", message))
+            # The run lock first: a run that waits for another of its collection says so
+            # (the schema's check would wait for that run's write lock in SQLite, silently).
             async with db.run_lock(conn, mirrored.table.name, wait, notify):
+                await db.ensure_schema(conn)
                 run_id = uuid.uuid4()
                 started = datetime.datetime.now(datetime.timezone.utc)
                 store = Store(

@@ -5,7 +5,8 @@ at most ``MAX_PAGES`` when it is fast; in SQLite, fewer than ``_walk.HOLD_ITEMS`
 to ``_walk.HOLD_SECONDS`` for the next page, unless the listing is near: ``HOLD_NEAR``) are
 written at once, into a transaction that also holds the run's progress in ``mirror_runs``
 and commits every ``COMMIT_ROWS`` items of its database (5,000 items in both) or
-``COMMIT_SECONDS``, and when a walk ends or fails, so that a run killed at any point leaves
+``COMMIT_SECONDS`` (also while the walk waits on the service: a slow page, a 429's pause),
+and when a walk ends or fails, so that a run killed at any point leaves
 every page either wholly written or not at all; the next run, finding those rows equal,
 records nothing twice. A change is told (``on_change``) only once its transaction has
 committed.
@@ -53,7 +54,8 @@ commit writes every page the transaction changed into the WAL, and random ids ch
 all over the id index, so fewer commits write far less (its lock is the whole database's:
 another collection's run waits, at most ``COMMIT_SECONDS`` at a time)."""
 COMMIT_SECONDS = 1.0
-"""Or once the transaction is this old (at the next write)."""
+"""Or once the transaction is this old: at the next write, or while no write comes (the
+walk waits on the service), so that no lock is held longer than this for nothing."""
 _BATCH = 500  # ids per statement where a set of ids is marked deleted
 
 
@@ -118,6 +120,8 @@ class Store:
         self._committed: list[Change] = []  # those of a commit done, not yet handed out
         self._commit_in_flight = False
         self._pending_rows = 0
+        self._writing = False  # inside write_pages (it commits for itself at its end)
+        self._idle: asyncio.TimerHandle | None = None  # commits while the walk waits
         self._commit_rows = COMMIT_ROWS.get(connection.dialect.name, 1)
 
     async def start(self, started_at: datetime.datetime) -> None:
@@ -169,6 +173,19 @@ class Store:
         sent = Sent(pages)
         if not sent.at:
             return []
+        self._writing = True
+        try:
+            return await self._write(sent, items)
+        finally:
+            self._writing = False
+            if self._open is not None and self._idle is None:
+                # The walk may now wait on the service (a slow page, a 429's pause): the
+                # transaction is committed when it is COMMIT_SECONDS old all the same, so
+                # that neither SQLite's write lock nor PostgreSQL's row locks are held
+                # while nothing is written.
+                self._arm_idle()
+
+    async def _write(self, sent: Sent, items: int) -> list[Change]:
         plan: Plan | None = None
         settle = self._settle
         if self._open is None and self._sql.direct:
@@ -201,17 +218,42 @@ class Store:
             self._pending_rows >= self._commit_rows
             or time.monotonic() - self._opened >= COMMIT_SECONDS
         ):
-            # The commit (which waits for the disk) runs while the next write is planned;
-            # its changes are handed out once it is done (by a later call, or ``commit``).
-            transaction, self._open = self._open, None
-            assert transaction is not None
-            self._committing, self._pending, self._pending_rows = self._pending, [], 0
-            self._inflight = asyncio.ensure_future(
-                self._commit(self._inflight, transaction, self._counted())
-            )
-            self._commit_in_flight = True
+            self._start_commit()
         committed, self._committed = self._committed, []
         return committed
+
+    def _start_commit(self) -> None:
+        """Commit the open transaction after the last write's statements: the commit (which
+        waits for the disk) runs while the next write is planned; its changes are handed
+        out once it is done (by a later ``write_pages``, or ``commit``)."""
+        transaction, self._open = self._open, None
+        assert transaction is not None
+        self._cancel_idle()
+        self._committing, self._pending, self._pending_rows = self._pending, [], 0
+        self._inflight = asyncio.ensure_future(
+            self._commit(self._inflight, transaction, self._counted())
+        )
+        self._commit_in_flight = True
+
+    def _arm_idle(self) -> None:
+        delay = max(0.0, self._opened + COMMIT_SECONDS - time.monotonic())
+        self._idle = asyncio.get_running_loop().call_later(delay, self._idle_commit)
+
+    def _idle_commit(self) -> None:
+        """The timer: commit the open transaction if no write is under way (a write
+        commits for itself when it ends) and it is old enough."""
+        self._idle = None
+        if self._open is None or self._writing or self._commit_in_flight:
+            return
+        if time.monotonic() - self._opened < COMMIT_SECONDS:
+            self._arm_idle()
+            return
+        self._start_commit()
+
+    def _cancel_idle(self) -> None:
+        idle, self._idle = self._idle, None
+        if idle is not None:
+            idle.cancel()
 
     async def _commit(
         self,
@@ -246,6 +288,7 @@ class Store:
 
     async def commit(self) -> list[Change]:
         """Commit the pages written since the last commit; their changes (to be told)."""
+        self._cancel_idle()
         try:
             await self._settle()
         except BaseException:
@@ -264,6 +307,7 @@ class Store:
         return committed + changes
 
     async def _rollback(self) -> None:
+        self._cancel_idle()
         inflight, self._inflight = self._inflight, None
         if inflight is not None:
             # Statements are stopped; a commit is waited for (nothing else may use the

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import sqlite3
 import uuid
 from typing import Any
 
+import asyncpg
 import pytest
 from aiohttp import web
 
@@ -19,6 +22,7 @@ from payroll_async.mirror import (
     MirrorResult,
     mirror,
 )
+from payroll_async.mirror import _store as mirror_store
 from tests._postgres import query
 from tests.conftest import StartEmulator
 
@@ -316,9 +320,131 @@ async def test_a_run_whose_walk_was_disturbed_proves_its_deletions_with_more_wal
     assert await live_ids(into) == existing(emu)
 
 
-async def test_two_runs_never_interleave(start_emulator: StartEmulator, into: str) -> None:
-    import asyncio
+class Stall:
+    """A middleware that holds every list request of payroll connections from the
+    ``at``-th on (``stalled`` is set) until ``release`` is set: a service that stops
+    answering mid-walk."""
 
+    __middleware_version__ = 1
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+        self.requests = 0
+        self.stalled = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def __call__(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.path == "/v1/payroll-connections":
+            self.requests += 1
+            if self.requests >= self.at and not self.release.is_set():
+                self.stalled.set()
+                await self.release.wait()
+        return await handler(request)
+
+
+def stalling(seed: int) -> tuple[Emulator, Stall]:
+    """300 connections; every list request from the third on held until released."""
+    emu = Emulator(seed=seed, payroll_connections=300)
+    stall = Stall(at=3)
+    emu.app.middlewares.append(stall)
+    return emu, stall
+
+
+def walking(client: PayrollClient, into: str) -> asyncio.Task[MirrorResult]:
+    """A mirror whose walk asks one page of 50 at a time: two written, then the third held."""
+    return asyncio.create_task(
+        mirror(client, "payroll-connections", into=into, page_size=50, concurrency=1)
+    )
+
+
+def waiting_run(
+    client: PayrollClient, into: str, told: asyncio.Event
+) -> asyncio.Task[MirrorResult]:
+    """A mirror that waits for the run lock (``wait=True``); ``told`` is set when it says so."""
+    return asyncio.create_task(
+        mirror(
+            client,
+            "payroll-connections",
+            into=into,
+            wait=True,
+            on_wait=lambda message: told.set(),
+        )
+    )
+
+
+async def written_by_others(into: str) -> int:
+    """The live rows another connection sees once it holds a lock that the mirror's open
+    transaction would hold it from (waiting up to 20 s): SQLite's write lock, a
+    PostgreSQL table lock that row writes block."""
+    if into.startswith("sqlite"):
+
+        def count() -> int:
+            db = sqlite3.connect(into.removeprefix("sqlite:///"), timeout=20, isolation_level=None)
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                ((found,),) = db.execute("SELECT count(*) FROM payroll_connections")
+                db.execute("ROLLBACK")
+                return int(found)
+            finally:
+                db.close()
+
+        return await asyncio.to_thread(count)
+    conn = await asyncpg.connect(into)
+    try:
+        async with conn.transaction():
+            await conn.execute("SET LOCAL lock_timeout = '20s'")
+            await conn.execute("LOCK TABLE payroll_connections IN SHARE MODE")
+            return int(await conn.fetchval("SELECT count(*) FROM payroll_connections"))
+    finally:
+        await conn.close()
+
+
+async def test_a_walk_that_waits_on_the_service_holds_no_lock_meanwhile(
+    into: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mirror_store, "COMMIT_SECONDS", 0.05)
+    emu, stall = stalling(seed=11)
+    async with emu, PayrollClient(emu.base_url, emu.token) as client:
+        run = walking(client, into)
+        try:
+            await stall.stalled.wait()
+            # The two pages walked are committed while the walk waits for the third:
+            # another writer gets in, and finds them (pages overlap by one item).
+            assert await written_by_others(into) == 99
+            assert not run.done()
+        finally:
+            stall.release.set()
+            await asyncio.wait([run])
+        result = run.result()
+    assert (result.inserted, result.complete) == (300, True)
+    assert await live_ids(into) == existing(emu)
+
+
+async def test_a_run_that_waits_for_another_says_so_while_that_one_writes(
+    into: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first run's transaction stays open while the service keeps it waiting.
+    monkeypatch.setattr(mirror_store, "COMMIT_SECONDS", 3600.0)
+    emu, stall = stalling(seed=12)
+    waiting = asyncio.Event()
+    async with emu, PayrollClient(emu.base_url, emu.token) as client:
+        first = walking(client, into)
+        await stall.stalled.wait()
+        second = waiting_run(client, into, waiting)
+        try:
+            await asyncio.wait_for(waiting.wait(), 20)
+            assert not first.done()
+            assert not second.done()
+        finally:
+            stall.release.set()
+            await asyncio.wait([first, second])
+        done: MirrorResult = first.result()
+        after: MirrorResult = second.result()
+    assert done.inserted == 300
+    assert (after.inserted, after.unchanged) == (0, 300)
+
+
+async def test_two_runs_never_interleave(start_emulator: StartEmulator, into: str) -> None:
     emu = await start_emulator(seed=8, payroll_connections=200)
     holding = asyncio.Event()
     release = asyncio.Event()
@@ -337,15 +463,7 @@ async def test_two_runs_never_interleave(start_emulator: StartEmulator, into: st
             await mirror(client, "payroll-connections", into=into)
         # Another collection is not held up.
         await mirror(client, "webhooks", into=into)
-        second = asyncio.create_task(
-            mirror(
-                client,
-                "payroll-connections",
-                into=into,
-                wait=True,
-                on_wait=lambda message: waiting.set(),
-            )
-        )
+        second = waiting_run(client, into, waiting)
         await waiting.wait()
         assert not second.done()
         release.set()
