@@ -61,6 +61,7 @@ DELETED = "mirror_deleted_at"
 """The column of a tombstone (dlt's ``hard_delete`` hint): when the item was proven gone."""
 _PAGE = 1000  # items handed to dlt at once
 _TOMBSTONE: Any = {"data_type": "timestamp", "nullable": True, "hard_delete": True}
+_REPLACED: Any = {"data_type": "timestamp", "nullable": True, "hard_delete": False}
 
 
 def _run(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -226,7 +227,13 @@ def _feed(base_url: str, token: str, collection: str) -> Iterator[Any]:
             after = 0
         if upto <= after and not fresh:
             return  # nothing changed: no row, and the state is left as it is
-        hints = dlt.mark.make_hints(write_disposition="replace") if fresh else None
+        # A reload replaces the table; it has no tombstone, and dlt applies ``hard_delete``
+        # only when merging (it warns of the hint otherwise): the next load merges with it.
+        hints = (
+            dlt.mark.make_hints(write_disposition="replace", columns={DELETED: _REPLACED})
+            if fresh
+            else None
+        )
         for page in _changed(engine, collection, after, upto, live_only=fresh):
             yield dlt.mark.with_hints(page, hints) if hints is not None else page
             hints = None  # once is enough: the rest of the load follows it
@@ -282,9 +289,7 @@ def payroll_source(
                 name=mirrored.table.name,
                 primary_key=to_camel(mirrored.key),
                 write_disposition="merge",
-                columns={
-                    DELETED: {"data_type": "timestamp", "nullable": True, "hard_delete": True}
-                },
+                columns={DELETED: _TOMBSTONE},
             )
         )
     return resources
