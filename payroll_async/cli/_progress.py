@@ -15,6 +15,7 @@ from rich.progress import (
     TextColumn,
     TimeRemainingColumn,
 )
+from rich.table import Column
 
 from ._errors import stderr
 
@@ -29,9 +30,10 @@ def progress_bar() -> Progress:
     return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
+        # Numbers are never cut to fit a narrow terminal (80 columns): the bar shrinks.
+        MofNCompleteColumn(table_column=Column(no_wrap=True)),
         TaskProgressColumn(),
-        TextColumn("{task.fields[rate]}"),
+        TextColumn("{task.fields[rate]}", table_column=Column(no_wrap=True)),
         TimeRemainingColumn(),
         console=stderr,
         disable=not stderr.is_terminal,

@@ -86,6 +86,25 @@ def test_on_a_terminal_a_progress_bar_counts_the_items(emu: Emulator, tmp_path: 
     assert "420/420" in bar  # of the service's totalCount
 
 
+@pytest.mark.parametrize("total", [25_000, 1_000_000])
+def test_the_progress_bars_numbers_fit_an_80_column_terminal(total: int) -> None:
+    from rich.console import Console
+
+    from payroll_async.cli._progress import progress_bar, show_progress
+
+    bar = progress_bar()
+    task = bar.add_task("Exporting payroll-connections", total=None, rate="")
+    show_progress(bar, task, total // 2, total)
+    bar.update(task, rate="18,284 items/s")
+    narrow = Console(width=80, color_system=None)
+    with narrow.capture() as seen:
+        narrow.print(bar.make_tasks_table(bar.tasks))
+    line = seen.get()
+    assert f"{total // 2}/{total}" in line
+    assert "18,284 items/s" in line
+    assert "…" not in line
+
+
 def test_the_database_url_comes_from_the_environment(emu: Emulator, tmp_path: Path) -> None:
     db = tmp_path / "env.db"
     result = invoke(emu, "webhooks", env={"PAYROLL_MIRROR_URL": f"sqlite:///{db}"})
