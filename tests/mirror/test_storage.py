@@ -315,11 +315,36 @@ async def test_changes_hold_the_item_before_and_after(
 DOCS = Path(__file__).parents[2] / "docs" / "mirror.md"
 
 
+_SQL_BLOCK = re.compile(r"(?:<!-- sql: ([a-z,]+) ([a-z-]+) -->\n)?```sql\n(.*?)```", re.S)
+
+
+def documented_sql_blocks() -> list[tuple[set[str], str, str]]:
+    """Every SQL block of docs/mirror.md: its dialects, name and text (its marker's)."""
+    return [
+        (set(dialects.split(",")) if dialects else set(), name, sql)
+        for dialects, name, sql in _SQL_BLOCK.findall(DOCS.read_text())
+    ]
+
+
 def documented_sql(dialect: str, name: str) -> str:
-    text = DOCS.read_text()
-    marker = f"<!-- sql: {dialect} {name} -->\n```sql\n"
-    start = text.index(marker) + len(marker)
-    return text[start : text.index("```", start)]
+    (found,) = [sql for on, n, sql in documented_sql_blocks() if dialect in on and n == name]
+    return found
+
+
+def test_every_documented_query_is_named_for_the_databases_it_runs_on() -> None:
+    blocks = documented_sql_blocks()
+    assert len(blocks) >= 9
+    assert all(on and on <= {"sqlite", "postgresql"} for on, _, _ in blocks)
+    named = {(dialect, name) for on, name, _ in blocks for dialect in on}
+    assert len(named) == sum(len(on) for on, _, _ in blocks)  # each name once a database
+    # and each is run below, on its database
+    assert {name for _, name in named} == {
+        "id-lookup",
+        "today",
+        "most-updated",
+        "status-changes",
+        "changed-fields",
+    }
 
 
 async def test_the_documented_what_changed_and_how_queries_answer(
@@ -340,6 +365,16 @@ async def test_the_documented_what_changed_and_how_queries_answer(
     }
     fields = await query(into, documented_sql(dialect, "changed-fields"))
     assert {(str(row[0]), row[2]) for row in fields} == {(key, "status") for key in updated}
+    today = await query(into, documented_sql(dialect, "today"))
+    assert len(today) == 120 + 2 + 5 + 1  # both runs' changes
+    assert {str(row[2]) for row in today if row[0] == "updated"} == updated
+    most = await query(into, documented_sql(dialect, "most-updated"))
+    assert {(str(key), count) for key, count in most} == {(key, 1) for key in updated}
+    lookup = documented_sql(dialect, "id-lookup")
+    key = sorted(updated)[0]
+    assert "f2e87725-4550-4e04-b4e8-471e935506ec" in lookup
+    found = await query(into, lookup.replace("f2e87725-4550-4e04-b4e8-471e935506ec", key))
+    assert found == [(new[key],)]
 
 
 HOSTILE = {
