@@ -268,6 +268,10 @@ class Database:
             yield
         finally:
             with contextlib.suppress(Exception), self.errors("releasing the run lock"):
+                if connection.in_transaction():
+                    # What the run left uncommitted (it was cancelled) is rolled back, as
+                    # SQLite's close does: never committed without its changes told.
+                    await connection.rollback()
                 await connection.execute(select(text("pg_advisory_unlock(:k)").bindparams(k=key)))
                 await connection.commit()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
 import operator
@@ -374,6 +375,9 @@ async def _walk(run: _Pass, scope: uuid.UUID | None, told: Told) -> bool:
                 changes = await run.store.write_pages(cast("list[SentPage]", batch))
             await _tell(run.on_change, changes)
             told(walk.total)
+    except asyncio.CancelledError:
+        run.store.cancelled()
+        raise
     except Exception as exc:
         if isinstance(exc, NotFoundError) and REGISTRY[collection].needs_employer:
             return False  # the employer went away during the walk

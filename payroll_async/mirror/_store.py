@@ -250,6 +250,11 @@ class Store:
             return
         self._start_commit()
 
+    def cancelled(self) -> None:
+        """The run was cancelled mid-walk: no commit starts from now on (closing the
+        connection rolls back what is open; the next run writes it again)."""
+        self._cancel_idle()
+
     def _cancel_idle(self) -> None:
         idle, self._idle = self._idle, None
         if idle is not None:

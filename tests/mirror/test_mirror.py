@@ -350,10 +350,23 @@ def stalling(seed: int) -> tuple[Emulator, Stall]:
     return emu, stall
 
 
-def walking(client: PayrollClient, into: str) -> asyncio.Task[MirrorResult]:
-    """A mirror whose walk asks one page of 50 at a time: two written, then the third held."""
+def walking(client: PayrollClient, into: str, written: asyncio.Event) -> asyncio.Task[MirrorResult]:
+    """A mirror whose walk asks pages of 50 (overlapping by one), one at a time; ``written``
+    is set once the first two pages are written (the third is held)."""
+
+    def on_progress(progress: MirrorProgress) -> None:
+        if progress.items >= 99:
+            written.set()
+
     return asyncio.create_task(
-        mirror(client, "payroll-connections", into=into, page_size=50, concurrency=1)
+        mirror(
+            client,
+            "payroll-connections",
+            into=into,
+            page_size=50,
+            concurrency=1,
+            on_progress=on_progress,
+        )
     )
 
 
@@ -405,9 +418,10 @@ async def test_a_walk_that_waits_on_the_service_holds_no_lock_meanwhile(
     monkeypatch.setattr(mirror_store, "COMMIT_SECONDS", 0.05)
     emu, stall = stalling(seed=11)
     async with emu, PayrollClient(emu.base_url, emu.token) as client:
-        run = walking(client, into)
+        written = asyncio.Event()
+        run = walking(client, into, written)
         try:
-            await stall.stalled.wait()
+            await written.wait()
             # The two pages walked are committed while the walk waits for the third:
             # another writer gets in, and finds them (pages overlap by one item).
             assert await written_by_others(into) == 99
@@ -420,6 +434,33 @@ async def test_a_walk_that_waits_on_the_service_holds_no_lock_meanwhile(
     assert await live_ids(into) == existing(emu)
 
 
+async def test_a_run_cancelled_while_the_walk_waits_starts_no_commit_after(
+    into: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timers: list[asyncio.TimerHandle] = []
+    arm = mirror_store.Store._arm_idle
+
+    def armed(store: mirror_store.Store) -> None:
+        arm(store)
+        timers.append(store._idle)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(mirror_store.Store, "_arm_idle", armed)
+    monkeypatch.setattr(mirror_store, "COMMIT_SECONDS", 3600.0)
+    emu, stall = stalling(seed=13)
+    async with emu, PayrollClient(emu.base_url, emu.token) as client:
+        written = asyncio.Event()
+        run = walking(client, into, written)
+        await written.wait()
+        assert timers  # the transaction left open by the two pages' writes
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        stall.release.set()
+    # Nothing commits what the cancelled run left open: it was rolled back.
+    assert all(timer.cancelled() for timer in timers)
+    assert await written_by_others(into) == 0
+
+
 async def test_a_run_that_waits_for_another_says_so_while_that_one_writes(
     into: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -428,8 +469,9 @@ async def test_a_run_that_waits_for_another_says_so_while_that_one_writes(
     emu, stall = stalling(seed=12)
     waiting = asyncio.Event()
     async with emu, PayrollClient(emu.base_url, emu.token) as client:
-        first = walking(client, into)
-        await stall.stalled.wait()
+        written = asyncio.Event()
+        first = walking(client, into, written)
+        await written.wait()
         second = waiting_run(client, into, waiting)
         try:
             await asyncio.wait_for(waiting.wait(), 20)
