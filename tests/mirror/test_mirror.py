@@ -22,6 +22,7 @@ from payroll_async.mirror import (
     MirrorResult,
     mirror,
 )
+from payroll_async.mirror import _commits as mirror_commits
 from payroll_async.mirror import _store as mirror_store
 from tests._postgres import query
 from tests.conftest import StartEmulator
@@ -415,7 +416,7 @@ async def written_by_others(into: str) -> int:
 async def test_a_walk_that_waits_on_the_service_holds_no_lock_meanwhile(
     into: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(mirror_store, "COMMIT_SECONDS", 0.05)
+    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 0.05)
     emu, stall = stalling(seed=11)
     async with emu, PayrollClient(emu.base_url, emu.token) as client:
         written = asyncio.Event()
@@ -445,7 +446,7 @@ async def test_a_run_cancelled_while_the_walk_waits_starts_no_commit_after(
         timers.append(store._idle)  # type: ignore[arg-type]
 
     monkeypatch.setattr(mirror_store.Store, "_arm_idle", armed)
-    monkeypatch.setattr(mirror_store, "COMMIT_SECONDS", 3600.0)
+    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 3600.0)
     emu, stall = stalling(seed=13)
     async with emu, PayrollClient(emu.base_url, emu.token) as client:
         written = asyncio.Event()
@@ -465,7 +466,7 @@ async def test_a_run_that_waits_for_another_says_so_while_that_one_writes(
     into: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The first run's transaction stays open while the service keeps it waiting.
-    monkeypatch.setattr(mirror_store, "COMMIT_SECONDS", 3600.0)
+    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 3600.0)
     emu, stall = stalling(seed=12)
     waiting = asyncio.Event()
     async with emu, PayrollClient(emu.base_url, emu.token) as client:

@@ -1,0 +1,165 @@
+"""The run's transaction: pages grouped into commits, each commit running while the next
+write is planned, and a commit when the walk waits on the service.
+
+`Store` writes into the open transaction; it commits once it holds ``COMMIT_ROWS`` items
+or is ``COMMIT_SECONDS`` old (``_due``, at the end of a write; a timer does it when no
+write comes), and ``commit()`` commits the rest. A commit waits for the last write's
+statements, writes the run's counts into ``mirror_runs`` and commits; its changes are
+handed out once it is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncTransaction
+
+from ._change import Change
+from ._driver import Statements
+
+__all__ = ["COMMIT_ROWS", "COMMIT_SECONDS", "Commits"]
+
+COMMIT_ROWS = {"postgresql": 5000, "sqlite": 5000}
+"""Items a transaction gathers before it commits. PostgreSQL: a commit waits for the
+server's disk (``synchronous_commit`` as the server says), so pages are grouped; SQLite: a
+commit writes every page the transaction changed into the WAL, and random ids change pages
+all over the id index, so fewer commits write far less (its lock is the whole database's:
+another collection's run waits, at most ``COMMIT_SECONDS`` at a time)."""
+COMMIT_SECONDS = 1.0
+"""Or once the transaction is this old: at the next write, or while no write comes (the
+walk waits on the service), so that no lock is held longer than this for nothing."""
+
+
+class Commits:
+    """The transaction state of one run's writes on one connection (`Store`'s base)."""
+
+    def __init__(self, connection: AsyncConnection, sql: Statements, run_id: uuid.UUID) -> None:
+        self._conn = connection
+        self._sql = sql
+        self.run_id = run_id
+        self._open: AsyncTransaction | None = None  # the transaction not committed yet
+        self._inflight: asyncio.Future[None] | None = None  # the last write's statements
+        self._opened = 0.0
+        self._pending: list[Change] = []  # its changes
+        self._committing: list[Change] = []  # the changes of a commit in flight
+        self._committed: list[Change] = []  # those of a commit done, not yet handed out
+        self._commit_in_flight = False
+        self._pending_rows = 0
+        self._writing = False  # inside write_pages (it commits for itself at its end)
+        self._idle: asyncio.TimerHandle | None = None  # commits while the walk waits
+        self._commit_rows = COMMIT_ROWS.get(connection.dialect.name, 1)
+
+    def _counted(self) -> tuple[int, int, int, int]:
+        """The run's counts now (items, inserted, updated, deleted), for ``mirror_runs``."""
+        raise NotImplementedError
+
+    def _due(self) -> bool:
+        """Whether the open transaction is to be committed now (at the end of a write)."""
+        return (
+            self._pending_rows >= self._commit_rows
+            or time.monotonic() - self._opened >= COMMIT_SECONDS
+        )
+
+    def _start_commit(self) -> None:
+        """Commit the open transaction after the last write's statements: the commit (which
+        waits for the disk) runs while the next write is planned; its changes are handed
+        out once it is done (by a later ``write_pages``, or ``commit``)."""
+        transaction, self._open = self._open, None
+        assert transaction is not None
+        self._cancel_idle()
+        self._committing, self._pending, self._pending_rows = self._pending, [], 0
+        self._inflight = asyncio.ensure_future(
+            self._commit(self._inflight, transaction, self._counted())
+        )
+        self._commit_in_flight = True
+
+    def _arm_idle(self) -> None:
+        delay = max(0.0, self._opened + COMMIT_SECONDS - time.monotonic())
+        self._idle = asyncio.get_running_loop().call_later(delay, self._idle_commit)
+
+    def _idle_commit(self) -> None:
+        """The timer: commit the open transaction if no write is under way (a write
+        commits for itself when it ends) and it is old enough."""
+        self._idle = None
+        if self._open is None or self._writing or self._commit_in_flight:
+            return
+        if time.monotonic() - self._opened < COMMIT_SECONDS:
+            self._arm_idle()
+            return
+        self._start_commit()
+
+    def cancelled(self) -> None:
+        """The run was cancelled mid-walk: no commit starts from now on (closing the
+        connection rolls back what is open; the next run writes it again)."""
+        self._cancel_idle()
+
+    def _cancel_idle(self) -> None:
+        idle, self._idle = self._idle, None
+        if idle is not None:
+            idle.cancel()
+
+    async def _commit(
+        self,
+        statements: asyncio.Future[None] | None,
+        transaction: AsyncTransaction,
+        progress: tuple[int, int, int, int],
+    ) -> None:
+        if statements is not None:
+            await statements
+        await self._sql.progress(self._conn, self.run_id, progress)
+        await transaction.commit()
+
+    async def _begin(self) -> None:
+        await self._settle()  # a commit in flight
+        self._open = await self._conn.begin()
+        self._opened = time.monotonic()
+
+    async def _settle(self) -> None:
+        """Wait for the statements of the last write (their failure is raised here)."""
+        inflight, self._inflight = self._inflight, None
+        if inflight is not None:
+            await inflight
+        if self._commit_in_flight:  # done: its changes may be told
+            self._committed.extend(self._committing)
+            self._committing, self._commit_in_flight = [], False
+
+    async def commit(self) -> list[Change]:
+        """Commit the pages written since the last commit; their changes (to be told)."""
+        self._cancel_idle()
+        try:
+            await self._settle()
+        except BaseException:
+            await self._rollback()
+            raise
+        if self._open is not None:
+            try:
+                await self._sql.progress(self._conn, self.run_id, self._counted())
+            except BaseException:
+                await self._rollback()
+                raise
+            transaction, self._open = self._open, None
+            await transaction.commit()
+        changes, self._pending, self._pending_rows = self._pending, [], 0
+        committed, self._committed = self._committed, []
+        return committed + changes
+
+    async def _rollback(self) -> None:
+        self._cancel_idle()
+        inflight, self._inflight = self._inflight, None
+        if inflight is not None:
+            # Statements are stopped; a commit is waited for (nothing else may use the
+            # connection meanwhile), and if it went through its changes are still told.
+            if not self._commit_in_flight:
+                inflight.cancel()
+            with contextlib.suppress(BaseException):
+                await inflight
+                self._committed.extend(self._committing)
+        transaction, self._open = self._open, None
+        self._pending, self._pending_rows = [], 0
+        self._committing, self._commit_in_flight = [], False
+        if transaction is not None and transaction.is_active:
+            with contextlib.suppress(Exception):
+                await transaction.rollback()
