@@ -91,10 +91,15 @@ class Commits:
             return
         self._start_commit()
 
-    def cancelled(self) -> None:
-        """The run was cancelled mid-walk: no commit starts from now on (closing the
-        connection rolls back what is open; the next run writes it again)."""
-        self._cancel_idle()
+    async def stop(self) -> list[Change]:
+        """The run ends before its last commit (cancelled, or a callback raised): no commit
+        starts from now on, a commit in flight is waited for, a write's statements are
+        stopped and the open transaction is rolled back (the next run writes it again);
+        the changes committed and not handed out yet, to be told (a change is never
+        committed without being told)."""
+        await self._rollback()
+        committed, self._committed = self._committed, []
+        return committed
 
     def _cancel_idle(self) -> None:
         idle, self._idle = self._idle, None
@@ -151,11 +156,12 @@ class Commits:
         inflight, self._inflight = self._inflight, None
         if inflight is not None:
             # Statements are stopped; a commit is waited for (nothing else may use the
-            # connection meanwhile), and if it went through its changes are still told.
+            # connection meanwhile, and it is not cancelled with this task), and if it
+            # went through its changes are still told.
             if not self._commit_in_flight:
                 inflight.cancel()
-            with contextlib.suppress(BaseException):
-                await inflight
+            await asyncio.wait([inflight])
+            if not inflight.cancelled() and inflight.exception() is None:
                 self._committed.extend(self._committing)
         transaction, self._open = self._open, None
         self._pending, self._pending_rows = [], 0

@@ -267,11 +267,12 @@ class Database:
         try:
             yield
         finally:
-            with contextlib.suppress(Exception), self.errors("releasing the run lock"):
-                if connection.in_transaction():
-                    # What the run left uncommitted (it was cancelled) is rolled back, as
-                    # SQLite's close does: never committed without its changes told.
+            if connection.in_transaction():
+                # What the run left uncommitted (it was cancelled) is rolled back, as
+                # SQLite's close does: never committed without its changes told.
+                with contextlib.suppress(Exception), self.errors("rolling back"):
                     await connection.rollback()
+            with contextlib.suppress(Exception), self.errors("releasing the run lock"):
                 await connection.execute(select(text("pg_advisory_unlock(:k)").bindparams(k=key)))
                 await connection.commit()
 

@@ -23,9 +23,10 @@ import attrs
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._driver import Statements
+from ._schema import TABLES
 from ._sent import SentPage
 
-__all__ = ["Plan", "Planner", "Sent"]
+__all__ = ["Plan", "Planner", "Sent", "column_maker"]
 
 logger = logging.getLogger("payroll_async")
 
@@ -266,3 +267,35 @@ class Planner:
                 )
                 rows.append(row)
         return [list(column) for column in zip(*rows, strict=True)]
+
+
+def _event_types(values: Sequence[Any]) -> list[str]:
+    return [getattr(value, "value", value) for value in values]
+
+
+def column_maker(
+    collection: str, scope: uuid.UUID | None
+) -> Callable[[list[Any]], list[list[Any]]]:
+    """The model's columns of some items' fields, each a list (in the table's order)."""
+    fields = TABLES[collection].fields
+    if collection == "webhooks":
+        sid, types, path, created, active = map(operator.attrgetter, fields)
+        return lambda items: [
+            list(map(sid, items)),
+            list(map(_event_types, map(types, items))),
+            list(map(path, items)),
+            list(map(created, items)),
+            list(map(active, items)),
+        ]
+    if collection == "update-groups":
+        gid, date, errors = map(
+            operator.attrgetter, ("update_group_id", "upload_date", "error_count")
+        )
+        return lambda items: [
+            list(map(gid, items)),
+            [scope] * len(items),
+            list(map(date, items)),
+            list(map(errors, items)),
+        ]
+    getters = [operator.attrgetter(name) for name in fields]
+    return lambda items: [list(map(get, items)) for get in getters]

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import logging
 import operator
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import attrs
@@ -22,6 +21,7 @@ from .._core._exceptions import InvalidArgumentError, NotFoundError
 from .._core._validation import check_id
 from ._db import MIRROR_PRAGMAS, open_database
 from ._errors import MirrorError, MirrorURLError
+from ._plan import column_maker
 from ._schema import TABLES, MirrorTable
 from ._seen import KnownDigests
 from ._sent import SentPage, sent_listing
@@ -92,38 +92,6 @@ class MirrorResult:
     out of order, an id twice); the next run finishes the work (nothing is ever marked
     deleted unproven). Not while ``totalCount`` is capped below the items the walks see:
     every item is still mirrored, but no deletion is proven (see docs/mirror.md)."""
-
-
-def _event_types(values: Sequence[Any]) -> list[str]:
-    return [getattr(value, "value", value) for value in values]
-
-
-def _column_maker(
-    collection: str, scope: uuid.UUID | None
-) -> Callable[[list[Any]], list[list[Any]]]:
-    """The model's columns of some items' fields, each a list (in the table's order)."""
-    fields = TABLES[collection].fields
-    if collection == "webhooks":
-        sid, types, path, created, active = map(operator.attrgetter, fields)
-        return lambda items: [
-            list(map(sid, items)),
-            list(map(_event_types, map(types, items))),
-            list(map(path, items)),
-            list(map(created, items)),
-            list(map(active, items)),
-        ]
-    if collection == "update-groups":
-        gid, date, errors = map(
-            operator.attrgetter, ("update_group_id", "upload_date", "error_count")
-        )
-        return lambda items: [
-            list(map(gid, items)),
-            [scope] * len(items),
-            list(map(date, items)),
-            list(map(errors, items)),
-        ]
-    getters = [operator.attrgetter(name) for name in fields]
-    return lambda items: [list(map(get, items)) for get in getters]
 
 
 async def _live_rows(conn: AsyncConnection, mirrored: MirrorTable) -> int:
@@ -237,55 +205,69 @@ async def _mirror(
                 run_id = uuid.uuid4()
                 started = datetime.datetime.now(datetime.timezone.utc)
                 store = Store(
-                    conn, mirrored, collection, run_id, _column_maker(collection, scope), scope
+                    conn, mirrored, collection, run_id, column_maker(collection, scope), scope
                 )
                 store.keep_changes = on_change is not None
-                with db.errors(f"writing to {db.shown}"):
-                    await store.start(started)
-                complete = False
-                proven_passes = 0
-                items = 0
-                pass_number = 0
+                try:
+                    with db.errors(f"writing to {db.shown}"):
+                        await store.start(started)
+                    complete = False
+                    proven_passes = 0
+                    items = 0
+                    pass_number = 0
 
-                def told(total: int | None) -> None:
-                    if on_progress is not None:
-                        on_progress(MirrorProgress(store.items, total, pass_number))
+                    def told(total: int | None) -> None:
+                        if on_progress is not None:
+                            on_progress(MirrorProgress(store.items, total, pass_number))
 
-                for attempt in range(max_passes):
-                    pass_number = attempt + 1
-                    store.begin_pass()
-                    hint = store.live_at_start
-                    if attempt:
+                    for attempt in range(max_passes):
+                        pass_number = attempt + 1
+                        store.begin_pass()
+                        hint = store.live_at_start
+                        if attempt:
+                            with db.errors(f"reading {db.shown}"):
+                                hint = await _live_rows(conn, mirrored)
+                        run = _Pass(
+                            client,
+                            collection,
+                            store,
+                            db,
+                            on_change,
+                            told,
+                            page_size,
+                            concurrency,
+                            hint,
+                        )
+                        proven = await _pass(run, scope)
+                        await _commit(run)  # the pass's last pages
                         with db.errors(f"reading {db.shown}"):
-                            hint = await _live_rows(conn, mirrored)
-                    run = _Pass(
-                        client, collection, store, db, on_change, told, page_size, concurrency, hint
-                    )
-                    proven = await _pass(run, scope)
-                    await _commit(run)  # the pass's last pages
-                    with db.errors(f"reading {db.shown}"):
-                        suspects = await store.narrow_suspects()
-                    proven = proven and not store.repeated  # an id twice: the proof is void
-                    items = store.items
-                    proven_passes += proven
-                    logger.debug(
-                        "mirror %s pass %d: proven=%s suspects=%d",
-                        collection,
-                        attempt + 1,
-                        proven,
-                        suspects,
-                    )
-                    if proven and suspects == 0:
-                        complete = True
-                        break
-                    if proven_passes >= 2:
-                        with db.errors(f"writing to {db.shown}"):
-                            deleted = await store.delete_suspects()
-                        await _tell(on_change, deleted)
-                        complete = True
-                        break
-                with db.errors(f"writing to {db.shown}"):
-                    await store.finish(complete)
+                            suspects = await store.narrow_suspects()
+                        proven = proven and not store.repeated  # an id twice: the proof is void
+                        items = store.items
+                        proven_passes += proven
+                        logger.debug(
+                            "mirror %s pass %d: proven=%s suspects=%d",
+                            collection,
+                            attempt + 1,
+                            proven,
+                            suspects,
+                        )
+                        if proven and suspects == 0:
+                            complete = True
+                            break
+                        if proven_passes >= 2:
+                            with db.errors(f"writing to {db.shown}"):
+                                deleted = await store.delete_suspects()
+                            await _tell(on_change, deleted)
+                            complete = True
+                            break
+                    with db.errors(f"writing to {db.shown}"):
+                        await store.finish(complete)
+                except BaseException:
+                    # Ended before its last commit (cancelled, a callback raised): what is committed
+                    # is told, the rest rolled back (written again by the next run).
+                    await _tell(on_change, await store.stop())
+                    raise
     finally:
         with db.errors("closing"):
             await db.engine.dispose()
@@ -353,7 +335,7 @@ async def _pass(run: _Pass, scope: uuid.UUID | None) -> bool:
             ids.extend(e.id for e in page)
         proven = employers.proven
         for employer_id in dict.fromkeys(ids):
-            run.store.to_columns = _column_maker(run.collection, employer_id)
+            run.store.to_columns = column_maker(run.collection, employer_id)
             # one listing of many: its total is not the pass's
             proven &= await _walk(run, employer_id, lambda _total: run.told(None))
         return proven
@@ -375,9 +357,6 @@ async def _walk(run: _Pass, scope: uuid.UUID | None, told: Told) -> bool:
                 changes = await run.store.write_pages(cast("list[SentPage]", batch))
             await _tell(run.on_change, changes)
             told(walk.total)
-    except asyncio.CancelledError:
-        run.store.cancelled()
-        raise
     except Exception as exc:
         if isinstance(exc, NotFoundError) and REGISTRY[collection].needs_employer:
             return False  # the employer went away during the walk

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import gc
 import sqlite3
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -351,7 +353,12 @@ def stalling(seed: int) -> tuple[Emulator, Stall]:
     return emu, stall
 
 
-def walking(client: PayrollClient, into: str, written: asyncio.Event) -> asyncio.Task[MirrorResult]:
+def walking(
+    client: PayrollClient,
+    into: str,
+    written: asyncio.Event,
+    on_change: Callable[[Change], Awaitable[None]] | None = None,
+) -> asyncio.Task[MirrorResult]:
     """A mirror whose walk asks pages of 50 (overlapping by one), one at a time; ``written``
     is set once the first two pages are written (the third is held)."""
 
@@ -367,6 +374,7 @@ def walking(client: PayrollClient, into: str, written: asyncio.Event) -> asyncio
             page_size=50,
             concurrency=1,
             on_progress=on_progress,
+            on_change=on_change,
         )
     )
 
@@ -460,6 +468,83 @@ async def test_a_run_cancelled_while_the_walk_waits_starts_no_commit_after(
     # Nothing commits what the cancelled run left open: it was rolled back.
     assert all(timer.cancelled() for timer in timers)
     assert await written_by_others(into) == 0
+
+
+class Told:
+    """An ``on_change`` that keeps the ids it is told."""
+
+    def __init__(self) -> None:
+        self.ids: list[uuid.UUID] = []
+
+    async def __call__(self, change: Change) -> None:
+        self.ids.append(uuid.UUID(str(change.item_id)))
+
+    async def every_change_once(self, into: str) -> None:
+        """Each change ``mirror_changes`` recorded (one per item: 300) was told, once."""
+        assert sorted(self.ids) == await recorded_ids(into)
+        assert len(self.ids) == 300
+
+
+async def recorded_ids(into: str) -> list[uuid.UUID]:
+    rows = await query(into, "SELECT item_id FROM mirror_changes")
+    return sorted(uuid.UUID(str(row[0])) for row in rows)
+
+
+async def test_a_run_cancelled_after_a_commit_while_the_walk_waits_tells_what_it_committed(
+    into: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 0.05)
+    emu, stall = stalling(seed=14)
+    told = Told()
+    async with emu, PayrollClient(emu.base_url, emu.token) as client:
+        written = asyncio.Event()
+        run = walking(client, into, written, told)
+        await written.wait()
+        assert await written_by_others(into) == 99  # committed while the walk waits
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert len(told.ids) == 99  # told on the way out, not lost
+        stall.release.set()
+        await mirror(client, "payroll-connections", into=into, on_change=told)
+    await told.every_change_once(into)
+
+
+async def test_a_run_cancelled_during_a_commit_waits_for_it_and_tells_it(
+    into: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 0.05)
+    committing, go = asyncio.Event(), asyncio.Event()
+    commit = mirror_commits.Commits._commit
+
+    async def held(self: mirror_commits.Commits, *args: Any) -> None:
+        committing.set()
+        await go.wait()
+        await commit(self, *args)
+
+    monkeypatch.setattr(mirror_commits.Commits, "_commit", held)
+    errors: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    emu, stall = stalling(seed=15)
+    told = Told()
+    try:
+        async with emu, PayrollClient(emu.base_url, emu.token) as client:
+            run = walking(client, into, asyncio.Event(), told)
+            await committing.wait()  # a commit in flight, not done
+            run.cancel()
+            go.set()
+            with pytest.raises(asyncio.CancelledError):
+                await run
+            # the commit went through, with nothing else on the connection, and was told
+            assert 0 < len(told.ids) == len(await recorded_ids(into))
+            stall.release.set()
+            await mirror(client, "payroll-connections", into=into, on_change=told)  # not busy
+        gc.collect()  # a task whose failure nobody read would say so now
+    finally:
+        loop.set_exception_handler(None)
+    assert errors == []
+    await told.every_change_once(into)
 
 
 async def test_a_run_that_waits_for_another_says_so_while_that_one_writes(
