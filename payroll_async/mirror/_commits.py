@@ -11,6 +11,7 @@ handed out once it is done.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import time
 import uuid
@@ -45,7 +46,10 @@ class Commits:
         self._opened = 0.0
         self._pending: list[Change] = []  # its changes
         self._committing: list[Change] = []  # the changes of a commit in flight
-        self._committed: list[Change] = []  # those of a commit done, not yet handed out
+        self.untold: collections.deque[Change] = collections.deque()
+        """The changes committed and not told yet, in order (the run tells them)."""
+        self.refused = False
+        """Whether ``on_change`` raised: the run tells no more (it ends with that error)."""
         self._commit_in_flight = False
         self._pending_rows = 0
         self._writing = False  # inside write_pages (it commits for itself at its end)
@@ -91,15 +95,12 @@ class Commits:
             return
         self._start_commit()
 
-    async def stop(self) -> list[Change]:
-        """The run ends before its last commit (cancelled, or a callback raised): no commit
-        starts from now on, a commit in flight is waited for, a write's statements are
-        stopped and the open transaction is rolled back (the next run writes it again);
-        the changes committed and not handed out yet, to be told (a change is never
-        committed without being told)."""
+    async def stop(self) -> None:
+        """The run ends before its last commit (cancelled, a callback raised): no commit
+        starts from now on, a commit in flight is waited for (its changes join
+        ``untold``), a write's statements are stopped and the open transaction is rolled
+        back (the next run writes it again), so that nothing else uses the connection."""
         await self._rollback()
-        committed, self._committed = self._committed, []
-        return committed
 
     def _cancel_idle(self) -> None:
         idle, self._idle = self._idle, None
@@ -123,16 +124,26 @@ class Commits:
         self._opened = time.monotonic()
 
     async def _settle(self) -> None:
-        """Wait for the statements of the last write (their failure is raised here)."""
-        inflight, self._inflight = self._inflight, None
-        if inflight is not None:
-            await inflight
-        if self._commit_in_flight:  # done: its changes may be told
-            self._committed.extend(self._committing)
-            self._committing, self._commit_in_flight = [], False
+        """Wait for the last write's statements or commit (their failure is raised here).
+        They are not cancelled with this task: ``_rollback`` waits for them then."""
+        inflight = self._inflight
+        if inflight is None:
+            return
+        await asyncio.wait([inflight])
+        self._done_inflight(inflight)
+        inflight.result()
 
-    async def commit(self) -> list[Change]:
-        """Commit the pages written since the last commit; their changes (to be told)."""
+    def _done_inflight(self, inflight: asyncio.Future[None]) -> None:
+        """The statements or the commit in flight are done: a commit that went through
+        has its changes join ``untold``."""
+        self._inflight = None
+        committing, self._committing = self._committing, []
+        if self._commit_in_flight and not inflight.cancelled() and inflight.exception() is None:
+            self.untold.extend(committing)
+        self._commit_in_flight = False
+
+    async def commit(self) -> None:
+        """Commit the pages written since the last commit; their changes join ``untold``."""
         self._cancel_idle()
         try:
             await self._settle()
@@ -147,13 +158,12 @@ class Commits:
                 raise
             transaction, self._open = self._open, None
             await transaction.commit()
-        changes, self._pending, self._pending_rows = self._pending, [], 0
-        committed, self._committed = self._committed, []
-        return committed + changes
+        self.untold.extend(self._pending)
+        self._pending, self._pending_rows = [], 0
 
     async def _rollback(self) -> None:
         self._cancel_idle()
-        inflight, self._inflight = self._inflight, None
+        inflight = self._inflight
         if inflight is not None:
             # Statements are stopped; a commit is waited for (nothing else may use the
             # connection meanwhile, and it is not cancelled with this task), and if it
@@ -161,11 +171,9 @@ class Commits:
             if not self._commit_in_flight:
                 inflight.cancel()
             await asyncio.wait([inflight])
-            if not inflight.cancelled() and inflight.exception() is None:
-                self._committed.extend(self._committing)
+            self._done_inflight(inflight)
         transaction, self._open = self._open, None
         self._pending, self._pending_rows = [], 0
-        self._committing, self._commit_in_flight = [], False
         if transaction is not None and transaction.is_active:
             with contextlib.suppress(Exception):
                 await transaction.rollback()

@@ -257,16 +257,18 @@ async def _mirror(
                             break
                         if proven_passes >= 2:
                             with db.errors(f"writing to {db.shown}"):
-                                deleted = await store.delete_suspects()
-                            await _tell(on_change, deleted)
+                                await store.delete_suspects()
+                            await _tell(on_change, store)
                             complete = True
                             break
                     with db.errors(f"writing to {db.shown}"):
                         await store.finish(complete)
+                    await _tell(on_change, store)
                 except BaseException:
-                    # Ended before its last commit (cancelled, a callback raised): what is committed
-                    # is told, the rest rolled back (written again by the next run).
-                    await _tell(on_change, await store.stop())
+                    # Ended early (cancelled, a failure): what is committed is told, unless
+                    # on_change failed; the rest is rolled back, for the next run to write.
+                    await store.stop()
+                    await _tell(on_change, store)
                     raise
     finally:
         with db.errors("closing"):
@@ -284,10 +286,20 @@ async def _mirror(
     )
 
 
-async def _tell(on_change: OnChange | None, changes: list[Change]) -> None:
-    if on_change is not None:
-        for change in changes:
-            await on_change(change)
+async def _tell(on_change: OnChange | None, store: Store) -> None:
+    """Tell ``on_change`` the changes the store committed, in order, each once: a change
+    leaves ``store.untold`` as it is told (one being told when the run is interrupted
+    counts as told). Once ``on_change`` raised, nothing more: the run ends with its error,
+    and the changes not told are in ``mirror_changes`` (where ``--changes`` reads)."""
+    untold = store.untold
+    while untold and not store.refused:
+        change = untold.popleft()
+        if on_change is not None:
+            try:
+                await on_change(change)
+            except Exception:
+                store.refused = True
+                raise
 
 
 @attrs.define
@@ -354,13 +366,14 @@ async def _walk(run: _Pass, scope: uuid.UUID | None, told: Told) -> bool:
     try:
         async for batch in walk.batches(MAX_PAGES, least, HOLD_SECONDS, HOLD_NEAR):
             with db.errors(f"writing to {db.shown}"):
-                changes = await run.store.write_pages(cast("list[SentPage]", batch))
-            await _tell(run.on_change, changes)
+                await run.store.write_pages(cast("list[SentPage]", batch))
+            await _tell(run.on_change, run.store)
             told(walk.total)
     except Exception as exc:
         if isinstance(exc, NotFoundError) and REGISTRY[collection].needs_employer:
             return False  # the employer went away during the walk
-        await _commit(run)  # a failed run keeps what it fetched
+        if not run.store.refused:  # on_change failed: nothing more committed untold
+            await _commit(run)  # a failed run keeps what it fetched
         raise
     return walk.proven
 
@@ -370,5 +383,5 @@ async def _commit(run: _Pass) -> None:
     at the end of a pass, and when a walk fails (a write that failed has rolled back)."""
     db = run.db
     with db.errors(f"writing to {db.shown}"):
-        committed = await run.store.commit()
-    await _tell(run.on_change, committed)
+        await run.store.commit()
+    await _tell(run.on_change, run.store)

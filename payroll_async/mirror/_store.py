@@ -78,7 +78,7 @@ class Store(Commits):
         """The model's columns of some items' fields (each a list, in the table's order)."""
         self.counts = Counts()
         self.keep_changes = True
-        """Whether ``write_pages`` returns the changes (someone is told of them)."""
+        """Whether the changes of the writes are kept for ``untold`` (someone is told of them)."""
         self.items = 0
         """Distinct items seen by this pass of the run."""
         table = mirrored.table
@@ -125,8 +125,8 @@ class Store(Commits):
         )
         await self._conn.commit()
 
-    async def write_pages(self, pages: Sequence[SentPage]) -> list[Change]:
-        """Upsert some pages; the changes this call committed (to be told, in order).
+    async def write_pages(self, pages: Sequence[SentPage]) -> None:
+        """Upsert some pages; the changes of the commits done by then join ``untold``.
 
         The pages go into the open transaction, committed once it holds the dialect's
         ``COMMIT_ROWS`` items or is ``COMMIT_SECONDS`` old (``commit()`` commits the
@@ -149,14 +149,13 @@ class Store(Commits):
             # open: nothing to plan or write (the first pass's walk adds the ids to
             # ``seen`` itself).
             self.items += items
-            committed, self._committed = self._committed, []
-            return committed
+            return
         sent = Sent(pages)
         if not sent.at:
-            return []
+            return
         self._writing = True
         try:
-            return await self._write(sent, items)
+            await self._write(sent, items)
         finally:
             self._writing = False
             if self._open is not None and self._idle is None:
@@ -166,7 +165,7 @@ class Store(Commits):
                 # while nothing is written.
                 self._arm_idle()
 
-    async def _write(self, sent: Sent, items: int) -> list[Change]:
+    async def _write(self, sent: Sent, items: int) -> None:
         plan: Plan | None = None
         settle = self._settle
         if self._open is None and self._sql.direct:
@@ -175,8 +174,7 @@ class Store(Commits):
             plan = await self._planner.plan(self._conn, sent, self.to_columns, settle)
             if plan.columns is None and not plan.made[0]:
                 self._done(plan, items)
-                committed, self._committed = self._committed, []
-                return committed
+                return
         try:
             if plan is None:
                 if self._open is None:
@@ -197,8 +195,6 @@ class Store(Commits):
         self._pending_rows += len(sent.at)
         if self._due():
             self._start_commit()
-        committed, self._committed = self._committed, []
-        return committed
 
     def _counted(self) -> tuple[int, int, int, int]:
         """The run's counts as they are now (items, inserted, updated, deleted): written
@@ -268,7 +264,7 @@ class Store(Commits):
         self.repeated = self.items != seen.added
         suspects: set[uuid.UUID] = set()
         conn = self._conn
-        await self.commit()  # nothing to tell: the run committed (and told) after the pass
+        await self.commit()  # nothing new: the run committed (and told) after the pass
         async with conn.begin():
             if self._whole:
                 # This run alone writes the table (the run lock), and only its inserts
@@ -285,10 +281,10 @@ class Store(Commits):
         self._suspects = suspects
         return len(suspects)
 
-    async def delete_suspects(self) -> list[Change]:
-        """Mark the rows every pass missed as deleted, in batches; the changes."""
+    async def delete_suspects(self) -> None:
+        """Mark the rows every pass missed as deleted, in batches, each batch's changes
+        joining ``untold`` once it is committed."""
         table = self._m.table
-        changes: list[Change] = []
         pending = sorted(self._suspects or ())
         for start in range(0, len(pending), _BATCH):
             ids = pending[start : start + _BATCH]
@@ -309,11 +305,10 @@ class Store(Commits):
                 )
                 self.counts.deleted += len(ids)
                 await self._progress(now=None)
-            changes.extend(batch)
+            self.untold.extend(batch)
         self._suspects = set()
-        return changes
 
     async def finish(self, complete: bool) -> None:
-        await self.commit()  # nothing to tell: the run committed (and told) after the pass
+        await self.commit()  # nothing new: the run committed (and told) after the pass
         async with self._conn.begin():
             await self._progress(datetime.datetime.now(datetime.timezone.utc), complete)

@@ -279,11 +279,16 @@ class Walk:
             if batch:
                 yield batch
         finally:
-            for _, task in pending:
+            tasks = [task for _, task in pending]
+            for task in tasks:
                 task.cancel()
-            for _, task in pending:
-                with contextlib.suppress(BaseException):
-                    await task
+            if tasks:
+                # waited for, their outcome read; a cancellation of this task is not
+                # swallowed here (it goes on, as any other)
+                await asyncio.wait(tasks)
+                for task in tasks:
+                    if not task.cancelled():
+                        task.exception()
         ids = self._ids
         if self._own and ids is not None:
             ids.freeze()

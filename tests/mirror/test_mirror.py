@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import gc
 import sqlite3
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import asyncpg
@@ -25,6 +26,7 @@ from payroll_async.mirror import (
     mirror,
 )
 from payroll_async.mirror import _commits as mirror_commits
+from payroll_async.mirror import _driver as mirror_driver
 from payroll_async.mirror import _store as mirror_store
 from tests._postgres import query
 from tests.conftest import StartEmulator
@@ -545,6 +547,167 @@ async def test_a_run_cancelled_during_a_commit_waits_for_it_and_tells_it(
         loop.set_exception_handler(None)
     assert errors == []
     await told.every_change_once(into)
+
+
+class Gathered:
+    """An ``on_change`` that keeps each change (its kind and id); it can stop at a call
+    (``hold_at``: sets ``held`` and waits for ever) or raise at one (``fail_at``)."""
+
+    def __init__(self, hold_at: int = 0, fail_at: int = 0) -> None:
+        self.changes: list[tuple[str, uuid.UUID]] = []
+        self.hold_at, self.fail_at = hold_at, fail_at
+        self.held = asyncio.Event()
+
+    async def __call__(self, change: Change) -> None:
+        self.changes.append((change.change, uuid.UUID(str(change.item_id))))
+        if len(self.changes) == self.fail_at:
+            raise RuntimeError("on_change failed")
+        if len(self.changes) == self.hold_at:
+            self.held.set()
+            await asyncio.Event().wait()
+
+
+async def told_once_each(into: str, gathered: Gathered, errors: list[Any]) -> None:
+    """Every change ``mirror_changes`` holds was told, once; every row written has its
+    change; no task of the runs failed unseen."""
+    gc.collect()
+    rows = await query(into, "SELECT change, item_id FROM mirror_changes")
+    assert sorted(gathered.changes) == sorted((c, uuid.UUID(str(i))) for c, i in rows)
+    ((items,),) = await query(into, "SELECT count(*) FROM payroll_connections")
+    assert items == sum(change == "inserted" for change, _ in gathered.changes)
+    assert errors == []
+
+
+@contextlib.contextmanager
+def loop_errors() -> Iterator[list[Any]]:
+    """What the event loop's exception handler is told meanwhile (a task failed unseen)."""
+    errors: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    try:
+        yield errors
+    finally:
+        loop.set_exception_handler(None)
+
+
+@pytest.mark.parametrize("at", [2, 3, 4])
+async def test_a_run_cancelled_between_its_writes_leaves_no_row_without_its_change(
+    into: str, at: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A commit after every write: the cancel lands while a write waits for the last
+    # commit, whose statements' task must not be left running on the connection.
+    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 0.0)
+    gathered = Gathered()
+    with loop_errors() as errors:
+        emu = Emulator(seed=70 + at, payroll_connections=1000)
+        async with emu, PayrollClient(emu.base_url, emu.token) as client:
+            calls = 0
+
+            def on_progress(progress: MirrorProgress) -> None:
+                nonlocal calls
+                calls += 1
+                if calls == at:
+                    run.cancel()
+
+            run = asyncio.create_task(
+                mirror(
+                    client,
+                    "payroll-connections",
+                    into=into,
+                    on_change=gathered,
+                    page_size=50,
+                    on_progress=on_progress,
+                )
+            )
+            with pytest.raises(asyncio.CancelledError):
+                await run
+            await mirror(client, "payroll-connections", into=into, on_change=gathered)
+        await told_once_each(into, gathered, errors)
+
+
+@pytest.mark.parametrize("at", [1, 120, 299])
+async def test_a_run_cancelled_inside_on_change_tells_the_rest_of_what_it_committed(
+    into: str, at: int
+) -> None:
+    gathered = Gathered(hold_at=at)
+    with loop_errors() as errors:
+        emu = Emulator(seed=22, payroll_connections=300)
+        async with emu, PayrollClient(emu.base_url, emu.token) as client:
+            run = asyncio.create_task(
+                mirror(client, "payroll-connections", into=into, on_change=gathered, page_size=50)
+            )
+            await gathered.held.wait()
+            gathered.hold_at = 0
+            run.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await run
+            await mirror(client, "payroll-connections", into=into, on_change=gathered)
+        await told_once_each(into, gathered, errors)
+
+
+async def test_a_run_cancelled_between_batches_of_deletions_tells_those_committed(
+    into: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gathered = Gathered()
+    with loop_errors() as errors:
+        emu = Emulator(seed=41, payroll_connections=1300)
+        async with emu, PayrollClient(emu.base_url, emu.token) as client:
+            await mirror(client, "payroll-connections", into=into, on_change=gathered)
+            emu.churn("payroll-connections", deleted=700)  # two batches of deletions
+            read = mirror_driver.Statements.items
+            calls = 0
+            second = asyncio.Event()
+
+            async def items(self: mirror_driver.Statements, *args: Any) -> Any:
+                nonlocal calls
+                calls += 1
+                if calls == 2:  # the second batch's: held
+                    second.set()
+                    await asyncio.Event().wait()
+                return await read(self, *args)
+
+            monkeypatch.setattr(mirror_driver.Statements, "items", items)
+            run = asyncio.create_task(
+                mirror(client, "payroll-connections", into=into, on_change=gathered)
+            )
+            await second.wait()
+            run.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await run
+            assert sum(change == "deleted" for change, _ in gathered.changes) == 500
+            monkeypatch.setattr(mirror_driver.Statements, "items", read)
+            await mirror(client, "payroll-connections", into=into, on_change=gathered)
+        await told_once_each(into, gathered, errors)
+    assert sum(change == "deleted" for change, _ in gathered.changes) == 700
+
+
+async def test_after_on_change_raises_it_is_told_nothing_more_and_nothing_uncommitted_stays(
+    into: str,
+) -> None:
+    gathered = Gathered(fail_at=30)
+    emu = Emulator(seed=21, payroll_connections=300)
+    async with emu, PayrollClient(emu.base_url, emu.token) as client:
+        with pytest.raises(RuntimeError, match="on_change failed"):
+            await mirror(client, "payroll-connections", into=into, on_change=gathered, page_size=50)
+        assert len(gathered.changes) == 30  # the run ended with its error: nothing more
+        gathered.fail_at = 0
+        again = await mirror(client, "payroll-connections", into=into, on_change=gathered)
+    # What that run had committed is in mirror_changes (and --changes catches up from
+    # there); what it had not is written and told by the next run.
+    rows = await query(into, "SELECT item_id FROM mirror_changes")
+    told = {key for _, key in gathered.changes}
+    assert len(told) == len(gathered.changes)  # none twice
+    assert told <= {uuid.UUID(str(key)) for (key,) in rows}
+    assert again.inserted == len(rows) - (await committed_by_the_first(into, again.run_id))
+
+
+async def committed_by_the_first(into: str, second: uuid.UUID) -> int:
+    rows = await query(
+        into,
+        "SELECT count(*) FROM mirror_changes WHERE run_id <> :r",
+        r=second if into.startswith("postgresql") else str(second),
+    )
+    return int(rows[0][0])
 
 
 async def test_a_run_that_waits_for_another_says_so_while_that_one_writes(
