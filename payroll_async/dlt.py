@@ -61,7 +61,7 @@ DELETED = "mirror_deleted_at"
 """The column of a tombstone (dlt's ``hard_delete`` hint): when the item was proven gone."""
 _PAGE = 1000  # items handed to dlt at once
 _TOMBSTONE: Any = {"data_type": "timestamp", "nullable": True, "hard_delete": True}
-_REPLACED: Any = {"data_type": "timestamp", "nullable": True, "hard_delete": False}
+_REPLACED: Any = {**_TOMBSTONE, "hard_delete": False}  # a reload: no tombstone in it
 
 
 def _run(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -88,7 +88,7 @@ class Commits:
         """The timer: commit the open transaction if no write is under way (a write
         commits for itself when it ends) and it is old enough."""
         self._idle = None
-        if self._open is None or self._writing or self._commit_in_flight:
+        if self._open is None or self._writing:  # (open: no commit in flight, _begin settled)
             return
         if time.monotonic() - self._opened < COMMIT_SECONDS:
             self._arm_idle()

@@ -33,14 +33,14 @@ from sqlalchemy import ColumnElement, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._change import Change
-from ._commits import COMMIT_ROWS, COMMIT_SECONDS, Commits
+from ._commits import Commits
 from ._driver import Statements
 from ._plan import Plan, Planner, Sent
 from ._schema import RUNS, MirrorTable
 from ._seen import KnownDigests, SeenIds
 from ._sent import SentPage
 
-__all__ = ["COMMIT_ROWS", "COMMIT_SECONDS", "MAX_PAGES", "Change", "Counts", "Store"]
+__all__ = ["MAX_PAGES", "Change", "Counts", "Store"]
 
 logger = logging.getLogger("payroll_async")
 

@@ -472,83 +472,6 @@ async def test_a_run_cancelled_while_the_walk_waits_starts_no_commit_after(
     assert await written_by_others(into) == 0
 
 
-class Told:
-    """An ``on_change`` that keeps the ids it is told."""
-
-    def __init__(self) -> None:
-        self.ids: list[uuid.UUID] = []
-
-    async def __call__(self, change: Change) -> None:
-        self.ids.append(uuid.UUID(str(change.item_id)))
-
-    async def every_change_once(self, into: str) -> None:
-        """Each change ``mirror_changes`` recorded (one per item: 300) was told, once."""
-        assert sorted(self.ids) == await recorded_ids(into)
-        assert len(self.ids) == 300
-
-
-async def recorded_ids(into: str) -> list[uuid.UUID]:
-    rows = await query(into, "SELECT item_id FROM mirror_changes")
-    return sorted(uuid.UUID(str(row[0])) for row in rows)
-
-
-async def test_a_run_cancelled_after_a_commit_while_the_walk_waits_tells_what_it_committed(
-    into: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 0.05)
-    emu, stall = stalling(seed=14)
-    told = Told()
-    async with emu, PayrollClient(emu.base_url, emu.token) as client:
-        written = asyncio.Event()
-        run = walking(client, into, written, told)
-        await written.wait()
-        assert await written_by_others(into) == 99  # committed while the walk waits
-        run.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await run
-        assert len(told.ids) == 99  # told on the way out, not lost
-        stall.release.set()
-        await mirror(client, "payroll-connections", into=into, on_change=told)
-    await told.every_change_once(into)
-
-
-async def test_a_run_cancelled_during_a_commit_waits_for_it_and_tells_it(
-    into: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 0.05)
-    committing, go = asyncio.Event(), asyncio.Event()
-    commit = mirror_commits.Commits._commit
-
-    async def held(self: mirror_commits.Commits, *args: Any) -> None:
-        committing.set()
-        await go.wait()
-        await commit(self, *args)
-
-    monkeypatch.setattr(mirror_commits.Commits, "_commit", held)
-    errors: list[dict[str, Any]] = []
-    loop = asyncio.get_running_loop()
-    loop.set_exception_handler(lambda _loop, context: errors.append(context))
-    emu, stall = stalling(seed=15)
-    told = Told()
-    try:
-        async with emu, PayrollClient(emu.base_url, emu.token) as client:
-            run = walking(client, into, asyncio.Event(), told)
-            await committing.wait()  # a commit in flight, not done
-            run.cancel()
-            go.set()
-            with pytest.raises(asyncio.CancelledError):
-                await run
-            # the commit went through, with nothing else on the connection, and was told
-            assert 0 < len(told.ids) == len(await recorded_ids(into))
-            stall.release.set()
-            await mirror(client, "payroll-connections", into=into, on_change=told)  # not busy
-        gc.collect()  # a task whose failure nobody read would say so now
-    finally:
-        loop.set_exception_handler(None)
-    assert errors == []
-    await told.every_change_once(into)
-
-
 class Gathered:
     """An ``on_change`` that keeps each change (its kind and id); it can stop at a call
     (``hold_at``: sets ``held`` and waits for ever) or raise at one (``fail_at``)."""
@@ -588,6 +511,70 @@ def loop_errors() -> Iterator[list[Any]]:
         yield errors
     finally:
         loop.set_exception_handler(None)
+
+
+async def every_change_once(into: str, gathered: Gathered) -> None:
+    """Each change ``mirror_changes`` recorded (one per item: 300) was told, once."""
+    ids = [key for _, key in gathered.changes]
+    assert sorted(ids) == await recorded_ids(into)
+    assert len(ids) == 300
+
+
+async def recorded_ids(into: str) -> list[uuid.UUID]:
+    rows = await query(into, "SELECT item_id FROM mirror_changes")
+    return sorted(uuid.UUID(str(row[0])) for row in rows)
+
+
+async def test_a_run_cancelled_after_a_commit_while_the_walk_waits_tells_what_it_committed(
+    into: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 0.05)
+    emu, stall = stalling(seed=14)
+    told = Gathered()
+    async with emu, PayrollClient(emu.base_url, emu.token) as client:
+        written = asyncio.Event()
+        run = walking(client, into, written, told)
+        await written.wait()
+        assert await written_by_others(into) == 99  # committed while the walk waits
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert len(told.changes) == 99  # told on the way out, not lost
+        stall.release.set()
+        await mirror(client, "payroll-connections", into=into, on_change=told)
+    await every_change_once(into, told)
+
+
+async def test_a_run_cancelled_during_a_commit_waits_for_it_and_tells_it(
+    into: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 0.05)
+    committing, go = asyncio.Event(), asyncio.Event()
+    commit = mirror_commits.Commits._commit
+
+    async def held(self: mirror_commits.Commits, *args: Any) -> None:
+        committing.set()
+        await go.wait()
+        await commit(self, *args)
+
+    monkeypatch.setattr(mirror_commits.Commits, "_commit", held)
+    emu, stall = stalling(seed=15)
+    told = Gathered()
+    with loop_errors() as errors:
+        async with emu, PayrollClient(emu.base_url, emu.token) as client:
+            run = walking(client, into, asyncio.Event(), told)
+            await committing.wait()  # a commit in flight, not done
+            run.cancel()
+            go.set()
+            with pytest.raises(asyncio.CancelledError):
+                await run
+            # the commit went through, with nothing else on the connection, and was told
+            assert 0 < len(told.changes) == len(await recorded_ids(into))
+            stall.release.set()
+            await mirror(client, "payroll-connections", into=into, on_change=told)  # not busy
+        gc.collect()  # a task whose failure nobody read would say so now
+    assert errors == []
+    await every_change_once(into, told)
 
 
 @pytest.mark.parametrize("at", [2, 3, 4])
