@@ -53,6 +53,7 @@ __all__ = [
     "cli",
     "demo_emulator",
     "execute",
+    "note_if_ephemeral",
     "open_client",
     "run",
     "stdout",
@@ -86,6 +87,19 @@ def demo_emulator(**options: Any) -> Emulator:
     from payroll_async.emulator import Emulator
 
     return Emulator(**DEMO_DATA, latency=0.01, **options)
+
+
+EPHEMERAL_NOTE = (
+    "note: the --emulator service lived only for this command, so what it just made is gone "
+    "(the next command starts a fresh one); for one that stays, run payroll-async emulator "
+    "and use the PAYROLL_BASE_URL and PAYROLL_TOKEN it prints"
+)
+
+
+def note_if_ephemeral(settings: Settings) -> None:
+    """After a write against --emulator: one line saying that it is gone with the command."""
+    if settings.emulator:
+        stderr.print(EPHEMERAL_NOTE, markup=False)
 
 
 @attrs.frozen
