@@ -40,6 +40,7 @@ from ._errors import (
     error_for,
     exit_codes_help,
     in_cli_terms,
+    said_once,
     stderr,
 )
 
@@ -238,7 +239,7 @@ def execute(
     except (PayrollError, ExportError) as exc:
         if settings.verbose:
             stderr.print_exception()
-        message = str(exc)
+        message = said_once(exc)
         if isinstance(exc, (InvalidArgumentError, ExportError)):
             message = in_cli_terms(message)
         if isinstance(exc, ReplaceIncompleteError):
