@@ -18,12 +18,8 @@ from payroll_async.export import (
     ResumeMismatchError,
     export_to_file,
 )
-from tests.checkpoints import JOB, forge
+from tests.checkpoints import JOB, Stop, forge, interrupted
 from tests.conftest import StartEmulator
-
-
-class Stop(Exception):
-    """Stands for a crash in the middle of an export."""
 
 
 @pytest.fixture
@@ -52,19 +48,8 @@ async def test_an_interrupted_export_resumes_with_nothing_lost_or_doubled(
     emu: Emulator, tmp_path: Path
 ) -> None:
     target = tmp_path / "c.csv"
-    pages = 0
-
-    def crash(page: Page[Any], progress: ExportProgress) -> None:
-        nonlocal pages
-        pages += 1
-        if pages == 7:
-            raise Stop
-
+    await interrupted(emu, target, pages=7, format="csv")
     async with PayrollClient(emu.base_url, emu.token) as client:
-        with pytest.raises(Stop):
-            await export_to_file(
-                client.payroll_connections.list(page_size=50), target, format="csv", on_page=crash
-            )
         assert not target.exists()
         progress = ExportProgress()
         result = await export_to_file(
@@ -148,22 +133,7 @@ async def test_an_export_known_by_its_service_resumes_from_another_address_and_t
     second = await start_emulator(payroll_connections=600, seed=3)
     third = await start_emulator(payroll_connections=600, seed=4)
     target = tmp_path / "c.jsonl"
-    pages = 0
-
-    def crash(page: Page[Any], progress: ExportProgress) -> None:
-        nonlocal pages
-        pages += 1
-        if pages == 4:
-            raise Stop
-
-    async with PayrollClient(first.base_url, first.token) as client:
-        with pytest.raises(Stop):
-            await export_to_file(
-                client.payroll_connections.list(page_size=50),
-                target,
-                on_page=crash,
-                service="emulator seed 3",
-            )
+    await interrupted(first, target, pages=4, service="emulator seed 3")
     async with PayrollClient(third.base_url, third.token) as client:
         with pytest.raises(ResumeMismatchError, match="written from emulator seed 3, not em"):
             await export_to_file(
