@@ -28,7 +28,7 @@ import os
 import secrets
 import stat
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -294,12 +294,18 @@ def not_alone(info: os.stat_result) -> str | None:
     return None
 
 
-def read_checkpoint(path: Path, start_over: str | None = None) -> Checkpoint | None:
+def read_checkpoint(path: Path, start_over: Callable[[], str] | None = None) -> Checkpoint | None:
     """The checkpoint at ``path``, None when there is none; CheckpointError if untrusted.
 
-    ``start_over`` is what the error says to do instead ("delete X and Y to start over").
+    ``start_over()`` says what to do instead ("delete X and Y to start over"), asked only
+    when the checkpoint is refused.
     """
-    start_over = start_over or f"delete {path} and the partial file beside it to start over"
+
+    def advice() -> str:
+        if start_over is not None:
+            return start_over()
+        return f"delete {path} and the partial file beside it to start over"
+
     try:
         fd, info = checked_open(path, os.O_RDONLY, "checkpoint")
     except FileNotFoundError:
@@ -307,7 +313,7 @@ def read_checkpoint(path: Path, start_over: str | None = None) -> Checkpoint | N
     try:
         if info.st_size > MAX_CHECKPOINT_BYTES:
             raise CheckpointError(
-                f"{path} is too large ({info.st_size:,} bytes) to be a checkpoint; {start_over}"
+                f"{path} is too large ({info.st_size:,} bytes) to be a checkpoint; {advice()}"
             )
         with os.fdopen(fd, "rb", closefd=False) as file:
             data = file.read(MAX_CHECKPOINT_BYTES + 1)
@@ -323,7 +329,7 @@ def read_checkpoint(path: Path, start_over: str | None = None) -> Checkpoint | N
         except ValueError as exc:
             reason = str(exc)
     raise CheckpointError(
-        f"{path} is not a checkpoint this version can resume ({reason}); {start_over}"
+        f"{path} is not a checkpoint this version can resume ({reason}); {advice()}"
     )
 
 

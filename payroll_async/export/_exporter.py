@@ -117,7 +117,7 @@ class Exporter:
             writer.begin()
             return 0
         path = checkpoint_path(target)
-        state = read_checkpoint(path, _start_over(path, writer, None))
+        state = read_checkpoint(path, lambda: _start_over(path, writer, None))
         if state is not None and state.done:
             same = state.service.mismatch(self.identity) if state.job == self.job else "another job"
             if writer.finished(state.writer, state.items):
