@@ -246,8 +246,8 @@ class Exporter:
 
 def _start_over(path: Path, writer: Writer, record: Any, to: str = "start over") -> str:
     """What to delete to start over: the checkpoint and the files its record names."""
-    names = [str(path), *(str(file) for file in writer.files(record))]
-    return f"delete {' and '.join(names)} to {to}"
+    *names, last = [str(path), *(str(file) for file in writer.files(record))]
+    return f"delete {', '.join(names)} and {last} to {to}" if names else f"delete {last} to {to}"
 
 
 def _from(service: Service) -> str:
