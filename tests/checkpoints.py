@@ -1,4 +1,5 @@
-"""Interrupted exports made by hand, as a test needs them: a partial file and its checkpoint."""
+"""Interrupted exports as a test needs them: made by hand (a partial file and its
+checkpoint), or by an export stopped at a page as a crash would stop it."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from payroll_async import Page, PayrollClient
 from payroll_async._http._auth import Identity
+from payroll_async.emulator import Emulator
+from payroll_async.export import ExportProgress, export_to_file
 from payroll_async.export._checkpoint import Checkpoint, Service, write_checkpoint
 
 JOB = {"collection": "payroll-connections", "format": "jsonl", "sort": None, "employer": None}
@@ -39,3 +45,32 @@ def forge(
     )
     write_checkpoint(target.with_name(target.name + ".checkpoint"), checkpoint)
     return partial
+
+
+class Stop(Exception):
+    """Stands for a crash in the middle of an export."""
+
+
+def crash_after(pages: int) -> Any:
+    """An ``on_page`` that stops the export (as a crash would) at its ``pages``-th page."""
+    seen = 0
+
+    def on_page(page: Page[Any], progress: ExportProgress) -> None:
+        nonlocal seen
+        seen += 1
+        if seen == pages:
+            raise Stop
+
+    return on_page
+
+
+async def interrupted(emu: Emulator, target: Path, *, pages: int = 2, **options: Any) -> None:
+    """An export of ``emu``'s payroll connections to ``target``, 50 a page, stopped at a page."""
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        with pytest.raises(Stop):
+            await export_to_file(
+                client.payroll_connections.list(page_size=50),
+                target,
+                on_page=crash_after(pages),
+                **options,
+            )

@@ -11,12 +11,15 @@ import pytest
 
 from payroll_async import Page, PayrollClient
 from payroll_async.emulator import Emulator
-from payroll_async.export import ExportError, ExportProgress, export_to_file
+from payroll_async.export import (
+    CheckpointError,
+    ExportError,
+    ExportProgress,
+    ResumeMismatchError,
+    export_to_file,
+)
+from tests.checkpoints import JOB, Stop, forge, interrupted
 from tests.conftest import StartEmulator
-
-
-class Stop(Exception):
-    """Stands for a crash in the middle of an export."""
 
 
 @pytest.fixture
@@ -45,19 +48,8 @@ async def test_an_interrupted_export_resumes_with_nothing_lost_or_doubled(
     emu: Emulator, tmp_path: Path
 ) -> None:
     target = tmp_path / "c.csv"
-    pages = 0
-
-    def crash(page: Page[Any], progress: ExportProgress) -> None:
-        nonlocal pages
-        pages += 1
-        if pages == 7:
-            raise Stop
-
+    await interrupted(emu, target, pages=7, format="csv")
     async with PayrollClient(emu.base_url, emu.token) as client:
-        with pytest.raises(Stop):
-            await export_to_file(
-                client.payroll_connections.list(page_size=50), target, format="csv", on_page=crash
-            )
         assert not target.exists()
         progress = ExportProgress()
         result = await export_to_file(
@@ -127,3 +119,86 @@ async def test_a_listing_says_who_it_is_sent_as_without_showing_the_token() -> N
     assert identity.fingerprint(salt) == identity.fingerprint(salt)
     assert token not in (identity.fingerprint(salt) or "")
     assert identity.fingerprint(salt) != identity.fingerprint(b"another salt....")
+
+
+# --- issue 40.1: a service known by its data; refusals that name the way out ---------------
+
+
+async def test_an_export_known_by_its_service_resumes_from_another_address_and_token(
+    start_emulator: StartEmulator, tmp_path: Path
+) -> None:
+    """Two emulators of the same seed and sizes hold the same data on other ports with
+    other tokens: an export given the same ``service`` resumes from one to the other."""
+    first = await start_emulator(payroll_connections=600, seed=3)
+    second = await start_emulator(payroll_connections=600, seed=3)
+    third = await start_emulator(payroll_connections=600, seed=4)
+    target = tmp_path / "c.jsonl"
+    await interrupted(first, target, pages=4, service="emulator seed 3")
+    async with PayrollClient(third.base_url, third.token) as client:
+        with pytest.raises(ResumeMismatchError, match="written from emulator seed 3, not em"):
+            await export_to_file(
+                client.payroll_connections.list(page_size=50), target, service="emulator seed 4"
+            )
+    async with PayrollClient(second.base_url, second.token) as client:
+        with pytest.raises(ResumeMismatchError, match=f"not {second.base_url}"):
+            await export_to_file(client.payroll_connections.list(page_size=50), target)
+        result = await export_to_file(
+            client.payroll_connections.list(page_size=50), target, service="emulator seed 3"
+        )
+    assert result.resumed_from == 200
+    assert ids(target) == [first.data.payroll_connection(i)["id"] for i in range(600)]
+    assert names(tmp_path) == ["c.jsonl"]
+
+
+async def test_a_service_that_is_no_text_is_refused_before_any_request(tmp_path: Path) -> None:
+    async with PayrollClient("http://127.0.0.1:9", "t") as client:
+        for service in ("", "x" * 4097, 3):
+            with pytest.raises(ExportError, match="service must be a text"):
+                await export_to_file(
+                    client.payroll_connections.list(),
+                    tmp_path / "c.jsonl",
+                    service=service,  # type: ignore[arg-type]
+                )
+    assert names(tmp_path) == []
+
+
+async def test_every_refusal_names_the_files_to_delete_and_offers_no_resume_that_fails(
+    emu: Emulator, tmp_path: Path
+) -> None:
+    target = tmp_path / "c.jsonl"
+    checkpoint = tmp_path / "c.jsonl.checkpoint"
+    partial = forge(target, base_url=emu.base_url, token=emu.token, job={"other": 1})
+    start_over = f"delete {checkpoint} and {partial} to start over"
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        listing = client.payroll_connections.list()
+        # Another export's checkpoint: resume=True would be refused, so it is not offered.
+        with pytest.raises(ResumeMismatchError) as other:
+            await export_to_file(listing, target, resume=False, job=JOB)
+        assert "run that export with resume=True" in str(other.value)
+        assert "pass resume=True" not in str(other.value)
+        assert start_over in str(other.value)
+        # Another service's: resuming it there is the way, or deleting both files.
+        forge(target, base_url="http://127.0.0.1:1", token=emu.token, job=JOB)
+        with pytest.raises(ResumeMismatchError) as elsewhere:
+            await export_to_file(listing, target, resume=False, job=JOB)
+        text = str(elsewhere.value)
+        assert "run it with resume=True against http://127.0.0.1:1 with the token it" in text
+        assert start_over in text
+        # This export's own: resume=True is the way.
+        forge(target, base_url=emu.base_url, token=emu.token, job=JOB)
+        with pytest.raises(ExportError, match="pass resume=True to continue it") as own:
+            await export_to_file(listing, target, resume=False, job=JOB)
+        assert start_over in str(own.value)
+        # A checkpoint that cannot be read: the partial files beside it are named.
+        checkpoint.write_text("{")
+        with pytest.raises(CheckpointError) as unreadable:
+            await export_to_file(listing, target, job=JOB)
+        assert start_over in str(unreadable.value)
+        # A checkpoint naming a file that is not its partial file: delete the checkpoint.
+        forge(target, base_url=emu.base_url, token=emu.token, job=JOB, name="../elsewhere")
+        with pytest.raises(CheckpointError) as misnamed:
+            await export_to_file(listing, target, job=JOB)
+        assert f"'../elsewhere', not a partial file of it; delete {checkpoint} to" in str(
+            misnamed.value
+        )
+    assert partial.exists()  # every refusal leaves the files as they were

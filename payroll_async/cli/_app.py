@@ -12,7 +12,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import attrs
 import click
@@ -40,6 +40,7 @@ from ._errors import (
     error_for,
     exit_codes_help,
     in_cli_terms,
+    said_once,
     stderr,
 )
 
@@ -47,11 +48,13 @@ if TYPE_CHECKING:
     from payroll_async.emulator import Emulator
 
 __all__ = [
+    "DEMO_SERVICE",
     "LazyGroup",
     "Settings",
     "cli",
     "demo_emulator",
     "execute",
+    "note_if_ephemeral",
     "open_client",
     "run",
     "stdout",
@@ -64,13 +67,40 @@ if not stdout.is_terminal:  # piped: no screen to fit, so never wrap the table's
     stdout = SafeConsole(width=240)
 
 
+class _Data(TypedDict):
+    seed: int
+    payroll_connections: int
+    employer_identifiers: int
+
+
+# What --emulator's data is made of: the same data on every run, whatever its port.
+DEMO_DATA: _Data = {"seed": 1, "payroll_connections": 25_000, "employer_identifiers": 200}
+DEMO_SERVICE = (
+    f"payroll-async --emulator {__version__} (seed {DEMO_DATA['seed']}, "
+    f"{DEMO_DATA['payroll_connections']:,} connections, "
+    f"{DEMO_DATA['employer_identifiers']:,} employers)"
+)
+"""What an export's checkpoint knows --emulator by: its data, not its port or token."""
+
+
 def demo_emulator(**options: Any) -> Emulator:
     """The in-process service of --emulator: enough data to watch the progress bar work."""
     from payroll_async.emulator import Emulator
 
-    return Emulator(
-        seed=1, payroll_connections=25_000, employer_identifiers=200, latency=0.01, **options
-    )
+    return Emulator(**DEMO_DATA, latency=0.01, **options)
+
+
+EPHEMERAL_NOTE = (
+    "note: the --emulator service lived only for this command, so what it just made is gone "
+    "(the next command starts a fresh one); for one that stays, run payroll-async emulator "
+    "and use the PAYROLL_BASE_URL and PAYROLL_TOKEN it prints"
+)
+
+
+def note_if_ephemeral(settings: Settings) -> None:
+    """After a write against --emulator: one line saying that it is gone with the command."""
+    if settings.emulator:
+        stderr.print(EPHEMERAL_NOTE, markup=False)
 
 
 @attrs.frozen
@@ -209,7 +239,7 @@ def execute(
     except (PayrollError, ExportError) as exc:
         if settings.verbose:
             stderr.print_exception()
-        message = str(exc)
+        message = said_once(exc)
         if isinstance(exc, (InvalidArgumentError, ExportError)):
             message = in_cli_terms(message)
         if isinstance(exc, ReplaceIncompleteError):

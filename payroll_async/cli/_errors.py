@@ -9,8 +9,10 @@ from typing import IO, Any
 
 import click
 from rich.text import Text
+from yarl import URL
 
 from payroll_async import (
+    APIStatusError,
     AuthenticationError,
     InvalidArgumentError,
     PayrollError,
@@ -18,7 +20,14 @@ from payroll_async import (
     RateLimitError,
 )
 
-__all__ = ["CommandError", "ExitCode", "error_for", "exit_codes_help", "in_cli_terms"]
+__all__ = [
+    "CommandError",
+    "ExitCode",
+    "error_for",
+    "exit_codes_help",
+    "in_cli_terms",
+    "said_once",
+]
 
 from payroll_async.export import ExportError
 
@@ -126,6 +135,27 @@ def in_cli_terms(message: str) -> str:
     arguments it suggests as the command's options."""
     message = _SDK_FLAG.sub(lambda m: _CLI_FLAGS[m[0]], message)
     return _SDK_NAME.sub(lambda m: _CLI_NAMES[m[1]], message)
+
+
+def said_once(exc: BaseException) -> str:
+    """The error's text, without what the service's errors only repeat of the request.
+
+    A service (the emulator too) may answer an unknown path with the request itself as the
+    error (``404: Not Found (GET /v1/v1/webhooks)``), which the line already names.
+    """
+    text = str(exc)
+    if not isinstance(exc, APIStatusError) or not exc.method or not exc.errors:
+        return text
+    try:
+        url = URL(exc.url)
+    except ValueError:
+        return text
+    echoes = {f"{exc.method} {url.path}", f"{exc.method} {url.raw_path}"}
+    kept = [error for error in exc.errors if error.strip() not in echoes]
+    if len(kept) == len(exc.errors):
+        return text
+    said = f"{exc.message} ({'; '.join(exc.errors)})"
+    return text.replace(said, f"{exc.message} ({'; '.join(kept)})" if kept else exc.message, 1)
 
 
 def error_for(exc: BaseException, message: str | None = None) -> CommandError:

@@ -20,7 +20,7 @@ from payroll_async.export import (
 )
 
 from .._collections import COLLECTIONS, Collection
-from ._app import Settings, run
+from ._app import DEMO_SERVICE, Settings, run
 from ._errors import BadInput, CommandError, stderr
 from ._progress import progress_bar, show_progress
 
@@ -156,6 +156,8 @@ def export(
                     progress=progress,
                     on_page=on_page,
                     csv_raw=csv_raw,
+                    # the emulator's data is the same on every run: so is its export's
+                    service=DEMO_SERVICE if settings.emulator else None,
                 )
             except OutputWriteError as exc:
                 if to_stdout or not exc.saved:

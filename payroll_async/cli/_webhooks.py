@@ -13,7 +13,7 @@ from rich.table import Table
 from payroll_async import PayrollClient, WebhookSubscription, to_dict
 from payroll_async.models import EVENT_TYPES
 
-from ._app import LazyGroup, Settings, run, stdout
+from ._app import LazyGroup, Settings, note_if_ephemeral, run, stdout
 from ._console import visible
 from ._errors import stderr
 
@@ -129,6 +129,7 @@ def webhooks_create(settings: Settings, events: tuple[str, ...], path: str, as_j
         return await client.webhooks.create(event_types=_event_types(events), path=path)
 
     _print_subscription(run(settings, main), as_json)
+    note_if_ephemeral(settings)
 
 
 @webhooks.command("delete")
@@ -142,6 +143,7 @@ def webhooks_delete(settings: Settings, subscription_id: str) -> None:
 
     run(settings, main)
     stderr.print(f"Deleted webhook subscription {subscription_id}")
+    note_if_ephemeral(settings)
 
 
 @webhooks.command("replace")
@@ -159,3 +161,4 @@ def webhooks_replace(
         )
 
     _print_subscription(run(settings, main), as_json)
+    note_if_ephemeral(settings)

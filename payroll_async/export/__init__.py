@@ -13,12 +13,13 @@ continues where the last checkpoint left off: the file ends with every item exac
 The command's ``export`` is built on it.
 
 The export writes to ``FILE.<random>.partial`` beside the target (created 0600 with
-``O_EXCL``) and renames it to ``FILE`` only when every item is written, so a finished file
-is never half a file; a file it replaces keeps its own mode. Every half second (and when
-the run stops, for whatever reason) it records in ``FILE.checkpoint`` how many items, and
-how many bytes of the partial file, are complete and on disk, with the base URL and a
-salted hash of the token. A resume checks all of it (the same job, service and account,
-and a partial file that holds what the checkpoint says), cuts the partial file back to
+``O_EXCL``, never through a link) and renames it to ``FILE`` only when every item is
+written, so a finished file is never half a file; a file it replaces keeps its own mode.
+Every half second (and when the run stops, for whatever reason) it records in
+``FILE.checkpoint`` how many items, and how many bytes of the partial file, are complete
+and on disk, with the base URL and a salted hash of the token (or the ``service`` it is
+given). A resume checks all of it (the same job, service and account, and a partial file
+that holds what the checkpoint says), cuts the partial file back to
 that length and continues the listing at that offset: nothing lost, nothing twice.
 
 ``FILE.lock`` (``flock``) keeps a second export from writing to the same file meanwhile:
@@ -43,6 +44,7 @@ from typing import IO, Any
 import attrs
 
 from .._core._converter import columns
+from .._http._auth import Identity
 from .._paging._decode import RawPageDecoder
 from .._paging._pagination import AsyncPaginator, Page
 from ._checkpoint import (
@@ -106,6 +108,7 @@ async def export_to_file(
     progress: ExportProgress | None = None,
     on_page: Callable[[Page[Any], ExportProgress], None] | None = None,
     csv_raw: bool = False,
+    service: str | None = None,
 ) -> ExportResult:
     """Write every item of ``source`` to ``path``: whole or not at all, resumable.
 
@@ -118,7 +121,12 @@ async def export_to_file(
     its checkpoint (default: the listing and the format); a checkpoint of another job is
     never resumed. ``on_page(page, progress)`` is called after each page is written.
     ``csv_raw``: CSV values exactly as sent, without the ``'`` that keeps a spreadsheet
-    from running a value such as ``=1+1`` as a formula.
+    from running a value such as ``=1+1`` as a formula. ``service``: what the checkpoint
+    knows the service by, in place of the listing's base URL and token (which are then
+    not checked): for a service whose address and token change from run to run while
+    its data does not, such as an emulator started afresh with the same seed and sizes
+    (the command's ``--emulator``); a checkpoint is resumed only with the same
+    ``service``.
 
     Errors (all :class:`ExportError`, a PayrollError): :class:`CheckpointError` for a
     checkpoint or partial file that cannot be trusted, :class:`ResumeMismatchError` for
@@ -138,6 +146,8 @@ async def export_to_file(
         raise ExportError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     if not isinstance(source, AsyncPaginator):
         raise ExportError(f"source must be an AsyncPaginator, got {type(source).__name__}")
+    if service is not None and (not isinstance(service, str) or not 0 < len(service) <= 4096):
+        raise ExportError("service must be a text of 1 to 4,096 characters, or None")
     modelled = attrs.has(source.model)  # a listing of dict (get_api_list) has no columns
     if not modelled and fmt.name.startswith("csv"):
         raise ExportError(
@@ -155,7 +165,7 @@ async def export_to_file(
     listing = source._with_decoder(RawPageDecoder(source.model)) if fmt.raw else source
     exporter = Exporter(
         job=job if job is not None else _default_job(source, format, csv_raw),
-        identity=source.identity,
+        identity=source.identity if service is None else Identity(service, token=None),
         progress=state,
         on_page=on_page,
     )

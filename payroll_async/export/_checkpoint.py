@@ -28,7 +28,7 @@ import os
 import secrets
 import stat
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -47,8 +47,10 @@ __all__ = [
     "ResumeMismatchError",
     "Service",
     "Writer",
+    "checkpoint_path",
     "read_checkpoint",
     "replace_file",
+    "shown",
     "write_checkpoint",
 ]
 
@@ -105,7 +107,9 @@ class Writer(Protocol):
     The exporter calls ``begin`` (a fresh export) or ``resume`` (a checkpoint's ``writer``
     record and item count), then ``write`` for each page, ``position`` after each page
     (kept in memory), ``sync`` before a checkpoint records a position, and ``finish`` or
-    ``close``. A Parquet file or a database sink is a new Writer.
+    ``close``. ``files`` names what it keeps beside the target for a checkpoint's record
+    (for the messages that say what to delete to start over). A Parquet file or a
+    database sink is a new Writer.
     """
 
     raw: bool
@@ -128,6 +132,8 @@ class Writer(Protocol):
     def publish(self) -> None: ...
 
     def close(self, *, keep: bool) -> None: ...
+
+    def files(self, record: Mapping[str, Any] | None) -> list[Path]: ...
 
 
 @attrs.frozen
@@ -187,16 +193,21 @@ class Checkpoint:
         ).encode()
 
 
+def checkpoint_path(target: Path) -> Path:
+    """The checkpoint kept beside ``target``: ``OUT.checkpoint``."""
+    return target.with_name(target.name + ".checkpoint")
+
+
 def count(value: object, name: str, limit: int = MAX_BYTES) -> int:
     """``value`` as a count: an integer (not a bool) from 0 to ``limit``."""
     if type(value) is not int or not 0 <= value <= limit:
-        raise ValueError(f"{name} is {_shown(value)}, not a count")
+        raise ValueError(f"{name} is {shown(value)}, not a count")
     return value
 
 
 def _text(value: object, name: str, *, hexadecimal: bool = False) -> str:
     if type(value) is not str or not value or len(value) > 4096:
-        raise ValueError(f"{name} is {_shown(value)}, not a text")
+        raise ValueError(f"{name} is {shown(value)}, not a text")
     if hexadecimal:
         try:
             bytes.fromhex(value)
@@ -205,7 +216,8 @@ def _text(value: object, name: str, *, hexadecimal: bool = False) -> str:
     return value
 
 
-def _shown(value: object) -> str:
+def shown(value: object) -> str:
+    """``value`` read from a file, for a message: its repr, at most 40 characters."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -214,19 +226,19 @@ def _parse(state: object) -> Checkpoint:
     if type(state) is not dict:
         raise ValueError(f"it holds {type(state).__name__}, not an object")
     if state.get("version") != CHECKPOINT_VERSION or type(state["version"]) is not int:
-        version = _shown(state.get("version"))
+        version = shown(state.get("version"))
         raise ValueError(f"it is of version {version}, not {CHECKPOINT_VERSION}")
     job, service, writer = state.get("job"), state.get("service"), state.get("writer")
     if type(job) is not dict:
-        raise ValueError(f"job is {_shown(job)}, not an object")
+        raise ValueError(f"job is {shown(job)}, not an object")
     if type(service) is not dict:
-        raise ValueError(f"service is {_shown(service)}, not an object")
+        raise ValueError(f"service is {shown(service)}, not an object")
     if type(writer) is not dict:
-        raise ValueError(f"writer is {_shown(writer)}, not an object")
+        raise ValueError(f"writer is {shown(writer)}, not an object")
     credentials = service.get("credentials")
     done = state.get("done", False)
     if type(done) is not bool:
-        raise ValueError(f"done is {_shown(done)}, not true or false")
+        raise ValueError(f"done is {shown(done)}, not true or false")
     return Checkpoint(
         job=job,
         service=Service(
@@ -265,7 +277,9 @@ def checked_open(
     problem = not_alone(info)
     if problem is not None:
         os.close(fd)
-        raise CheckpointError(f"{path} {problem}, so it is not the {what} {writer} wrote")
+        raise CheckpointError(
+            f"{path} {problem}, so it is not the {what} {writer} wrote; move it away to go on"
+        )
     return fd, info
 
 
@@ -280,8 +294,18 @@ def not_alone(info: os.stat_result) -> str | None:
     return None
 
 
-def read_checkpoint(path: Path) -> Checkpoint | None:
-    """The checkpoint at ``path``, None when there is none; CheckpointError if untrusted."""
+def read_checkpoint(path: Path, start_over: Callable[[], str] | None = None) -> Checkpoint | None:
+    """The checkpoint at ``path``, None when there is none; CheckpointError if untrusted.
+
+    ``start_over()`` says what to do instead ("delete X and Y to start over"), asked only
+    when the checkpoint is refused.
+    """
+
+    def advice() -> str:
+        if start_over is not None:
+            return start_over()
+        return f"delete {path} and the partial file beside it to start over"
+
     try:
         fd, info = checked_open(path, os.O_RDONLY, "checkpoint")
     except FileNotFoundError:
@@ -289,7 +313,7 @@ def read_checkpoint(path: Path) -> Checkpoint | None:
     try:
         if info.st_size > MAX_CHECKPOINT_BYTES:
             raise CheckpointError(
-                f"{path} is too large ({info.st_size:,} bytes) to be a checkpoint"
+                f"{path} is too large ({info.st_size:,} bytes) to be a checkpoint; {advice()}"
             )
         with os.fdopen(fd, "rb", closefd=False) as file:
             data = file.read(MAX_CHECKPOINT_BYTES + 1)
@@ -305,8 +329,7 @@ def read_checkpoint(path: Path) -> Checkpoint | None:
         except ValueError as exc:
             reason = str(exc)
     raise CheckpointError(
-        f"{path} is not a checkpoint this version can resume ({reason}); "
-        f"delete it and the partial file beside it to start over"
+        f"{path} is not a checkpoint this version can resume ({reason}); {advice()}"
     )
 
 

@@ -21,6 +21,7 @@ from ._checkpoint import (
     ResumeMismatchError,
     Service,
     Writer,
+    checkpoint_path,
     read_checkpoint,
     write_checkpoint,
 )
@@ -28,11 +29,6 @@ from ._checkpoint import (
 __all__ = ["CHECKPOINT_EVERY", "ExportProgress", "Exporter", "checkpoint_path"]
 
 CHECKPOINT_EVERY = 0.5  # seconds between checkpoints while the export runs
-
-
-def checkpoint_path(target: Path) -> Path:
-    """The checkpoint kept beside ``target``."""
-    return target.with_name(target.name + ".checkpoint")
 
 
 class _WriteFailed(Exception):
@@ -121,7 +117,7 @@ class Exporter:
             writer.begin()
             return 0
         path = checkpoint_path(target)
-        state = read_checkpoint(path)
+        state = read_checkpoint(path, lambda: _start_over(path, writer, None))
         if state is not None and state.done:
             same = state.service.mismatch(self.identity) if state.job == self.job else "another job"
             if writer.finished(state.writer, state.items):
@@ -134,7 +130,7 @@ class Exporter:
             else:
                 raise CheckpointError(
                     f"{path} marks a finished export, but {target} is not the file it "
-                    f"finished; delete {path} and any {target.name}.*.partial file to go on"
+                    f"finished; {_start_over(path, writer, state.writer, 'go on')}"
                 )
         if state is None:
             self.progress.nothing_to_resume = resume
@@ -154,24 +150,28 @@ class Exporter:
                     raise failed.error from None
                 raise self._write_error(failed.error, target) from None
             return 0
+        # Every refusal names the way out that works: a resume only where it would be taken.
+        start_over = _start_over(path, writer, state.writer)
+        reasons = []
+        if state.job != self.job:
+            reasons.append(
+                f"it belongs to another export ({_describe_job(state.job)}), not this one "
+                f"({_describe_job(self.job)})"
+            )
+        elsewhere = state.service.mismatch(self.identity)
+        if elsewhere is not None:
+            reasons.append(elsewhere)
+        if reasons:
+            what = "that export" if state.job != self.job else "it"
+            raise ResumeMismatchError(
+                f"{path} cannot be resumed here: {' and '.join(reasons)}. Nothing was "
+                f"written; to continue it, run {what} with resume=True"
+                f"{_from(state.service) if elsewhere is not None else ''}, or {start_over}"
+            )
         if not resume:
             raise ExportError(
                 f"{target} has an interrupted export ({state.items:,} items, see {path}): "
-                f"pass resume=True to continue it, or delete {path} and the partial file "
-                f"beside it to start over"
-            )
-        if state.job != self.job:
-            raise ResumeMismatchError(
-                f"{path} belongs to another export ({_describe_job(state.job)}), not this "
-                f"one ({_describe_job(self.job)}); run that export with resume=True, or "
-                f"delete {path} and the partial file beside it to start over"
-            )
-        reason = state.service.mismatch(self.identity)
-        if reason is not None:
-            raise ResumeMismatchError(
-                f"{path} cannot be resumed here: {reason}. Nothing was written; resume it "
-                f"with the service and token it was started with, or delete {path} and "
-                f"the partial file beside it to start over"
+                f"pass resume=True to continue it, or {start_over}"
             )
         writer.resume(state.writer, state.items)
         self._service = state.service
@@ -242,6 +242,18 @@ class Exporter:
             saved=saved,
             errno=error.errno,
         )
+
+
+def _start_over(path: Path, writer: Writer, record: Any, to: str = "start over") -> str:
+    """What to delete to start over: the checkpoint and the files its record names."""
+    *names, last = [str(path), *(str(file) for file in writer.files(record))]
+    return f"delete {', '.join(names)} and {last} to {to}" if names else f"delete {last} to {to}"
+
+
+def _from(service: Service) -> str:
+    """Where a checkpoint's export was made, as a way to resume it."""
+    token = " with the token it was started with" if service.credentials is not None else ""
+    return f" against {_word(service.base_url)}{token}"
 
 
 def _describe_job(job: object) -> str:

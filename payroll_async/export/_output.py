@@ -14,6 +14,7 @@ Payroll data is written as payroll data:
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import stat
@@ -28,7 +29,9 @@ from ._checkpoint import (
     ExportError,
     OutputLockedError,
     checked_open,
+    checkpoint_path,
     count,
+    shown,
     sync_directory,
 )
 from ._formats import Format
@@ -171,7 +174,9 @@ class FileWriter:
     """A :class:`~payroll_async.export._checkpoint.Writer` to a regular file, replaced at the end.
 
     Writes go to ``OUT.<random>.partial`` (0600, created with O_EXCL); its name and length
-    are this writer's part of a checkpoint.
+    are this writer's part of a checkpoint. The name is random so that nothing planted at
+    a name known in advance can be in its way (no link, no other user's file in a shared
+    directory); the messages that say what to delete name it.
     """
 
     def __init__(self, target: Path, fmt: Format, columns: list[str]) -> None:
@@ -197,6 +202,18 @@ class FileWriter:
         self._file = os.fdopen(fd, "wb", buffering=0)  # pages are written whole: no buffer
         self._write(self.fmt.header(self._columns))
 
+    def files(self, record: Mapping[str, Any] | None) -> list[Path]:
+        """The partial file a checkpoint's ``record`` names, to delete with the checkpoint to
+        start over; without a record that can be read, the partial files beside the
+        target (the first five)."""
+        if record is not None:
+            try:
+                return [self._named(record)[0]]
+            except CheckpointError:
+                pass
+        pattern = f"{glob.escape(self.target.name)}.*.partial"
+        return sorted(self.target.parent.glob(pattern))[:5]
+
     def _named(self, record: Mapping[str, Any]) -> tuple[Path, int]:
         """The partial file and length a checkpoint's ``writer`` record names, checked."""
         name, size = record.get("partial"), record.get("bytes")
@@ -210,7 +227,8 @@ class FileWriter:
             or "\0" in name
         ):
             raise CheckpointError(
-                f"the checkpoint of {self.target} names {name!r}, not a partial file of it"
+                f"the checkpoint of {self.target} names {shown(name)}, not a partial file of "
+                f"it; delete {checkpoint_path(self.target)} to start over"
             )
         try:
             length = count(size, "writer.bytes")
@@ -381,3 +399,6 @@ class StreamWriter:
 
     def close(self, *, keep: bool) -> None:
         pass
+
+    def files(self, record: Mapping[str, Any] | None) -> list[Path]:
+        return []

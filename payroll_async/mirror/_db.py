@@ -118,8 +118,11 @@ def database_errors(secrets: tuple[str, ...], doing: str) -> Iterator[None]:
     except MirrorError:
         raise
     except (SQLAlchemyError, OSError, ConnectionError) as exc:
-        # asyncpg's own errors are OSErrors or come wrapped in SQLAlchemy's.
+        # asyncpg's own errors are OSErrors or come wrapped in SQLAlchemy's, whose adapter
+        # of the driver's error is a bare "Error": the driver's own is named instead.
         detail = getattr(exc, "orig", None) or exc
+        if type(detail).__module__.startswith("sqlalchemy.") and detail.__cause__ is not None:
+            detail = detail.__cause__
         message = _scrub(f"{doing}: {type(detail).__name__}: {detail}", secrets)
         first = message.splitlines()[0][:500] if message else doing
         # The server's text is outside input: no control codes reach a terminal.

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from payroll_async.cli._app import DEMO_DATA
 from payroll_async.emulator import Emulator
 from tests.cli._run import ROOT
 
@@ -36,12 +37,23 @@ runpy.run_module("payroll_async.cli", run_name="__main__")
 
 
 async def export(emu: Emulator, target: Path, *extra: str) -> asyncio.subprocess.Process:
-    args = ["export", "payroll-connections", "-o", str(target), "--page-size", "50", *extra]
+    return await telling("--base-url", emu.base_url, "--token", emu.token, target, *extra)
+
+
+async def telling(*args: str | Path) -> asyncio.subprocess.Process:
+    """``payroll-async ARGS... export payroll-connections -o TARGET --page-size 50 EXTRA...``
+    (the first Path in ``args`` is the target), telling each checkpoint on standard output."""
+    at = next(i for i, arg in enumerate(args) if isinstance(arg, Path))
+    command = [
+        *map(str, args[:at]),
+        *("export", "payroll-connections", "-o", str(args[at]), "--page-size", "50"),
+        *map(str, args[at + 1 :]),
+    ]
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
         TELLING,
-        *("--base-url", emu.base_url, "--token", emu.token, *args),
+        *command,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -112,3 +124,39 @@ async def test_interrupt_then_resume_gives_every_item_once(
     ids = exported_ids(target, fmt)
     assert ids == expected  # every id, once, in order
     assert sorted(os.listdir(tmp_path)) == [target.name]  # no partial file, no checkpoint
+
+
+async def test_an_emulator_export_stopped_by_ctrl_c_resumes_from_the_emulator(
+    tmp_path: Path,
+) -> None:
+    """Issue 40.1: each --emulator run starts an emulator on another port with another
+    token, and its data is the same: the first resume a new user tries continues, and the
+    refusal without --resume names the two files it means and the option that works."""
+    target = tmp_path / "big.jsonl"
+    first = await telling("--emulator", target, "--concurrency", "2")
+    await wait_for_checkpoint(first, at_least=200)
+    first.send_signal(signal.SIGINT)
+    _, err = await asyncio.wait_for(first.communicate(), 60)
+    assert first.returncode == 130
+    assert err.decode().strip().endswith("run the same command with --resume to continue.")
+    checkpoint = target.with_name("big.jsonl.checkpoint")
+    saved = json.loads(checkpoint.read_text())
+    partial = tmp_path / saved["writer"]["partial"]
+    assert partial.is_file()
+
+    again = await telling("--emulator", target, "--concurrency", "2")
+    _, err = await asyncio.wait_for(again.communicate(), 60)
+    assert again.returncode == 2
+    refusal = err.decode().strip()
+    assert len(refusal.splitlines()) == 1
+    assert "pass --resume to continue it" in refusal
+    assert f"delete {checkpoint} and {partial} to start over" in refusal
+
+    second = await telling("--emulator", target, "--concurrency", "2", "--resume")
+    _, err = await asyncio.wait_for(second.communicate(), 120)
+    assert second.returncode == 0, err.decode()
+    assert f"Resumed at {saved['items']:,} of 25,000 payroll-connections" in err.decode()
+    demo = Emulator(**DEMO_DATA).data
+    expected = [demo.payroll_connection(i)["id"] for i in range(25_000)]
+    assert exported_ids(target, "jsonl") == expected
+    assert sorted(os.listdir(tmp_path)) == [target.name]

@@ -30,14 +30,10 @@ from payroll_async.export import (
     export_to_file,
 )
 from payroll_async.export._checkpoint import read_checkpoint
-from tests.checkpoints import JOB, forge
+from tests.checkpoints import JOB, forge, interrupted
 from tests.conftest import Serve, StartEmulator
 
 N = 300
-
-
-class Stop(Exception):
-    """Stands for a crash in the middle of an export."""
 
 
 @pytest.fixture
@@ -62,29 +58,6 @@ def ids(path: Path) -> list[str]:
 
 def expected(emu: Emulator, count: int = N) -> list[str]:
     return [emu.data.payroll_connection(i)["id"] for i in range(count)]
-
-
-def crash_after(pages: int) -> Any:
-    seen = 0
-
-    def on_page(page: Page[Any], progress: ExportProgress) -> None:
-        nonlocal seen
-        seen += 1
-        if seen == pages:
-            raise Stop
-
-    return on_page
-
-
-async def interrupted(emu: Emulator, target: Path, *, pages: int = 2, **options: Any) -> None:
-    async with PayrollClient(emu.base_url, emu.token) as client:
-        with pytest.raises(Stop):
-            await export_to_file(
-                client.payroll_connections.list(page_size=50),
-                target,
-                on_page=crash_after(pages),
-                **options,
-            )
 
 
 def partial_of(target: Path) -> Path:
