@@ -12,11 +12,15 @@ import asyncio
 import base64
 import contextlib
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 import trustme
 from aiohttp import web
+
+from payroll_async.emulator import Emulator
 
 SERVICE_HOST = "payroll.example.test"
 """The service's name: never resolved, only the proxy knows where it is."""
@@ -132,9 +136,7 @@ class TunnelProxy:
         writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         await writer.drain()
         try:
-            await asyncio.gather(
-                self._pipe(reader, up_writer, record=True), self._pipe(up_reader, writer)
-            )
+            await asyncio.gather(_pipe(reader, up_writer, self.seen), _pipe(up_reader, writer))
         finally:
             up_writer.close()
 
@@ -153,15 +155,112 @@ class TunnelProxy:
                 return '407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="x"'
         return None
 
-    async def _pipe(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, record: bool = False
-    ) -> None:
+
+class TLSTerminator:
+    """A TLS front of a plain TCP server on loopback (as stunnel is to a Redis without
+    TLS): ``forwarded`` counts the connections whose handshake succeeded."""
+
+    def __init__(self, upstream: int, context: ssl.SSLContext) -> None:
+        self.upstream = upstream
+        self.context = context
+        self.forwarded = 0
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def __aenter__(self) -> TLSTerminator:
+        self._server = await asyncio.start_server(
+            self._serve, "127.0.0.1", 0, ssl=self.context, ssl_handshake_timeout=5
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self.forwarded += 1
         try:
-            while chunk := await reader.read(65536):
-                if record:
-                    self.seen += chunk
-                writer.write(chunk)
-                await writer.drain()
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
+            try:
+                await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+            finally:
+                up_writer.close()
+        except (ConnectionError, ssl.SSLError):
+            pass
         finally:
-            with contextlib.suppress(OSError):
-                writer.write_eof()
+            self._tasks.discard(task)
+            writer.close()
+
+
+async def _pipe(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, record: bytearray | None = None
+) -> None:
+    """Copy ``reader`` to ``writer`` until its end (kept in ``record`` too, if given)."""
+    try:
+        while chunk := await reader.read(65536):
+            if record is not None:
+                record += chunk
+            writer.write(chunk)
+            await writer.drain()
+    finally:
+        with contextlib.suppress(OSError, RuntimeError):
+            writer.write_eof()
+
+
+@pytest.fixture
+def ca(tmp_path: Path) -> PrivateCA:
+    return PrivateCA(tmp_path)
+
+
+class Service:
+    """The emulator over TLS, with what it was sent: each request's Authorization header;
+    ``faults`` maps a request's number to the status it is answered with."""
+
+    def __init__(self, emulator: Emulator, faults: dict[int, int] | None = None) -> None:
+        self.emulator = emulator
+        self.faults = faults or {}
+        self.authorizations: list[str | None] = []
+        self.port = 0
+
+        @web.middleware
+        async def record(request: web.Request, handler: Any) -> web.StreamResponse:
+            self.authorizations.append(request.headers.get("Authorization"))
+            status = self.faults.get(len(self.authorizations))
+            if status is not None:
+                return web.json_response(
+                    {"message": "not now"}, status=status, headers={"Retry-After": "1"}
+                )
+            response: web.StreamResponse = await handler(request)
+            return response
+
+        emulator.app.middlewares.insert(0, record)
+
+
+ServiceFactory = Callable[..., Awaitable[Service]]
+
+
+@pytest.fixture
+async def tls_service(ca: PrivateCA) -> AsyncIterator[ServiceFactory]:
+    """``await tls_service(faults=..., client_certificate=...)``: the emulator over TLS."""
+    async with contextlib.AsyncExitStack() as stack:
+
+        async def start(
+            *, faults: dict[int, int] | None = None, client_certificate: bool = False
+        ) -> Service:
+            emulator = Emulator(payroll_connections=230)
+            stack.push_async_callback(emulator.close)
+            service = Service(emulator, faults)
+            context = ca.server_context(client_certificate=client_certificate)
+            service.port = await stack.enter_async_context(tls_server(emulator.app, context))
+            return service
+
+        yield start

@@ -7,17 +7,15 @@ are ProxyErrors, and the environment's variables are read as httpx and requests 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import socket
 import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from payroll_async import (
     APIConnectionError,
@@ -28,7 +26,13 @@ from payroll_async import (
 )
 from payroll_async.emulator import Emulator
 
-from ._network import SERVICE_HOST, PrivateCA, TunnelProxy, tls_server
+from ._network import (
+    SERVICE_HOST,
+    PrivateCA,
+    Service,
+    ServiceFactory,
+    TunnelProxy,
+)
 from .conftest import FakeClock
 
 SERVICE = f"https://{SERVICE_HOST}"
@@ -51,56 +55,6 @@ def _no_proxy_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test sets the variables it is about; none of the machine's."""
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def ca(tmp_path: Path) -> PrivateCA:
-    return PrivateCA(tmp_path)
-
-
-class Service:
-    """The emulator over TLS, with what it was sent: each request's Authorization header;
-    ``faults`` maps a request's number to the status it is answered with."""
-
-    def __init__(self, emulator: Emulator, faults: dict[int, int] | None = None) -> None:
-        self.emulator = emulator
-        self.faults = faults or {}
-        self.authorizations: list[str | None] = []
-        self.port = 0
-
-        @web.middleware
-        async def record(request: web.Request, handler: Any) -> web.StreamResponse:
-            self.authorizations.append(request.headers.get("Authorization"))
-            status = self.faults.get(len(self.authorizations))
-            if status is not None:
-                return web.json_response(
-                    {"message": "not now"}, status=status, headers={"Retry-After": "1"}
-                )
-            response: web.StreamResponse = await handler(request)
-            return response
-
-        emulator.app.middlewares.insert(0, record)
-
-
-ServiceFactory = Callable[..., Awaitable[Service]]
-
-
-@pytest.fixture
-async def tls_service(ca: PrivateCA) -> AsyncIterator[ServiceFactory]:
-    """``await tls_service(faults=..., client_certificate=...)``: the emulator over TLS."""
-    async with contextlib.AsyncExitStack() as stack:
-
-        async def start(
-            *, faults: dict[int, int] | None = None, client_certificate: bool = False
-        ) -> Service:
-            emulator = Emulator(payroll_connections=230)
-            stack.push_async_callback(emulator.close)
-            service = Service(emulator, faults)
-            context = ca.server_context(client_certificate=client_certificate)
-            service.port = await stack.enter_async_context(tls_server(emulator.app, context))
-            return service
-
-        yield start
 
 
 def _closed_port() -> int:

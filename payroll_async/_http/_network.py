@@ -27,6 +27,7 @@ from yarl import URL
 from .._core import _env
 from .._core._exceptions import InvalidArgumentError
 from .._core._net import is_loopback
+from .._core._validation import check_ca_bundle
 from .._core._visible import redact_url
 
 __all__ = ["Route", "SSLLike", "TunnelFailed", "proxy_failure", "route", "tunnel_failure"]
@@ -185,26 +186,11 @@ def _tls(value: object, base_url: URL, *, borrowed: bool) -> ssl.SSLContext | bo
     if isinstance(value, ssl.SSLContext):
         return value
     if isinstance(value, (str, os.PathLike)):
-        return _bundle(os.fspath(value))
+        return check_ca_bundle(os.fspath(value), "ssl")
     raise InvalidArgumentError(
         "ssl must be an ssl.SSLContext, a CA bundle's path, True or False, "
         f"got {type(value).__name__}"
     )
-
-
-def _bundle(path: str) -> ssl.SSLContext:
-    """A context that trusts the certificate authorities of the bundle at ``path`` (a PEM
-    file, or a directory of hashed certificates as ``c_rehash`` makes)."""
-    problem = None
-    try:
-        if os.path.isdir(path):
-            return ssl.create_default_context(capath=path)
-        return ssl.create_default_context(cafile=path)
-    except OSError as exc:  # ssl.SSLError is an OSError too: its text says why
-        problem = exc.strerror or str(exc)
-        if isinstance(exc, ssl.SSLError):
-            problem = f"no PEM certificate could be read ({exc.reason or exc})"
-    raise InvalidArgumentError(f"ssl: cannot use the CA bundle {path!r}: {problem}")
 
 
 def _default_tls() -> ssl.SSLContext | bool:
