@@ -7,9 +7,13 @@ are ProxyErrors, and the environment's variables are read as httpx and requests 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import socket
 import subprocess
+import sys
+from asyncio.subprocess import PIPE
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -324,6 +328,49 @@ def hashed(ca: PrivateCA, tmp_path: Path) -> Path:
     ).stdout.strip()
     (directory / f"{name}.0").write_bytes(ca.bundle.read_bytes())
     return directory
+
+
+async def test_ssl_cert_file_set_after_aiohttp_was_imported_without_truststore(
+    ca: PrivateCA, tls_service: ServiceFactory
+) -> None:
+    """aiohttp reads SSL_CERT_FILE once, as it is imported; the client reads it when made."""
+    service = await tls_service()
+    code = f"""
+import asyncio, os, sys
+sys.modules["truststore"] = None  # not installed
+import aiohttp, payroll_async
+os.environ["SSL_CERT_FILE"] = {str(ca.bundle)!r}
+async def main():
+    async with payroll_async.PayrollClient(
+        "https://localhost:{service.port}", {service.emulator.token!r}, retry=None
+    ) as client:
+        print(len([w async for w in client.webhooks.list()]))
+asyncio.run(main())
+"""
+    environ = {k: v for k, v in os.environ.items() if k not in PROXY_VARIABLES}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, env=environ, stdout=PIPE, stderr=PIPE
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    assert out.decode().strip() == "3"
+
+
+def test_the_default_trust_is_truststores_where_installed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Not observable on Linux, where truststore reads OpenSSL's files too: its context."""
+    truststore = pytest.importorskip("truststore")
+    client = PayrollClient(SERVICE, "tok")
+    assert isinstance(client._transport.route.ssl, truststore.SSLContext)
+    monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
+    client = PayrollClient(SERVICE, "tok")
+    assert not isinstance(client._transport.route.ssl, truststore.SSLContext)
+
+
+def test_trust_env_is_a_bool() -> None:
+    with pytest.raises(InvalidArgumentError, match="trust_env must be True or False"):
+        PayrollClient(SERVICE, "tok", trust_env="no")  # type: ignore[arg-type]
 
 
 async def test_a_directory_of_hashed_certificates_is_a_bundle(
