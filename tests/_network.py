@@ -14,7 +14,7 @@ import contextlib
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import trustme
@@ -64,39 +64,21 @@ async def tls_server(app: web.Application, context: ssl.SSLContext) -> AsyncIter
         await runner.cleanup()
 
 
-class TunnelProxy:
-    """An HTTP proxy on loopback that tunnels ``CONNECT`` to ``upstream`` (whatever host
-    was asked: it is the network's way to the service).
+_Server = TypeVar("_Server", bound="_LoopbackServer")
 
-    ``answer``: ``None`` to tunnel, a status (407, 403, 502) to refuse with, or ``"drop"``
-    to close the connection once the ``CONNECT`` is read. ``credentials``: the
-    ``user:password`` it requires (answering 407 otherwise). ``heads`` are the requests'
-    heads as read; ``seen`` every byte the clients sent it, tunnelled ones included.
-    """
 
-    def __init__(
-        self,
-        upstream: int,
-        *,
-        answer: int | str | None = None,
-        credentials: str | None = None,
-    ) -> None:
-        self.upstream = upstream
-        self.answer = answer
-        self.credentials = credentials
-        self.heads: list[bytes] = []
-        self.seen = bytearray()
-        self.tunnels = 0
+class _LoopbackServer:
+    """A TCP server on a free loopback port for an ``async with`` block; each connection
+    is ``handle()``'d, and those still open are cancelled as the block ends."""
+
+    def __init__(self, context: ssl.SSLContext | None = None) -> None:
+        self.context = context
         self.port = 0
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    async def __aenter__(self) -> TunnelProxy:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+    async def __aenter__(self: _Server) -> _Server:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.context)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -113,14 +95,47 @@ class TunnelProxy:
         assert task is not None
         self._tasks.add(task)
         try:
-            await self._tunnel(reader, writer)
-        except (ConnectionError, asyncio.IncompleteReadError):
+            await self.handle(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
             pass
         finally:
             self._tasks.discard(task)
             writer.close()
 
-    async def _tunnel(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+
+class TunnelProxy(_LoopbackServer):
+    """An HTTP proxy on loopback that tunnels ``CONNECT`` to ``upstream`` (whatever host
+    was asked: it is the network's way to the service).
+
+    ``answer``: ``None`` to tunnel, a status (407, 403, 502) to refuse with, or ``"drop"``
+    to close the connection once the ``CONNECT`` is read. ``credentials``: the
+    ``user:password`` it requires (answering 407 otherwise). ``heads`` are the requests'
+    heads as read; ``seen`` every byte the clients sent it, tunnelled ones included.
+    """
+
+    def __init__(
+        self,
+        upstream: int,
+        *,
+        answer: int | str | None = None,
+        credentials: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.upstream = upstream
+        self.answer = answer
+        self.credentials = credentials
+        self.heads: list[bytes] = []
+        self.seen = bytearray()
+        self.tunnels = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
         self.heads.append(head)
         self.seen += head
@@ -156,49 +171,22 @@ class TunnelProxy:
         return None
 
 
-class TLSTerminator:
+class TLSTerminator(_LoopbackServer):
     """A TLS front of a plain TCP server on loopback (as stunnel is to a Redis without
     TLS): ``forwarded`` counts the connections whose handshake succeeded."""
 
     def __init__(self, upstream: int, context: ssl.SSLContext) -> None:
+        super().__init__(context)
         self.upstream = upstream
-        self.context = context
         self.forwarded = 0
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
 
-    async def __aenter__(self) -> TLSTerminator:
-        self._server = await asyncio.start_server(
-            self._serve, "127.0.0.1", 0, ssl=self.context, ssl_handshake_timeout=5
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.forwarded += 1
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
         try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
-            try:
-                await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
-            finally:
-                up_writer.close()
-        except (ConnectionError, ssl.SSLError):
-            pass
+            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
         finally:
-            self._tasks.discard(task)
-            writer.close()
+            up_writer.close()
 
 
 async def _pipe(

@@ -180,9 +180,10 @@ async def test_a_proxy_that_cannot_be_reached_is_a_proxy_error() -> None:
 # -- the environment: HTTPS_PROXY, ALL_PROXY, NO_PROXY, trust_env --------------------------
 
 
-async def _list_through(base_url: str, service: Service, ca: PrivateCA, **options: Any) -> None:
-    async with PayrollClient(base_url, service.emulator.token, ssl=str(ca.bundle), **options) as c:
-        assert [w async for w in c.webhooks.list()]
+async def _list_through(base_url: str, service: Service, **options: Any) -> None:
+    """List the service's subscriptions with a client of ``options``: they are all there."""
+    async with PayrollClient(base_url, service.emulator.token, **options) as client:
+        assert len([w async for w in client.webhooks.list()]) == 3
 
 
 @pytest.mark.parametrize("variable", ["HTTPS_PROXY", "https_proxy", "ALL_PROXY"])
@@ -192,7 +193,7 @@ async def test_the_proxy_variables_are_honoured(
     service = await tls_service()
     async with TunnelProxy(service.port) as proxy:
         monkeypatch.setenv(variable, proxy.url.removeprefix("http://"))  # no scheme: http
-        await _list_through(SERVICE, service, ca)
+        await _list_through(SERVICE, service, ssl=ca.bundle)
     assert proxy.tunnels == 1
 
 
@@ -203,7 +204,9 @@ async def test_trust_env_false_ignores_the_environment(
     async with TunnelProxy(service.port) as proxy:
         monkeypatch.setenv("HTTPS_PROXY", proxy.url)
         monkeypatch.setenv("NO_PROXY", "")
-        await _list_through(f"https://localhost:{service.port}", service, ca, trust_env=False)
+        await _list_through(
+            f"https://localhost:{service.port}", service, ssl=ca.bundle, trust_env=False
+        )
     assert proxy.heads == []
 
 
@@ -223,7 +226,7 @@ async def test_loopback_goes_straight_unless_no_proxy_is_emptied_on_purpose(
         monkeypatch.setenv("HTTPS_PROXY", proxy.url)
         if no_proxy is not None:
             monkeypatch.setenv("NO_PROXY", no_proxy)
-        await _list_through(f"https://localhost:{service.port}", service, ca)
+        await _list_through(f"https://localhost:{service.port}", service, ssl=ca.bundle)
     assert (proxy.tunnels == 1) is proxied
 
 
@@ -268,10 +271,7 @@ async def test_with_a_session_of_yours_proxy_and_ssl_still_apply(
 ) -> None:
     service = await tls_service()
     async with TunnelProxy(service.port) as proxy, aiohttp.ClientSession() as session:
-        async with PayrollClient(
-            SERVICE, service.emulator.token, session=session, proxy=proxy.url, ssl=str(ca.bundle)
-        ) as client:
-            assert [w async for w in client.webhooks.list()]
+        await _list_through(SERVICE, service, session=session, proxy=proxy.url, ssl=ca.bundle)
     assert proxy.tunnels == 1
 
 
@@ -301,9 +301,8 @@ async def test_a_private_ca_is_refused_by_default_and_trusted_when_given(
             [w async for w in client.webhooks.list()]
     assert "TLS failed" in str(caught.value)
     assert not caught.value.retryable
-    await _list_through(base_url, service, ca)
-    async with PayrollClient(base_url, service.emulator.token, ssl=ca.client_context()) as client:
-        assert [w async for w in client.webhooks.list()]
+    await _list_through(base_url, service, ssl=ca.bundle)
+    await _list_through(base_url, service, ssl=ca.client_context())
 
 
 async def test_ssl_cert_file_keeps_working(
@@ -311,8 +310,7 @@ async def test_ssl_cert_file_keeps_working(
 ) -> None:
     service = await tls_service()
     monkeypatch.setenv("SSL_CERT_FILE", str(ca.bundle))
-    async with PayrollClient(f"https://localhost:{service.port}", service.emulator.token) as c:
-        assert [w async for w in c.webhooks.list()]
+    await _list_through(f"https://localhost:{service.port}", service)
 
 
 @pytest.fixture
@@ -377,10 +375,7 @@ async def test_a_directory_of_hashed_certificates_is_a_bundle(
     hashed: Path, tls_service: ServiceFactory
 ) -> None:
     service = await tls_service()
-    async with PayrollClient(
-        f"https://localhost:{service.port}", service.emulator.token, ssl=hashed
-    ) as client:
-        assert [w async for w in client.webhooks.list()]
+    await _list_through(f"https://localhost:{service.port}", service, ssl=hashed)
 
 
 async def test_mutual_tls_with_a_client_certificate(
@@ -388,10 +383,7 @@ async def test_mutual_tls_with_a_client_certificate(
 ) -> None:
     service = await tls_service(client_certificate=True)
     base_url = f"https://localhost:{service.port}"
-    async with PayrollClient(
-        base_url, service.emulator.token, ssl=ca.client_context(certificate=True)
-    ) as client:
-        assert [w async for w in client.webhooks.list()]
+    await _list_through(base_url, service, ssl=ca.client_context(certificate=True))
     async with PayrollClient(
         base_url, service.emulator.token, ssl=ca.client_context(), retry=None
     ) as client:
@@ -403,13 +395,9 @@ async def test_mutual_tls_with_a_client_certificate(
 async def test_mutual_tls_through_the_proxy(ca: PrivateCA, tls_service: ServiceFactory) -> None:
     service = await tls_service(client_certificate=True)
     async with TunnelProxy(service.port) as proxy:
-        async with PayrollClient(
-            SERVICE,
-            service.emulator.token,
-            proxy=proxy.url,
-            ssl=ca.client_context(certificate=True),
-        ) as client:
-            assert [w async for w in client.webhooks.list()]
+        await _list_through(
+            SERVICE, service, proxy=proxy.url, ssl=ca.client_context(certificate=True)
+        )
     assert proxy.tunnels == 1
 
 
@@ -437,10 +425,7 @@ async def test_no_certificate_check_on_loopback_reaches_a_self_made_certificate(
     tls_service: ServiceFactory,
 ) -> None:
     service = await tls_service()
-    async with PayrollClient(
-        f"https://127.0.0.1:{service.port}", service.emulator.token, ssl=False
-    ) as client:
-        assert [w async for w in client.webhooks.list()]
+    await _list_through(f"https://127.0.0.1:{service.port}", service, ssl=False)
 
 
 @pytest.mark.parametrize(
