@@ -48,8 +48,6 @@ from ._client import PayrollClient
 from ._core import _env
 from ._core._converter import to_camel
 from ._core._exceptions import InvalidArgumentError
-from ._core._validation import check_base_url
-from ._http._network import route
 
 __all__ = ["payroll_source"]
 
@@ -292,7 +290,7 @@ def payroll_source(
     url = base_url if base_url is not None else _env.require(_env.BASE_URL, "base_url")
     secret = token if token is not None else _env.require(_env.TOKEN, "token")
     network: dict[str, Any] = {"proxy": proxy, "ssl": True if ca_bundle is None else ca_bundle}
-    route(check_base_url(url), trust_env=True, borrowed=False, **network)  # checked now
+    PayrollClient(url, secret, **network)  # every argument checked now; never opened
     resources = []
     for collection in chosen:
         mirrored = TABLES[collection]

@@ -9,9 +9,7 @@ characters can ever reach a URL path.
 from __future__ import annotations
 
 import math
-import os
 import re
-import ssl
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -30,7 +28,6 @@ from ._visible import redact_url
 
 __all__ = [
     "check_base_url",
-    "check_ca_bundle",
     "check_concurrency",
     "check_event_types",
     "check_extra_headers",
@@ -246,21 +243,6 @@ def check_webhook_path(path: str) -> str:
     """A notification destination: an absolute https URL (loopback http allowed)."""
     _parse_url(path, "path")
     return str.__str__(path)
-
-
-def check_ca_bundle(path: str, name: str) -> ssl.SSLContext:
-    """A context that trusts the certificate authorities of the bundle at ``path`` (a PEM
-    file, or a directory of hashed certificates as ``c_rehash`` makes): ``name``'s value."""
-    problem = None
-    try:
-        if os.path.isdir(path):
-            return ssl.create_default_context(capath=path)
-        return ssl.create_default_context(cafile=path)
-    except OSError as exc:  # ssl.SSLError is an OSError too
-        problem = exc.strerror or str(exc)
-        if isinstance(exc, ssl.SSLError):
-            problem = f"no PEM certificate could be read ({exc.reason or exc})"
-    raise InvalidArgumentError(f"{name}: cannot use the CA bundle {path!r}: {problem}")
 
 
 def check_base_url(base_url: str) -> URL:

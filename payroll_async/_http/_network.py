@@ -26,8 +26,7 @@ from yarl import URL
 
 from .._core import _env
 from .._core._exceptions import InvalidArgumentError
-from .._core._net import is_loopback
-from .._core._validation import check_ca_bundle
+from .._core._net import check_ca_bundle, is_loopback
 from .._core._visible import redact_url
 
 __all__ = ["Route", "SSLLike", "TunnelFailed", "proxy_failure", "route", "tunnel_failure"]

@@ -29,7 +29,7 @@ from payroll_async import (
     __version__,
 )
 from payroll_async._core._env import BASE_URL, REDIS_URL, TOKEN
-from payroll_async._core._validation import check_ca_bundle
+from payroll_async._core._net import check_ca_bundle
 from payroll_async._core._visible import VisibleFormatter
 from payroll_async.export import ExportError
 
