@@ -98,9 +98,9 @@ class PayrollClient(GenericCalls):
         ssl: How the service's certificate is checked: an ``ssl.SSLContext`` (a private
             certificate authority, a client certificate for mutual TLS), the path of a CA
             bundle (a PEM file, or a directory of hashed certificates) to trust instead of
-            the system's, or True: the system's trust store (through ``truststore`` where
-            installed, unless ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` is set). False (no
-            check at all) is refused except for loopback hosts.
+            the system's, or True: the system's trust store (``SSL_CERT_FILE`` or
+            ``SSL_CERT_DIR`` when set; on macOS and Windows through ``truststore`` where
+            installed). False (no check at all) is refused except for loopback hosts.
 
     With ``session=``, the session is yours: its own ``trust_env`` decides whether the
     environment's proxy is used, and its connector's TLS applies; an explicit ``proxy=``

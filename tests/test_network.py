@@ -354,11 +354,14 @@ asyncio.run(main())
     assert out.decode().strip() == "3"
 
 
-def test_the_default_trust_is_truststores_where_installed(
+def test_the_default_trust_is_truststores_on_macos_and_windows(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Not observable on Linux, where truststore reads OpenSSL's files too: its context."""
+    """Not observable here: on Linux the system's store is OpenSSL's files, read as they
+    are; elsewhere the default context is truststore's, unless SSL_CERT_* names one."""
     truststore = pytest.importorskip("truststore")
+    assert PayrollClient(SERVICE, "tok")._transport.route.ssl is True  # OpenSSL's (aiohttp's)
+    monkeypatch.setattr(sys, "platform", "darwin")
     client = PayrollClient(SERVICE, "tok")
     assert isinstance(client._transport.route.ssl, truststore.SSLContext)
     monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
@@ -413,6 +416,8 @@ def test_a_bad_ca_bundle_is_refused_before_any_request(tmp_path: Path) -> None:
         PayrollClient(SERVICE, "tok", ssl=junk)
     with pytest.raises(InvalidArgumentError, match="ssl must be"):
         PayrollClient(SERVICE, "tok", ssl=1.5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="proxy= must be a string URL"):
+        PayrollClient(SERVICE, "tok", proxy=3128)  # type: ignore[arg-type]
 
 
 def test_no_certificate_check_only_for_loopback() -> None:
@@ -446,6 +451,7 @@ def test_a_bad_proxy_variable_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "socks5://u:SECRETPW@proxy:1080")
     with pytest.raises(InvalidArgumentError, match="HTTPS_PROXY must be") as caught:
         PayrollClient(SERVICE, "tok")
+    assert "add its host to NO_PROXY or pass trust_env=False" in str(caught.value)
     assert "SECRETPW" not in str(caught.value)
     PayrollClient(SERVICE, "tok", trust_env=False)  # the environment is not read
 

@@ -16,6 +16,7 @@ import functools
 import ipaddress
 import os
 import ssl
+import sys
 import urllib.request
 from collections.abc import Mapping
 from typing import Any, TypeAlias
@@ -36,6 +37,7 @@ SSLLike: TypeAlias = "ssl.SSLContext | str | os.PathLike[str] | bool"
 
 _PROXY_SCHEMES = ("http", "https")
 _NOTHING: Mapping[str, Any] = {}
+_OWN_STORE_PLATFORMS = ("darwin", "win32")  # a trust store of the system's, not OpenSSL's
 
 
 @attrs.frozen(repr=False)
@@ -91,7 +93,15 @@ def route(
     if found is None:
         return Route(proxy=None, source=None, ssl=context, request=request or _NOTHING)
     value, source = found
-    url, credentials = _check_proxy(value, source)
+    try:
+        url, credentials = _check_proxy(value, source)
+    except InvalidArgumentError as exc:
+        if source == "proxy=":
+            raise
+        raise InvalidArgumentError(
+            f"{exc}; to reach the service without it, add its host to NO_PROXY or pass "
+            "trust_env=False"
+        ) from None
     request["proxy"] = url
     if credentials is not None:
         # A header rather than aiohttp.BasicAuth, which aiohttp 3.14 deprecates.
@@ -142,7 +152,7 @@ def _check_proxy(value: str, source: str) -> tuple[URL, str | None]:
     """The proxy's URL without credentials, and its ``Proxy-Authorization``; a bad one
     refused."""
     if not isinstance(value, str):
-        raise InvalidArgumentError(f"proxy must be a string URL, got {type(value).__name__}")
+        raise InvalidArgumentError(f"{source} must be a string URL, got {type(value).__name__}")
     text = value.strip()
     if "://" not in text:
         text = "http://" + text  # as httpx and curl read "proxy:3128"
@@ -193,13 +203,20 @@ def _tls(value: object, base_url: URL, *, borrowed: bool) -> ssl.SSLContext | bo
 
 
 def _default_tls() -> ssl.SSLContext | bool:
-    """The system's trust store through ``truststore`` where installed, unless
-    ``SSL_CERT_FILE``/``SSL_CERT_DIR`` name one (OpenSSL's default trust then reads them);
-    else aiohttp's default context."""
+    """The system's trust store: ``SSL_CERT_FILE``/``SSL_CERT_DIR`` when one is set
+    (OpenSSL's default trust reads them); on macOS and Windows the system's own store
+    through ``truststore`` where installed; else aiohttp's default context.
+
+    Elsewhere (Linux, the BSDs) the system's store is the bundle OpenSSL reads already,
+    and ``truststore`` would read that file again at every handshake (some 15 ms of the
+    event loop each).
+    """
     named = tuple(_env.read(name) for name in _env.CERT_VARIABLES)
     if any(named):
         return _openssl(*named)
-    return _truststore() or True
+    if sys.platform in _OWN_STORE_PLATFORMS:
+        return _truststore() or True
+    return True
 
 
 @functools.lru_cache(maxsize=4)
