@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from redis.asyncio import Redis
 
@@ -39,3 +40,18 @@ async def test_ca_bundle_reaches_a_rediss_gate(
         assert await redis.keys(f"{default_key(emu.base_url)}*")
     finally:
         await redis.aclose()
+
+
+async def test_a_rediss_url_may_name_its_own_ca(
+    ca: PrivateCA, redis_server: RedisServer, start_emulator: StartEmulator, tmp_path: Path
+) -> None:
+    emu = await start_emulator()
+    (tmp_path / "other").mkdir()
+    other = PrivateCA(tmp_path / "other")  # another CA: --ca-bundle is not the Redis's
+    async with TLSTerminator(redis_server.port, ca.server_context()) as tls:
+        url = f"rediss://localhost:{tls.port}/0?ssl_ca_certs={ca.bundle}"
+        code, err = await _webhooks_list(
+            emu, "--redis-url", url, "--rate", "50", "--ca-bundle", str(other.bundle)
+        )
+        assert code == 0, err
+        assert tls.forwarded >= 1
