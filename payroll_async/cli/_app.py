@@ -100,15 +100,15 @@ def _network(settings: Settings) -> dict[str, Any]:
 
 
 def _redis_tls(settings: Settings, redis_url: str) -> dict[str, Any]:
-    """--ca-bundle for a rediss:// URL that names no CA of its own (redis-py's
-    ``ssl_ca_certs``/``ssl_ca_path``, which the URL's query may set too)."""
+    """--ca-bundle for a rediss:// URL (redis-py's ``ssl_ca_certs``/``ssl_ca_path``; a CA
+    named in the URL's query wins: redis-py lays the URL's options over these)."""
     if settings.ca_bundle is None:
         return {}
     try:
         url = URL(redis_url)
     except ValueError:
         return {}
-    if url.scheme != "rediss" or {"ssl_ca_certs", "ssl_ca_path"} & set(url.query):
+    if url.scheme != "rediss":
         return {}
     key = "ssl_ca_path" if os.path.isdir(settings.ca_bundle) else "ssl_ca_certs"
     return {key: settings.ca_bundle}
