@@ -17,6 +17,7 @@ from ._core._types import NOT_GIVEN, NotGiven, RetryPolicy, TimeoutLike, given
 from ._core._validation import check_retry
 from ._http._auth import Auth, TokenProvider
 from ._http._gate import Gate
+from ._http._network import SSLLike, route
 from ._http._options import SINGLE_ATTEMPT, ClientOptions, FinalOptions, Unpack, parse_client
 from ._http._transport import DEFAULT_HEADERS, Transport
 from .resources import EmployerIdentifiers, PayrollConnections, Webhooks
@@ -88,6 +89,22 @@ class PayrollClient(GenericCalls):
             to: a [`LocalGate`][payroll_async.LocalGate] of the client's own when None;
             share one between clients, or a ``payroll_async.fleet.RedisGate`` between
             processes.
+        proxy: The HTTP proxy of every request, ``"http://user:password@proxy:3128"``
+            (its credentials go only to the proxy, and are never shown); left out: the
+            environment's ``HTTPS_PROXY`` or ``ALL_PROXY``, unless ``NO_PROXY`` names the
+            service's host or the host is a loopback one. Requests to the service go
+            through the proxy's ``CONNECT`` tunnel: the proxy never sees the token.
+        trust_env: False: ignore the proxy variables of the environment.
+        ssl: How the service's certificate is checked: an ``ssl.SSLContext`` (a private
+            certificate authority, a client certificate for mutual TLS), the path of a CA
+            bundle (a PEM file, or a directory of hashed certificates) to trust instead of
+            the system's, or True: the system's trust store (``SSL_CERT_FILE`` or
+            ``SSL_CERT_DIR`` when set; on macOS and Windows through ``truststore`` where
+            installed). False (no check at all) is refused except for loopback hosts.
+
+    With ``session=``, the session is yours: its own ``trust_env`` decides whether the
+    environment's proxy is used, and its connector's TLS applies; an explicit ``proxy=``
+    or ``ssl=`` is still passed with every request.
     """
 
     webhooks: Webhooks
@@ -111,6 +128,9 @@ class PayrollClient(GenericCalls):
         max_response_size: int | None = DEFAULT_MAX_RESPONSE_SIZE,
         clock: Clock = SYSTEM_CLOCK,
         gate: Gate | None = None,
+        proxy: str | None = None,
+        trust_env: bool = True,
+        ssl: SSLLike = True,
     ) -> None:
         base_url = base_url if base_url is not None else _env.require(_env.BASE_URL, "base_url")
         token = token if token is not None else _env.require(_env.TOKEN, "token")
@@ -125,11 +145,15 @@ class PayrollClient(GenericCalls):
             raise InvalidArgumentError(
                 f"gate must have async acquire() and pause(seconds), got {type(gate).__name__}"
             )
+        root = check.check_base_url(base_url)
         transport = Transport(
-            base_url=check.check_base_url(base_url),
+            base_url=root,
             auth=Auth(token),
             concurrency=check.check_concurrency(concurrency),
             session=session,
+            route=route(
+                root, proxy=proxy, trust_env=trust_env, ssl=ssl, borrowed=session is not None
+            ),
             clock=clock,
             gate=gate,
         )

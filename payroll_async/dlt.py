@@ -26,7 +26,7 @@ import datetime
 import logging
 import threading
 import uuid
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -87,8 +87,10 @@ def _run(coroutine: Coroutine[Any, Any, T]) -> T:
     return outcome[0]
 
 
-async def _mirror(base_url: str, token: str, collection: str, into: str) -> None:
-    async with PayrollClient(base_url, token) as client:
+async def _mirror(
+    base_url: str, token: str, network: Mapping[str, Any], collection: str, into: str
+) -> None:
+    async with PayrollClient(base_url, token, **network) as client:
         result = await mirror(client, collection, into=into)
     if not result.complete:
         logger.warning(
@@ -193,12 +195,12 @@ def _changed(
             yield page if schema is None else pa.Table.from_pylist(page, schema=schema)
 
 
-def _feed(base_url: str, token: str, collection: str) -> Iterator[Any]:
+def _feed(base_url: str, token: str, network: Mapping[str, Any], collection: str) -> Iterator[Any]:
     """One collection's resource: mirror it, then yield the changes dlt has not loaded."""
     pipeline = dlt.current.pipeline()
     state = dlt.current.resource_state()
     path = Path(pipeline.working_dir) / STATE_DATABASE
-    _run(_mirror(base_url, token, collection, f"sqlite:///{path}"))
+    _run(_mirror(base_url, token, network, collection, f"sqlite:///{path}"))
     engine = create_engine(f"sqlite:///{path}")
     try:
         with engine.connect() as conn:
@@ -249,6 +251,8 @@ def payroll_source(
     token: TSecretStrValue | None = None,
     *,
     collections: Sequence[str] = COLLECTIONS,
+    proxy: TSecretStrValue | None = None,
+    ca_bundle: str | None = None,
 ) -> list[DltResource]:
     """The service as a dlt source: one resource (and table) per collection, kept current.
 
@@ -263,6 +267,11 @@ def payroll_source(
     ``employer-identifiers``, ``webhooks``, ``update-groups`` (every employer's); the
     resources are named after their tables (``payroll_connections``,
     ``employer_identifiers``, ``webhook_subscriptions``, ``update_groups``).
+
+    ``proxy`` and ``ca_bundle`` as `PayrollClient` takes ``proxy=`` and ``ssl=`` (a CA
+    bundle's path; ``sources.payroll.ca_bundle`` in ``.dlt/config.toml``): left out, the
+    environment's ``HTTPS_PROXY``/``NO_PROXY`` and the system's trust store (or
+    ``SSL_CERT_FILE``).
 
     Each resource's primary key is the item's id, its write disposition ``merge``; a list
     (a subscription's ``webhookEventTypes``) is a child table, as dlt makes one. An item is
@@ -280,12 +289,14 @@ def payroll_source(
         raise InvalidArgumentError("collections: give at least one")
     url = base_url if base_url is not None else _env.require(_env.BASE_URL, "base_url")
     secret = token if token is not None else _env.require(_env.TOKEN, "token")
+    network: dict[str, Any] = {"proxy": proxy, "ssl": True if ca_bundle is None else ca_bundle}
+    PayrollClient(url, secret, **network)  # every argument checked now; never opened
     resources = []
     for collection in chosen:
         mirrored = TABLES[collection]
         resources.append(
             dlt.resource(
-                _feed(url, secret, collection),
+                _feed(url, secret, network, collection),
                 name=mirrored.table.name,
                 primary_key=to_camel(mirrored.key),
                 write_disposition="merge",

@@ -223,3 +223,7 @@ async def serve() -> AsyncIterator[Serve]:
             return await servers.enter_async_context(loopback(app))
 
         yield start
+
+
+# The private CA and the emulator over TLS of the proxy and TLS tests (tests/_network.py).
+from tests._network import ca, tls_service  # noqa: E402, F401

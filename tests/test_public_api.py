@@ -78,3 +78,14 @@ def test_the_options_and_the_generic_calls_are_public() -> None:
         assert inspect.getdoc(getattr(client, name))
     assert callable(payroll_async.Page.has_next_page)
     assert inspect.iscoroutinefunction(payroll_async.Page.get_next_page)
+
+
+def test_the_network_options_and_the_proxy_error_are_public() -> None:
+    """Issue 44's additions: proxy=, trust_env=, ssl= and ProxyError."""
+    params = inspect.signature(payroll_async.PayrollClient).parameters
+    assert params["proxy"].default is None
+    assert params["trust_env"].default is True
+    assert params["ssl"].default is True
+    assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in ("proxy", "ssl"))
+    assert issubclass(payroll_async.ProxyError, payroll_async.APIConnectionError)
+    assert "ProxyError" in payroll_async.__all__

@@ -1,10 +1,12 @@
-"""The one place the SDK reads the environment: the service's URL and token, and logging."""
+"""The one place the SDK reads the environment: the service's URL and token, proxies and
+certificates, and logging."""
 
 from __future__ import annotations
 
 import logging
 import os
 import sys
+import urllib.request
 from typing import Final
 
 from ._exceptions import InvalidArgumentError
@@ -19,7 +21,9 @@ __all__ = [
     "REDIS_URL",
     "TOKEN",
     "WEBHOOK_SECRET",
+    "CERT_VARIABLES",
     "configure_logging",
+    "proxies",
     "read",
 ]
 
@@ -40,12 +44,23 @@ INBOX_URL: Final = "PAYROLL_INBOX_URL"
 LOG: Final = "PAYROLL_LOG"
 """``debug`` or ``info``: log the SDK's records of that level and above to stderr."""
 
+CERT_VARIABLES: Final = ("SSL_CERT_FILE", "SSL_CERT_DIR")
+"""OpenSSL's trust store settings: when one is set, it is the trust store (not truststore's)."""
+
 _LEVELS: Final = {"debug": logging.DEBUG, "info": logging.INFO}
 
 
 def read(name: str) -> str | None:
     """The variable's value, or None when it is unset or empty."""
     return os.environ.get(name) or None
+
+
+def proxies() -> tuple[dict[str, str], bool]:
+    """The ``*_PROXY`` variables as urllib reads them (``{"https": ..., "all": ..., "no":
+    ...}``, lower-case names first), and whether ``NO_PROXY`` is set but empty (on purpose)."""
+    found = urllib.request.getproxies_environment()
+    emptied = "no" not in found and ("no_proxy" in os.environ or "NO_PROXY" in os.environ)
+    return found, emptied
 
 
 def require(name: str, parameter: str) -> str:

@@ -7,7 +7,8 @@ PayrollError
 ├── InvalidArgumentError        bad input, before any request (a ValueError)
 ├── ClientClosedError           used after close() (a RuntimeError)
 ├── APIConnectionError          no response: no connection, or dropped
-│   └── APITimeoutError         no response in time
+│   ├── APITimeoutError         no response in time
+│   └── ProxyError              the proxy refused the tunnel, dropped it, or was unreachable
 ├── APIStatusError              any non-2xx answer
 │   ├── BadRequestError         400
 │   ├── AuthenticationError     401
@@ -50,6 +51,7 @@ __all__ = [
     "PaginationError",
     "PayrollError",
     "PermissionDeniedError",
+    "ProxyError",
     "RateLimitError",
     "ReplaceIncompleteError",
     "ResponseDecodeError",
@@ -102,6 +104,33 @@ class APIConnectionError(PayrollError):
 
 class APITimeoutError(APIConnectionError, TimeoutError):
     """No response arrived within the client's timeout (also a ``TimeoutError``)."""
+
+
+class ProxyError(APIConnectionError):
+    """The proxy failed the request before it reached the service.
+
+    It refused the tunnel (``status``: 407 when it wants other credentials, 403 when it
+    forbids the service's host, a 5xx when it could not reach the service), closed the
+    connection during the ``CONNECT``, or could not be reached (``status`` None). The
+    request was not sent (``request_sent`` is False); a 4xx is not retried. ``proxy`` is
+    the proxy's host and port, never its credentials.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        method: str,
+        url: str,
+        proxy: str,
+        status: int | None = None,
+        retryable: bool = True,
+    ) -> None:
+        super().__init__(message, method=method, url=url, request_sent=False, retryable=retryable)
+        self.proxy: str = proxy
+        """The proxy's ``host:port``."""
+        self.status: int | None = status
+        """The status the proxy answered the ``CONNECT`` with; None if it did not answer."""
 
 
 class APIStatusError(PayrollError):

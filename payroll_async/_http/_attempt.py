@@ -84,11 +84,14 @@ async def exchange(
     tracing: bool,
     waited: float,
     origin: str,
+    route: Mapping[str, Any],
 ) -> Exchange:
     """Send once and read the answer within its bound; a connection failure is typed.
 
-    Raises ``GateClosed`` when the gated connector holds the request back (nothing was
-    sent), ``APIConnectionError`` (or ``APITimeoutError``) when no answer came.
+    ``route`` is what the client's route adds to each request (the proxy, its
+    credentials). Raises ``GateClosed`` when the gated connector holds the request back
+    (nothing was sent), ``APIConnectionError`` (``APITimeoutError``, ``ProxyError``) when
+    no answer came.
     """
     method, url, params = request.method, request.url, request.params
     timeout = request.options.timeout
@@ -117,6 +120,7 @@ async def exchange(
                 allow_redirects=False,
                 raise_for_status=False,
                 **extra,
+                **route,
             ) as response:
                 body = await read_body(response, method, request.options.max_response_size, token)
                 links, link_error = read_links(response, origin)

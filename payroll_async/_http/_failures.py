@@ -13,7 +13,8 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
-from .._core._exceptions import APIConnectionError, APITimeoutError
+from .._core._exceptions import APIConnectionError, APITimeoutError, ProxyError
+from ._network import proxy_failure
 from ._status import redact
 
 __all__ = ["connection_error", "display_url"]
@@ -54,6 +55,18 @@ def _connection_error(
             method=method,
             url=where,
             request_sent=not isinstance(exc, aiohttp.ConnectionTimeoutError),
+        )
+    tunnel = proxy_failure(exc)
+    if tunnel is not None:
+        # Nothing reached the service; a refusal (407, 403) stays a refusal.
+        status = tunnel.status
+        return ProxyError(
+            f"{method} {where}: {tunnel}",
+            method=method,
+            url=where,
+            proxy=tunnel.proxy,
+            status=status,
+            retryable=status is None or status >= 500,
         )
     if isinstance(exc, aiohttp.ClientSSLError):
         # A failed TLS handshake or certificate will fail the same way again.

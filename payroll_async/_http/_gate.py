@@ -19,6 +19,7 @@ from aiohttp.tracing import Trace
 
 from .._core._clock import SYSTEM_CLOCK, Clock
 from .._core._exceptions import InvalidArgumentError
+from ._network import tunnel_failure
 
 __all__ = ["Gate", "GateClosed", "GatedConnector", "LocalGate"]
 
@@ -132,7 +133,14 @@ class GatedConnector(aiohttp.TCPConnector):
     async def connect(
         self, req: ClientRequest, traces: list[Trace], timeout: aiohttp.ClientTimeout
     ) -> Connection:
-        conn = await super().connect(req, traces, timeout)
+        try:
+            conn = await super().connect(req, traces, timeout)
+        except aiohttp.ClientError as exc:
+            # Here, and only here, a failure of the proxy's CONNECT is known as such.
+            failure = tunnel_failure(exc, req.proxy)
+            if failure is exc:
+                raise
+            raise failure from None
         if not self._gate.is_open():
             conn.release()
             raise GateClosed

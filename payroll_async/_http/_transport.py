@@ -39,6 +39,7 @@ from ._attempt import (
 from ._auth import Auth
 from ._failures import display_url
 from ._gate import Gate, GateClosed, GatedConnector, LocalGate
+from ._network import Route
 from ._options import FinalOptions
 from ._response import Response
 from ._retry import Retries
@@ -64,10 +65,13 @@ class Transport:
         auth: Auth,
         concurrency: int,
         session: aiohttp.ClientSession | None,
+        route: Route,
         clock: Clock = SYSTEM_CLOCK,
         gate: Gate | None = None,
     ) -> None:
         self.base_url: URL = base_url
+        self.route: Route = route
+        """The proxy and TLS of every request (resolved once, by the client)."""
         self.origin: URL = base_url.origin()
         self._origin = str(self.origin)
         self.auth: Auth = auth
@@ -125,8 +129,12 @@ class Transport:
                 self._watch._log_destroy_pending = False  # type: ignore[attr-defined]
             traces = debug_traces()
             self.tracing = bool(traces)
+            if self.route.proxy is not None:
+                logger.debug("through the proxy %s (%s)", self.route.shown, self.route.source)
             self._session = aiohttp.ClientSession(
-                connector=GatedConnector(self.local_gate, limit=self.concurrency),
+                connector=GatedConnector(
+                    self.local_gate, limit=self.concurrency, ssl=self.route.ssl
+                ),
                 trace_configs=traces,
             )
         return self._session
@@ -230,6 +238,7 @@ class Transport:
                         tracing=self.tracing,
                         waited=waited,
                         origin=self._origin,
+                        route=self.route.request,
                     )
                 except GateClosed:
                     continue  # not sent: a pause began meanwhile; wait for it to end

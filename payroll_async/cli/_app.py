@@ -29,6 +29,7 @@ from payroll_async import (
     __version__,
 )
 from payroll_async._core._env import BASE_URL, REDIS_URL, TOKEN
+from payroll_async._core._net import check_ca_bundle
 from payroll_async._core._visible import VisibleFormatter
 from payroll_async.export import ExportError
 
@@ -114,6 +115,33 @@ class Settings:
     redis_url: str | None = None
     gate_key: str | None = None
     rate: float | None = None
+    proxy: str | None = attrs.field(default=None, repr=False)  # may hold its password
+    ca_bundle: str | None = None
+
+
+def _network(settings: Settings) -> dict[str, Any]:
+    """The client's proxy and TLS from --proxy and --ca-bundle (else the environment's)."""
+    options: dict[str, Any] = {}
+    if settings.proxy is not None:
+        options["proxy"] = settings.proxy
+    if settings.ca_bundle is not None:
+        options["ssl"] = settings.ca_bundle
+    return options
+
+
+def _redis_tls(settings: Settings, redis_url: str) -> dict[str, Any]:
+    """--ca-bundle for a rediss:// URL (redis-py's ``ssl_ca_certs``/``ssl_ca_path``; a CA
+    named in the URL's query wins: redis-py lays the URL's options over these)."""
+    if settings.ca_bundle is None:
+        return {}
+    try:
+        url = URL(redis_url)
+    except ValueError:
+        return {}
+    if url.scheme != "rediss":
+        return {}
+    key = "ssl_ca_path" if os.path.isdir(settings.ca_bundle) else "ssl_ca_certs"
+    return {key: settings.ca_bundle}
 
 
 @asynccontextmanager
@@ -131,7 +159,7 @@ async def _gate(settings: Settings, base_url: str) -> AsyncIterator[Gate | None]
             "--redis-url needs the 'redis' extra: python3 -m pip install 'payroll-async[redis]'"
         ) from None
     try:
-        redis = Redis.from_url(settings.redis_url)
+        redis = Redis.from_url(settings.redis_url, **_redis_tls(settings, settings.redis_url))
     except ValueError:
         raise BadInput("--redis-url is not a redis:// URL") from None
     async with redis:
@@ -156,7 +184,9 @@ async def open_client(settings: Settings, **options: Any) -> AsyncIterator[Payro
     _hint_about(settings.base_url)
     async with (
         _gate(settings, settings.base_url) as gate,
-        PayrollClient(settings.base_url, settings.token, gate=gate, **options) as client,
+        PayrollClient(
+            settings.base_url, settings.token, gate=gate, **_network(settings), **options
+        ) as client,
     ):
         yield client
 
@@ -276,6 +306,16 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
 
+def _check_ca_bundle(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--ca-bundle read now: a file that is no CA bundle is a usage error (exit 2)."""
+    if value is not None:
+        try:
+            check_ca_bundle(value, "--ca-bundle")
+        except InvalidArgumentError as exc:
+            raise click.BadParameter(str(exc).removeprefix("--ca-bundle: ")) from None
+    return value
+
+
 _HELP = f"""Bulk export and webhook management for the Payroll Onboarding and Webhook Service.
 
 \b
@@ -310,6 +350,19 @@ _HELP = f"""Bulk export and webhook management for the Payroll Onboarding and We
     metavar="N",
     help="At most N requests per second (for the whole fleet with --redis-url).",
 )
+@click.option(
+    "--proxy",
+    metavar="URL",
+    help="The HTTP proxy to the service, http://user:password@proxy:3128 "
+    "[default: HTTPS_PROXY, ALL_PROXY, unless NO_PROXY names the host].",
+)
+@click.option(
+    "--ca-bundle",
+    metavar="PATH",
+    callback=_check_ca_bundle,
+    help="Trust the certificate authorities of this PEM file (or directory) for the service "
+    "and a rediss:// --redis-url [default: the system's, or SSL_CERT_FILE].",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging, and tracebacks on errors.")
 @click.version_option(__version__, prog_name="payroll-async")
 @click.pass_context
@@ -321,6 +374,8 @@ def cli(
     redis_url: str | None,
     gate_key: str | None,
     rate: float | None,
+    proxy: str | None,
+    ca_bundle: str | None,
     verbose: bool,
 ) -> None:
     # main() starts without the cyclic garbage collector (see there); the command's own
@@ -337,7 +392,7 @@ def cli(
         # the environment they are only a default, which --emulator overrides.
         given = [
             f"--{name.replace('_', '-')}"
-            for name in ("base_url", "token")
+            for name in ("base_url", "token", "proxy")
             if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
         ]
         if given:
@@ -352,4 +407,6 @@ def cli(
         redis_url=redis_url,
         gate_key=gate_key,
         rate=rate,
+        proxy=proxy,
+        ca_bundle=ca_bundle,
     )

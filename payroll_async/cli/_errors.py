@@ -126,7 +126,7 @@ _CLI_NAMES = {
 }
 _SDK_NAME = re.compile(rf"\b({'|'.join(_CLI_NAMES)})\b(?= must| is| needs|:|\[)")
 # The library's keyword arguments that its messages suggest, as the command's flags.
-_CLI_FLAGS = {"resume=True": "--resume", "wait=True": "--wait"}
+_CLI_FLAGS = {"resume=True": "--resume", "wait=True": "--wait", "proxy=": "--proxy"}
 _SDK_FLAG = re.compile("|".join(re.escape(flag) for flag in _CLI_FLAGS))
 
 
