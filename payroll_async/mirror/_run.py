@@ -18,9 +18,11 @@ from .._collections import COLLECTIONS as REGISTRY
 from .._core._assumed import MIRROR_ORDER, MIRROR_ORDER_FIELDS
 from .._core._env import MIRROR_URL, read
 from .._core._exceptions import InvalidArgumentError, NotFoundError
-from .._core._validation import check_id
+from .._core._types import NOT_GIVEN
+from .._core._validation import check_id, check_max_deletions
 from ._db import MIRROR_PRAGMAS, open_database
-from ._errors import MirrorError, MirrorURLError
+from ._errors import MirrorDeletionsError, MirrorError, MirrorURLError
+from ._guard import MaxDeletions, refusal
 from ._plan import column_maker
 from ._schema import TABLES, MirrorTable
 from ._seen import KnownDigests
@@ -108,15 +110,11 @@ def _listing(
     """The listing of ``collection``, its pages `SentPage`s (each item's fields and bytes;
     of an item whose digest is ``known``, its id and order key)."""
     return sent_listing(
-        _list_method(client, collection, employer),
+        REGISTRY[collection].list_method(client, employer),
         TABLES[collection].key,
         MIRROR_ORDER_FIELDS[collection],
         known,
     )
-
-
-def _list_method(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> Any:
-    return REGISTRY[collection].list_method(client, employer)
 
 
 async def mirror(
@@ -132,6 +130,7 @@ async def mirror(
     page_size: int = 100,
     concurrency: int = 8,
     max_passes: int = 4,
+    max_deletions: MaxDeletions = NOT_GIVEN,
 ) -> MirrorResult:
     """Copy ``collection`` into the database ``into`` and record what changed.
 
@@ -151,6 +150,9 @@ async def mirror(
     `MirrorProgress` after each write (for a progress bar; it must not block).
     ``page_size`` items a request,
     ``concurrency`` pages fetched ahead, at most ``max_passes`` walks of the listing.
+
+    A run that would mark more rows deleted than ``max_deletions`` (default: half of the
+    live rows, from 100; None: no bound) marks none and raises `MirrorDeletionsError`.
     """
     if collection not in TABLES:
         raise InvalidArgumentError(
@@ -161,6 +163,7 @@ async def mirror(
     scope = uuid.UUID(check_id(employer, "employer")) if employer is not None else None
     if not page_size >= 2:
         raise InvalidArgumentError(f"page_size: at least 2, got {page_size!r}")
+    check_max_deletions(max_deletions)
     url = into or read(MIRROR_URL)
     if not url:
         raise MirrorURLError(f"into: give a database URL, or set {MIRROR_URL}")
@@ -174,7 +177,7 @@ async def mirror(
             wait,
             on_wait,
             on_progress,
-            (page_size, concurrency, max_passes),
+            (page_size, concurrency, max_passes, max_deletions),
         )
     except MirrorError as exc:
         exc.__context__ = None  # the driver's exception may hold what the message hides
@@ -190,9 +193,10 @@ async def _mirror(
     wait: bool,
     on_wait: Callable[[str], None] | None,
     on_progress: Callable[[MirrorProgress], None] | None,
-    sizes: tuple[int, int, int],
+    sizes: tuple[int, int, int, MaxDeletions],
 ) -> MirrorResult:
-    page_size, concurrency, max_passes = sizes
+    page_size, concurrency, max_passes, max_deletions = sizes
+    refused: MirrorDeletionsError | None = None
     db = open_database(url, pragmas=MIRROR_PRAGMAS)
     mirrored = TABLES[collection]
     try:
@@ -256,10 +260,12 @@ async def _mirror(
                             complete = True
                             break
                         if proven_passes >= 2:
-                            with db.errors(f"writing to {db.shown}"):
-                                await store.delete_suspects()
-                            await _tell(on_change, store)
-                            complete = True
+                            refused = refusal(collection, suspects, store.live, max_deletions)
+                            if refused is None:
+                                with db.errors(f"writing to {db.shown}"):
+                                    await store.delete_suspects()
+                                await _tell(on_change, store)
+                                complete = True
                             break
                     with db.errors(f"writing to {db.shown}"):
                         await store.finish(complete)
@@ -274,7 +280,7 @@ async def _mirror(
         with db.errors("closing"):
             await db.engine.dispose()
     counts = store.counts
-    return MirrorResult(
+    result = MirrorResult(
         collection=collection,
         run_id=run_id,
         items=items,
@@ -284,6 +290,10 @@ async def _mirror(
         unchanged=max(0, items - counts.inserted - counts.updated),
         complete=complete,
     )
+    if refused is not None:
+        refused.result = result
+        raise refused
+    return result
 
 
 async def _tell(on_change: OnChange | None, store: Store) -> None:
