@@ -38,7 +38,7 @@ try:
     from sqlalchemy import Engine, Text, create_engine, func, select, type_coerce
 
     from .mirror import COLLECTIONS, mirror
-    from .mirror._guard import MaxDeletions
+    from .mirror._guard import MaxDeletions, check_max_deletions
     from .mirror._schema import CHANGES, RUNS, TABLES
 except ImportError as _missing:  # pragma: no cover - exercised by an install without the extra
     raise ImportError(
@@ -50,7 +50,6 @@ from ._core import _env
 from ._core._converter import to_camel
 from ._core._exceptions import InvalidArgumentError
 from ._core._types import NOT_GIVEN
-from ._core._validation import check_max_deletions
 
 __all__ = ["payroll_source"]
 
@@ -72,6 +71,10 @@ def _run(coroutine: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False  # asyncio.run below, outside this handler: no context in its errors
+    else:
+        running = True
+    if not running:
         return asyncio.run(coroutine)
     outcome: list[T] = []
     failure: list[BaseException] = []
@@ -198,9 +201,7 @@ def _changed(
             yield page if schema is None else pa.Table.from_pylist(page, schema=schema)
 
 
-def _feed(
-    base_url: str, token: str, collection: str, max_deletions: MaxDeletions
-) -> Iterator[Any]:
+def _feed(base_url: str, token: str, collection: str, max_deletions: MaxDeletions) -> Iterator[Any]:
     """One collection's resource: mirror it, then yield the changes dlt has not loaded."""
     pipeline = dlt.current.pipeline()
     state = dlt.current.resource_state()

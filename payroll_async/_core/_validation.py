@@ -33,7 +33,6 @@ __all__ = [
     "check_extra_headers",
     "check_extra_query",
     "check_id",
-    "check_max_deletions",
     "check_max_items",
     "check_max_response_size",
     "check_page_size",
@@ -172,17 +171,6 @@ def check_start_offset(value: int) -> int:
 
 def check_max_items(value: int | None) -> int | None:
     return None if value is None else _check_int(value, "max_items", 0, 2**63)
-
-
-def check_max_deletions(value: int | None | NotGiven) -> int | None | NotGiven:
-    """The mirror's ``max_deletions``: a count, None (no bound) or NOT_GIVEN (the default)."""
-    if value is None or isinstance(value, NotGiven):
-        return value
-    if isinstance(value, str):
-        raise InvalidArgumentError(
-            f"max_deletions must be an integer, or None for no bound, not {value!r}"
-        )
-    return _check_int(value, "max_deletions", 0, 2**63)
 
 
 def check_concurrency(value: int, name: str = "concurrency") -> int:

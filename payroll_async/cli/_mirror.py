@@ -24,7 +24,7 @@ __all__ = ["mirror"]
 DEFAULT_INTO = "sqlite:///payroll.db"
 
 
-class MaxDeletions(click.ParamType[int | None | NotGiven]):
+class MaxDeletions(click.ParamType[int | NotGiven | None]):
     """``--max-deletions``: a count of rows (0 or more), or ``all`` (None: no bound); left
     out, NOT_GIVEN (the mirror's default bound)."""
 
@@ -33,7 +33,7 @@ class MaxDeletions(click.ParamType[int | None | NotGiven]):
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> int | None | NotGiven:
+    ) -> int | NotGiven | None:
         if isinstance(value, NotGiven) or value is None:
             return value
         text = str(value).strip()
@@ -94,7 +94,7 @@ def mirror(
     wait: bool,
     page_size: int,
     concurrency: int,
-    max_deletions: int | None | NotGiven,
+    max_deletions: int | NotGiven | None,
 ) -> None:
     """Copy COLLECTION into a database and record what changed since the last run.
 

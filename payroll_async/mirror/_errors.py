@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from .._core._exceptions import InvalidArgumentError, PayrollError
 
 if TYPE_CHECKING:
-    from ._run import MirrorResult
+    from ._result import MirrorResult
 
 __all__ = ["MirrorBusyError", "MirrorDeletionsError", "MirrorError", "MirrorURLError"]
 

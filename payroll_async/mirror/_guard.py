@@ -9,18 +9,33 @@ it would have, and how to allow them.
 
 from __future__ import annotations
 
+from .._core._exceptions import InvalidArgumentError
 from .._core._types import NotGiven
 from ._errors import MirrorDeletionsError
 
-__all__ = ["DEFAULT_FLOOR", "MaxDeletions", "refusal"]
+__all__ = ["DEFAULT_FLOOR", "MaxDeletions", "check_max_deletions", "refusal"]
 
-MaxDeletions = int | None | NotGiven
+MaxDeletions = int | NotGiven | None
 """``max_deletions``: at most that many rows marked deleted by a run; None: no bound;
 NOT_GIVEN: the default bound (more than half of the live rows, when at least
 ``DEFAULT_FLOOR`` are live, is refused)."""
 
 DEFAULT_FLOOR = 100
 """Live rows from which the default bound applies: a smaller table may lose every row."""
+
+
+def check_max_deletions(value: MaxDeletions) -> MaxDeletions:
+    """``max_deletions`` checked: a count (0 or more), None or NOT_GIVEN, else
+    `InvalidArgumentError` (before any request)."""
+    if value is None or isinstance(value, NotGiven):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentError(
+            f"max_deletions must be an integer (0 or more), or None for no bound, not {value!r}"
+        )
+    if value < 0:
+        raise InvalidArgumentError(f"max_deletions must be 0 or more, got {value}")
+    return value
 
 
 def refusal(

@@ -19,11 +19,12 @@ from .._core._assumed import MIRROR_ORDER, MIRROR_ORDER_FIELDS
 from .._core._env import MIRROR_URL, read
 from .._core._exceptions import InvalidArgumentError, NotFoundError
 from .._core._types import NOT_GIVEN
-from .._core._validation import check_id, check_max_deletions
+from .._core._validation import check_id
 from ._db import MIRROR_PRAGMAS, open_database
 from ._errors import MirrorDeletionsError, MirrorError, MirrorURLError
-from ._guard import MaxDeletions, refusal
+from ._guard import MaxDeletions, check_max_deletions, refusal
 from ._plan import column_maker
+from ._result import MirrorProgress, MirrorResult
 from ._schema import TABLES, MirrorTable
 from ._seen import KnownDigests
 from ._sent import SentPage, sent_listing
@@ -42,58 +43,6 @@ ListMethod = Callable[..., Any]
 """A list method of the client: ``listing(page_size=, sort=)`` makes its paginator."""
 Told = Callable[[int | None], None]
 """Tells ``on_progress`` (if any) how far the pass is, given the total when known."""
-
-
-@attrs.frozen
-class MirrorProgress:
-    """How far a run of `mirror()` is: its ``on_progress`` hook gets one after each write.
-
-    ```pycon
-    >>> def show(progress: MirrorProgress) -> None:
-    ...     print(f"pass {progress.pass_number}: {progress.items} of {progress.total}")
-    >>> result = await mirror(client, "payroll-connections", on_progress=show)
-    pass 1: 1585 of 25000
-    ...
-    pass 1: 25000 of 25000
-    ```
-    """
-
-    items: int
-    """Distinct items walked so far in this pass (written, or found unchanged). It only
-    grows during a pass; a new pass counts from 0 again."""
-    total: int | None
-    """The service's ``totalCount`` on the pass's first page (items may come and go
-    during the walk); None for update-groups of every employer (one listing each)."""
-    pass_number: int
-    """1 for the first walk of the listing. A run whose walk was disturbed by changes
-    walks again to prove its deletions (at most ``max_passes`` walks)."""
-
-
-@attrs.frozen
-class MirrorResult:
-    """What one run of `mirror()` did."""
-
-    collection: str
-    """The collection, as the command names it (`payroll-connections`)."""
-    run_id: uuid.UUID
-    """The run's row in `mirror_runs` (and its changes' `run_id`)."""
-    items: int
-    """Items in the service, as the last walk of the run saw them."""
-    inserted: int
-    """Rows inserted (new items, and items back after a deletion)."""
-    updated: int
-    """Rows whose fields changed."""
-    deleted: int
-    """Rows marked deleted, each proven gone."""
-    unchanged: int
-    """Items seen and not written (equal to their row)."""
-    complete: bool
-    """Whether the live rows equal the service: every walk checked, every deletion proven.
-    False when the service changed too much during the run to prove it, or said
-    something its pages contradict (a short page while ``totalCount`` says more, items
-    out of order, an id twice); the next run finishes the work (nothing is ever marked
-    deleted unproven). Not while ``totalCount`` is capped below the items the walks see:
-    every item is still mirrored, but no deletion is proven (see docs/mirror.md)."""
 
 
 async def _live_rows(conn: AsyncConnection, mirrored: MirrorTable) -> int:

@@ -358,9 +358,9 @@ def test_bad_arguments_are_refused_before_any_request(
         payroll_source("http://127.0.0.1:9", "t", collections=("payroll_connections",))
     with pytest.raises(InvalidArgumentError, match="collections"):
         payroll_source("http://127.0.0.1:9", "t", collections=())
-    with pytest.raises(InvalidArgumentError, match="max_deletions must be between 0 and"):
+    with pytest.raises(InvalidArgumentError, match="max_deletions must be 0 or more"):
         payroll_source("http://127.0.0.1:9", "t", max_deletions=-1)
-    with pytest.raises(InvalidArgumentError, match="max_deletions must be an integer, or None"):
+    with pytest.raises(InvalidArgumentError, match=r"max_deletions must be an integer .*, or None"):
         payroll_source("http://127.0.0.1:9", "t", max_deletions="all")  # type: ignore[arg-type]
     monkeypatch.delenv("PAYROLL_BASE_URL", raising=False)
     monkeypatch.delenv("PAYROLL_TOKEN", raising=False)
@@ -446,10 +446,12 @@ def test_an_empty_answer_deletes_nothing_at_the_destination(
         with pytest.raises(PipelineStepFailed) as failed:
             pipeline.run(source(emptied, collections=("payroll-connections",)))
         assert failed.value.step == "extract"
-        refused = failed.value.__cause__
-        while refused is not None and not isinstance(refused, MirrorDeletionsError):
-            refused = refused.__cause__ or refused.__context__
+        chain: list[BaseException] = [failed.value]
+        while (cause := chain[-1].__cause__) is not None:
+            chain.append(cause)
+        refused = chain[-1]  # what the docs say: the chain of causes ends in it
         assert isinstance(refused, MirrorDeletionsError)
+        assert refused.__context__ is None
         assert "would mark 300 of the 300 live rows deleted" in str(refused)
         assert "max_deletions=300" in str(refused)
         assert rows(make_pipeline(), "SELECT count(*) FROM payroll_connections") == [(300,)]
