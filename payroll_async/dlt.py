@@ -4,7 +4,7 @@
 import dlt
 from payroll_async.dlt import payroll_source
 
-pipeline = dlt.pipeline("payroll", destination="duckdb", dataset_name="payroll")
+pipeline = dlt.pipeline("payroll_pipeline", destination="duckdb", dataset_name="payroll")
 pipeline.run(payroll_source())  # PAYROLL_BASE_URL and PAYROLL_TOKEN, or dlt's secrets
 ```
 
@@ -38,6 +38,7 @@ try:
     from sqlalchemy import Engine, Text, create_engine, func, select, type_coerce
 
     from .mirror import COLLECTIONS, mirror
+    from .mirror._guard import MaxDeletions, check_max_deletions
     from .mirror._schema import CHANGES, RUNS, TABLES
 except ImportError as _missing:  # pragma: no cover - exercised by an install without the extra
     raise ImportError(
@@ -48,6 +49,7 @@ from ._client import PayrollClient
 from ._core import _env
 from ._core._converter import to_camel
 from ._core._exceptions import InvalidArgumentError
+from ._core._types import NOT_GIVEN
 
 __all__ = ["payroll_source"]
 
@@ -69,6 +71,10 @@ def _run(coroutine: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False  # asyncio.run below, outside this handler: no context in its errors
+    else:
+        running = True
+    if not running:
         return asyncio.run(coroutine)
     outcome: list[T] = []
     failure: list[BaseException] = []
@@ -88,10 +94,15 @@ def _run(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 async def _mirror(
-    base_url: str, token: str, network: Mapping[str, Any], collection: str, into: str
+    base_url: str,
+    token: str,
+    network: Mapping[str, Any],
+    collection: str,
+    into: str,
+    max_deletions: MaxDeletions,
 ) -> None:
     async with PayrollClient(base_url, token, **network) as client:
-        result = await mirror(client, collection, into=into)
+        result = await mirror(client, collection, into=into, max_deletions=max_deletions)
     if not result.complete:
         logger.warning(
             "%s changed too much during the run to prove every deletion; "
@@ -195,12 +206,18 @@ def _changed(
             yield page if schema is None else pa.Table.from_pylist(page, schema=schema)
 
 
-def _feed(base_url: str, token: str, network: Mapping[str, Any], collection: str) -> Iterator[Any]:
+def _feed(
+    base_url: str,
+    token: str,
+    network: Mapping[str, Any],
+    collection: str,
+    max_deletions: MaxDeletions,
+) -> Iterator[Any]:
     """One collection's resource: mirror it, then yield the changes dlt has not loaded."""
     pipeline = dlt.current.pipeline()
     state = dlt.current.resource_state()
     path = Path(pipeline.working_dir) / STATE_DATABASE
-    _run(_mirror(base_url, token, network, collection, f"sqlite:///{path}"))
+    _run(_mirror(base_url, token, network, collection, f"sqlite:///{path}", max_deletions))
     engine = create_engine(f"sqlite:///{path}")
     try:
         with engine.connect() as conn:
@@ -253,11 +270,12 @@ def payroll_source(
     collections: Sequence[str] = COLLECTIONS,
     proxy: TSecretStrValue | None = None,
     ca_bundle: str | None = None,
+    max_deletions: MaxDeletions = NOT_GIVEN,
 ) -> list[DltResource]:
     """The service as a dlt source: one resource (and table) per collection, kept current.
 
     ```python
-    pipeline = dlt.pipeline("payroll", destination="duckdb", dataset_name="payroll")
+    pipeline = dlt.pipeline("payroll_pipeline", destination="duckdb", dataset_name="payroll")
     info = pipeline.run(payroll_source(collections=("payroll-connections",)))
     ```
 
@@ -276,8 +294,10 @@ def payroll_source(
     Each resource's primary key is the item's id, its write disposition ``merge``; a list
     (a subscription's ``webhookEventTypes``) is a child table, as dlt makes one. An item is
     deleted at the destination only when the mirror proves it gone (two walks of the
-    listing, each checked, missed it). Bad arguments raise `InvalidArgumentError` here,
-    before any request.
+    listing, each checked, missed it), and never more at once than ``max_deletions``
+    allows, as `mirror()` counts them (default: a run that would delete more than half of
+    at least 100 rows deletes none and raises `MirrorDeletionsError`, and loads nothing;
+    None: no bound). Bad arguments raise `InvalidArgumentError` here, before any request.
     """
     chosen = tuple(dict.fromkeys(collections))
     for collection in chosen:
@@ -287,6 +307,7 @@ def payroll_source(
             )
     if not chosen:
         raise InvalidArgumentError("collections: give at least one")
+    check_max_deletions(max_deletions)
     url = base_url if base_url is not None else _env.require(_env.BASE_URL, "base_url")
     secret = token if token is not None else _env.require(_env.TOKEN, "token")
     network: dict[str, Any] = {"proxy": proxy, "ssl": True if ca_bundle is None else ca_bundle}
@@ -296,7 +317,7 @@ def payroll_source(
         mirrored = TABLES[collection]
         resources.append(
             dlt.resource(
-                _feed(url, secret, network, collection),
+                _feed(url, secret, network, collection, max_deletions),
                 name=mirrored.table.name,
                 primary_key=to_camel(mirrored.key),
                 write_disposition="merge",

@@ -128,12 +128,20 @@ _SDK_NAME = re.compile(rf"\b({'|'.join(_CLI_NAMES)})\b(?= must| is| needs|:|\[)"
 # The library's keyword arguments that its messages suggest, as the command's flags.
 _CLI_FLAGS = {"resume=True": "--resume", "wait=True": "--wait", "proxy=": "--proxy"}
 _SDK_FLAG = re.compile("|".join(re.escape(flag) for flag in _CLI_FLAGS))
+# The mirror's bound on deletions: max_deletions=N, or None for no bound.
+_MAX_DELETIONS = re.compile(r"\bmax_deletions(?:=(None|\d+))?\b")
+
+
+def _max_deletions(match: re.Match[str]) -> str:
+    value = match[1]
+    return "--max-deletions" + ("" if value is None else " all" if value == "None" else f" {value}")
 
 
 def in_cli_terms(message: str) -> str:
     """A library message in the command's words: its parameter names and the keyword
     arguments it suggests as the command's options."""
     message = _SDK_FLAG.sub(lambda m: _CLI_FLAGS[m[0]], message)
+    message = _MAX_DELETIONS.sub(_max_deletions, message)
     return _SDK_NAME.sub(lambda m: _CLI_NAMES[m[1]], message)
 
 

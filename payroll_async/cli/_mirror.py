@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import uuid
 from typing import Any
 
@@ -10,16 +11,37 @@ import click
 
 from payroll_async import PayrollClient
 from payroll_async._core._env import MIRROR_URL
+from payroll_async._core._types import NOT_GIVEN, NotGiven
 from payroll_async._core._validation import check_id
 
 from .._collections import COLLECTIONS
 from ._app import Settings, run
-from ._errors import BadInput, error_for, in_cli_terms, stderr
+from ._errors import BadInput, ServiceFailed, error_for, in_cli_terms, stderr
 from ._progress import progress_bar, show_progress
 
 __all__ = ["mirror"]
 
 DEFAULT_INTO = "sqlite:///payroll.db"
+
+
+class MaxDeletions(click.ParamType[int | NotGiven | None]):
+    """``--max-deletions``: a count of rows (0 or more), or ``all`` (None: no bound); left
+    out, NOT_GIVEN (the mirror's default bound)."""
+
+    name = "N|all"
+    _COUNT = re.compile(r"\d{1,18}")
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int | NotGiven | None:
+        if isinstance(value, NotGiven) or value is None:
+            return value
+        text = str(value).strip()
+        if text.lower() == "all":
+            return None
+        if self._COUNT.fullmatch(text) is None:
+            self.fail(f"{value!r} is not a count of rows (0 or more) or 'all'", param, ctx)
+        return int(text)
 
 
 @click.command()
@@ -55,6 +77,13 @@ DEFAULT_INTO = "sqlite:///payroll.db"
     show_default=True,
     help="Pages fetched at once.",
 )
+@click.option(
+    "--max-deletions",
+    type=MaxDeletions(),
+    default=NOT_GIVEN,
+    help="Refuse a run that would mark more than N rows deleted ('all': no bound). "
+    "Default: more than half of the live rows, when there are 100 or more.",
+)
 @click.pass_obj
 def mirror(
     settings: Settings,
@@ -65,19 +94,26 @@ def mirror(
     wait: bool,
     page_size: int,
     concurrency: int,
+    max_deletions: int | NotGiven | None,
 ) -> None:
     """Copy COLLECTION into a database and record what changed since the last run.
 
     Creates the tables on first use; run it again (cron, a worker) to keep them current.
     Another run of the same collection into the same database is refused (exit 2) unless
-    --wait.
+    --wait. A run that would mark more rows deleted than --max-deletions allows marks
+    none (exit 5).
 
     \b
     payroll-async mirror payroll-connections
     payroll-async mirror update-groups --into postgresql://me@db/payroll --changes c.jsonl
     """
     try:
-        from payroll_async.mirror import MirrorBusyError, MirrorProgress, MirrorURLError
+        from payroll_async.mirror import (
+            MirrorBusyError,
+            MirrorDeletionsError,
+            MirrorProgress,
+            MirrorURLError,
+        )
         from payroll_async.mirror import mirror as run_mirror
         from payroll_async.mirror._db import redact
         from payroll_async.mirror._feed import open_feed
@@ -128,6 +164,7 @@ def mirror(
                         on_progress=on_progress,
                         page_size=page_size,
                         concurrency=concurrency,
+                        max_deletions=max_deletions,
                     )
                 except Exception:
                     if out is not None and out.catches_up:
@@ -139,20 +176,29 @@ def mirror(
                 if out is not None and out.catches_up:
                     async with open_feed(into, collection, scope) as feed:
                         await out.finish(feed)
-                return result, out.error() if out is not None else None
+                return result, out.error() if out is not None else None, None
         except (MirrorBusyError, MirrorURLError) as exc:
             raise BadInput(in_cli_terms(str(exc))) from None
+        except MirrorDeletionsError as exc:  # what the run did, then why it deleted nothing
+            refused = ServiceFailed(in_cli_terms(str(exc)))
+            return exc.result, out.error() if out is not None else None, refused
         finally:
             if out is not None:
                 out.close()
 
-    result, failed = run(settings, main, lambda: "Interrupted; run the same command to finish.")
+    result, failed, refused = run(
+        settings, main, lambda: "Interrupted; run the same command to finish."
+    )
     where = redact(into)
     stderr.print(
         f"Mirrored {result.items:,} {collection} into {where}: {result.inserted:,} inserted, "
         f"{result.updated:,} updated, {result.deleted:,} deleted, "
         f"{result.unchanged:,} unchanged (run {result.run_id})"
     )
+    if refused is not None:
+        if failed is not None:
+            error_for(failed).show()
+        raise refused
     if not result.complete:
         stderr.print(
             "The service changed too much during the run to prove every deletion; "

@@ -9,17 +9,19 @@ Needs the ``mirror`` extra (SQLAlchemy with aiosqlite and asyncpg). One table pe
 collection (``payroll_connections``, ``employer_identifiers``, ``webhook_subscriptions``,
 ``update_groups``), ``mirror_runs`` (one row per run) and ``mirror_changes`` (every insert,
 update and delete). A row is marked deleted only once walks of the listing prove the item
-gone; see ``docs/mirror.md``.
+gone, and a run that would mark more than ``max_deletions`` marks none; see
+``docs/mirror.md``.
 """
 
 from ._change import Change
-from ._errors import MirrorBusyError, MirrorError, MirrorURLError
+from ._errors import MirrorBusyError, MirrorDeletionsError, MirrorError, MirrorURLError
 from ._run import COLLECTIONS, MirrorProgress, MirrorResult, mirror
 
 __all__ = [
     "COLLECTIONS",
     "Change",
     "MirrorBusyError",
+    "MirrorDeletionsError",
     "MirrorError",
     "MirrorProgress",
     "MirrorResult",

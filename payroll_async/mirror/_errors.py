@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._core._exceptions import InvalidArgumentError, PayrollError
 
-__all__ = ["MirrorBusyError", "MirrorError", "MirrorURLError"]
+if TYPE_CHECKING:
+    from ._result import MirrorResult
+
+__all__ = ["MirrorBusyError", "MirrorDeletionsError", "MirrorError", "MirrorURLError"]
 
 
 class MirrorError(PayrollError):
@@ -25,3 +30,30 @@ class MirrorURLError(MirrorError, InvalidArgumentError):
 
 class MirrorBusyError(MirrorError):
     """Another run mirrors this collection into this database now (``wait=False``)."""
+
+
+class MirrorDeletionsError(MirrorError):
+    """A run would have marked more rows deleted than ``max_deletions`` allows.
+
+    It marked none (what it inserted and updated is committed and recorded) and ended
+    with this error: an empty or truncated answer (another account's token, a sandbox, an
+    emptied replica) looks like a proven walk, and one such run would otherwise mark every
+    row deleted. ``deletions`` rows would have been marked deleted, of ``live`` live rows;
+    ``result`` is what the run did (its ``deleted`` 0, ``complete`` False). The next run
+    with ``max_deletions`` at least ``deletions`` (or None) marks them.
+    """
+
+    deletions: int
+    """Rows the run would have marked deleted (each missed by two proven walks)."""
+    live: int
+    """Live rows of the collection (in the run's scope) before the run would have."""
+    result: MirrorResult | None
+    """What the run did: its inserts and updates are committed; nothing marked deleted."""
+
+    def __init__(
+        self, message: str, *, deletions: int, live: int, result: MirrorResult | None = None
+    ) -> None:
+        super().__init__(message)
+        self.deletions = deletions
+        self.live = live
+        self.result = result

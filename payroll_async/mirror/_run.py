@@ -18,10 +18,13 @@ from .._collections import COLLECTIONS as REGISTRY
 from .._core._assumed import MIRROR_ORDER, MIRROR_ORDER_FIELDS
 from .._core._env import MIRROR_URL, read
 from .._core._exceptions import InvalidArgumentError, NotFoundError
+from .._core._types import NOT_GIVEN
 from .._core._validation import check_id
 from ._db import MIRROR_PRAGMAS, open_database
-from ._errors import MirrorError, MirrorURLError
+from ._errors import MirrorDeletionsError, MirrorError, MirrorURLError
+from ._guard import MaxDeletions, check_max_deletions, refusal
 from ._plan import column_maker
+from ._result import MirrorProgress, MirrorResult
 from ._schema import TABLES, MirrorTable
 from ._seen import KnownDigests
 from ._sent import SentPage, sent_listing
@@ -42,58 +45,6 @@ Told = Callable[[int | None], None]
 """Tells ``on_progress`` (if any) how far the pass is, given the total when known."""
 
 
-@attrs.frozen
-class MirrorProgress:
-    """How far a run of `mirror()` is: its ``on_progress`` hook gets one after each write.
-
-    ```pycon
-    >>> def show(progress: MirrorProgress) -> None:
-    ...     print(f"pass {progress.pass_number}: {progress.items} of {progress.total}")
-    >>> result = await mirror(client, "payroll-connections", on_progress=show)
-    pass 1: 1585 of 25000
-    ...
-    pass 1: 25000 of 25000
-    ```
-    """
-
-    items: int
-    """Distinct items walked so far in this pass (written, or found unchanged). It only
-    grows during a pass; a new pass counts from 0 again."""
-    total: int | None
-    """The service's ``totalCount`` on the pass's first page (items may come and go
-    during the walk); None for update-groups of every employer (one listing each)."""
-    pass_number: int
-    """1 for the first walk of the listing. A run whose walk was disturbed by changes
-    walks again to prove its deletions (at most ``max_passes`` walks)."""
-
-
-@attrs.frozen
-class MirrorResult:
-    """What one run of `mirror()` did."""
-
-    collection: str
-    """The collection, as the command names it (`payroll-connections`)."""
-    run_id: uuid.UUID
-    """The run's row in `mirror_runs` (and its changes' `run_id`)."""
-    items: int
-    """Items in the service, as the last walk of the run saw them."""
-    inserted: int
-    """Rows inserted (new items, and items back after a deletion)."""
-    updated: int
-    """Rows whose fields changed."""
-    deleted: int
-    """Rows marked deleted, each proven gone."""
-    unchanged: int
-    """Items seen and not written (equal to their row)."""
-    complete: bool
-    """Whether the live rows equal the service: every walk checked, every deletion proven.
-    False when the service changed too much during the run to prove it, or said
-    something its pages contradict (a short page while ``totalCount`` says more, items
-    out of order, an id twice); the next run finishes the work (nothing is ever marked
-    deleted unproven). Not while ``totalCount`` is capped below the items the walks see:
-    every item is still mirrored, but no deletion is proven (see docs/mirror.md)."""
-
-
 async def _live_rows(conn: AsyncConnection, mirrored: MirrorTable) -> int:
     """How many live rows the collection's table holds (all of them, every scope)."""
     table = mirrored.table
@@ -108,15 +59,11 @@ def _listing(
     """The listing of ``collection``, its pages `SentPage`s (each item's fields and bytes;
     of an item whose digest is ``known``, its id and order key)."""
     return sent_listing(
-        _list_method(client, collection, employer),
+        REGISTRY[collection].list_method(client, employer),
         TABLES[collection].key,
         MIRROR_ORDER_FIELDS[collection],
         known,
     )
-
-
-def _list_method(client: PayrollClient, collection: str, employer: uuid.UUID | None) -> Any:
-    return REGISTRY[collection].list_method(client, employer)
 
 
 async def mirror(
@@ -132,6 +79,7 @@ async def mirror(
     page_size: int = 100,
     concurrency: int = 8,
     max_passes: int = 4,
+    max_deletions: MaxDeletions = NOT_GIVEN,
 ) -> MirrorResult:
     """Copy ``collection`` into the database ``into`` and record what changed.
 
@@ -151,6 +99,9 @@ async def mirror(
     `MirrorProgress` after each write (for a progress bar; it must not block).
     ``page_size`` items a request,
     ``concurrency`` pages fetched ahead, at most ``max_passes`` walks of the listing.
+
+    A run that would mark more rows deleted than ``max_deletions`` (default: half of the
+    live rows, from 100; None: no bound) marks none and raises `MirrorDeletionsError`.
     """
     if collection not in TABLES:
         raise InvalidArgumentError(
@@ -161,6 +112,7 @@ async def mirror(
     scope = uuid.UUID(check_id(employer, "employer")) if employer is not None else None
     if not page_size >= 2:
         raise InvalidArgumentError(f"page_size: at least 2, got {page_size!r}")
+    check_max_deletions(max_deletions)
     url = into or read(MIRROR_URL)
     if not url:
         raise MirrorURLError(f"into: give a database URL, or set {MIRROR_URL}")
@@ -174,7 +126,7 @@ async def mirror(
             wait,
             on_wait,
             on_progress,
-            (page_size, concurrency, max_passes),
+            (page_size, concurrency, max_passes, max_deletions),
         )
     except MirrorError as exc:
         exc.__context__ = None  # the driver's exception may hold what the message hides
@@ -190,9 +142,10 @@ async def _mirror(
     wait: bool,
     on_wait: Callable[[str], None] | None,
     on_progress: Callable[[MirrorProgress], None] | None,
-    sizes: tuple[int, int, int],
+    sizes: tuple[int, int, int, MaxDeletions],
 ) -> MirrorResult:
-    page_size, concurrency, max_passes = sizes
+    page_size, concurrency, max_passes, max_deletions = sizes
+    refused: MirrorDeletionsError | None = None
     db = open_database(url, pragmas=MIRROR_PRAGMAS)
     mirrored = TABLES[collection]
     try:
@@ -256,10 +209,12 @@ async def _mirror(
                             complete = True
                             break
                         if proven_passes >= 2:
-                            with db.errors(f"writing to {db.shown}"):
-                                await store.delete_suspects()
-                            await _tell(on_change, store)
-                            complete = True
+                            refused = refusal(collection, suspects, store.live, max_deletions)
+                            if refused is None:
+                                with db.errors(f"writing to {db.shown}"):
+                                    await store.delete_suspects()
+                                await _tell(on_change, store)
+                                complete = True
                             break
                     with db.errors(f"writing to {db.shown}"):
                         await store.finish(complete)
@@ -274,7 +229,7 @@ async def _mirror(
         with db.errors("closing"):
             await db.engine.dispose()
     counts = store.counts
-    return MirrorResult(
+    result = MirrorResult(
         collection=collection,
         run_id=run_id,
         items=items,
@@ -284,6 +239,10 @@ async def _mirror(
         unchanged=max(0, items - counts.inserted - counts.updated),
         complete=complete,
     )
+    if refused is not None:
+        refused.result = result
+        raise refused
+    return result
 
 
 async def _tell(on_change: OnChange | None, store: Store) -> None:

@@ -103,6 +103,9 @@ class Store(Commits):
         pages' decoder takes an item among them for unchanged."""
         self.live_at_start = 0
         """Live rows (every scope) when the run began."""
+        self.live = 0
+        """Live rows of the run's scope before it (its inserts left out), counted once the
+        first pass is written (``narrow_suspects``): the deletion guard's measure."""
         self._whole = scope is None or mirrored.scope is None  # the table's every live row
 
     async def start(self, started_at: datetime.datetime) -> None:
@@ -272,6 +275,7 @@ class Store(Commits):
                 live = self.live_at_start + self.counts.inserted
             else:
                 live = (await conn.execute(select(func.count()).where(self._live))).scalar() or 0
+            self.live = live - self.counts.inserted
             # Every item seen was written live, so equal counts mean every live row was seen.
             if live != self.items:
                 result = await conn.stream(select(self._key).where(self._live))

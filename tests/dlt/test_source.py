@@ -358,6 +358,10 @@ def test_bad_arguments_are_refused_before_any_request(
         payroll_source("http://127.0.0.1:9", "t", collections=("payroll_connections",))
     with pytest.raises(InvalidArgumentError, match="collections"):
         payroll_source("http://127.0.0.1:9", "t", collections=())
+    with pytest.raises(InvalidArgumentError, match="max_deletions must be 0 or more"):
+        payroll_source("http://127.0.0.1:9", "t", max_deletions=-1)
+    with pytest.raises(InvalidArgumentError, match=r"max_deletions must be an integer .*, or None"):
+        payroll_source("http://127.0.0.1:9", "t", max_deletions="all")  # type: ignore[arg-type]
     monkeypatch.delenv("PAYROLL_BASE_URL", raising=False)
     monkeypatch.delenv("PAYROLL_TOKEN", raising=False)
     with pytest.raises(InvalidArgumentError, match="PAYROLL_BASE_URL"):
@@ -424,3 +428,36 @@ async def test_a_pipeline_run_from_a_coroutine_mirrors_on_a_thread(
     pipeline = make_pipeline()
     pipeline.run(source(payroll_emulator, collections=("employer-identifiers",)))
     assert loaded(pipeline) == {"employer_identifiers": 50}
+
+
+def test_an_empty_answer_deletes_nothing_at_the_destination(
+    make_pipeline: MakePipeline, first_load: FirstLoad
+) -> None:
+    """Another account's token, a sandbox, an emptied replica: an empty listing is a proven
+    walk, and without the deletion guard one run would delete all 300 rows."""
+    from dlt.pipeline.exceptions import PipelineStepFailed
+
+    from payroll_async.mirror import MirrorDeletionsError
+    from payroll_async.testing import EmulatorThread
+
+    first_load(("payroll-connections",))
+    with EmulatorThread(seed=9, payroll_connections=0) as emptied:
+        pipeline = make_pipeline()
+        with pytest.raises(PipelineStepFailed) as failed:
+            pipeline.run(source(emptied, collections=("payroll-connections",)))
+        assert failed.value.step == "extract"
+        chain: list[BaseException] = [failed.value]
+        while (cause := chain[-1].__cause__) is not None:
+            chain.append(cause)
+        refused = chain[-1]  # what the docs say: the chain of causes ends in it
+        assert isinstance(refused, MirrorDeletionsError)
+        assert refused.__context__ is None
+        assert "would mark 300 of the 300 live rows deleted" in str(refused)
+        assert "max_deletions=300" in str(refused)
+        assert rows(make_pipeline(), "SELECT count(*) FROM payroll_connections") == [(300,)]
+
+        # told so, the next run deletes them
+        pipeline = make_pipeline()
+        pipeline.run(source(emptied, collections=("payroll-connections",), max_deletions=None))
+        assert loaded(pipeline) == {"payroll_connections": 300}  # 300 tombstones
+        assert rows(pipeline, "SELECT count(*) FROM payroll_connections") == [(0,)]

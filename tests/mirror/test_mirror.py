@@ -640,7 +640,8 @@ async def test_a_run_cancelled_between_batches_of_deletions_tells_those_committe
         emu = Emulator(seed=41, payroll_connections=1300)
         async with emu, PayrollClient(emu.base_url, emu.token) as client:
             await mirror(client, "payroll-connections", into=into, on_change=gathered)
-            emu.churn("payroll-connections", deleted=700)  # two batches of deletions
+            # two batches of deletions (500 and 100), within the default bound (half of 1,300)
+            emu.churn("payroll-connections", deleted=600)
             read = mirror_driver.Statements.items
             calls = 0
             second = asyncio.Event()
@@ -665,7 +666,7 @@ async def test_a_run_cancelled_between_batches_of_deletions_tells_those_committe
             monkeypatch.setattr(mirror_driver.Statements, "items", read)
             await mirror(client, "payroll-connections", into=into, on_change=gathered)
         await told_once_each(into, gathered, errors)
-    assert sum(change == "deleted" for change, _ in gathered.changes) == 700
+    assert sum(change == "deleted" for change, _ in gathered.changes) == 600
 
 
 async def test_after_on_change_raises_it_is_told_nothing_more_and_nothing_uncommitted_stays(
