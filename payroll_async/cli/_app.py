@@ -12,7 +12,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import click
@@ -34,6 +34,7 @@ from payroll_async._core._visible import VisibleFormatter
 from payroll_async.export import ExportError
 
 from ._console import SafeConsole
+from ._demo import demo_emulator
 from ._errors import (
     BadInput,
     CommandError,
@@ -45,17 +46,11 @@ from ._errors import (
     stderr,
 )
 
-if TYPE_CHECKING:
-    from payroll_async.emulator import Emulator
-
 __all__ = [
-    "DEMO_SERVICE",
     "LazyGroup",
     "Settings",
     "cli",
-    "demo_emulator",
     "execute",
-    "note_if_ephemeral",
     "open_client",
     "run",
     "stdout",
@@ -66,42 +61,6 @@ T = TypeVar("T")
 stdout = SafeConsole()
 if not stdout.is_terminal:  # piped: no screen to fit, so never wrap the table's cells
     stdout = SafeConsole(width=240)
-
-
-class _Data(TypedDict):
-    seed: int
-    payroll_connections: int
-    employer_identifiers: int
-
-
-# What --emulator's data is made of: the same data on every run, whatever its port.
-DEMO_DATA: _Data = {"seed": 1, "payroll_connections": 25_000, "employer_identifiers": 200}
-DEMO_SERVICE = (
-    f"payroll-async --emulator {__version__} (seed {DEMO_DATA['seed']}, "
-    f"{DEMO_DATA['payroll_connections']:,} connections, "
-    f"{DEMO_DATA['employer_identifiers']:,} employers)"
-)
-"""What an export's checkpoint knows --emulator by: its data, not its port or token."""
-
-
-def demo_emulator(**options: Any) -> Emulator:
-    """The in-process service of --emulator: enough data to watch the progress bar work."""
-    from payroll_async.emulator import Emulator
-
-    return Emulator(**DEMO_DATA, latency=0.01, **options)
-
-
-EPHEMERAL_NOTE = (
-    "note: the --emulator service lived only for this command, so what it just made is gone "
-    "(the next command starts a fresh one); for one that stays, run payroll-async emulator "
-    "and use the PAYROLL_BASE_URL and PAYROLL_TOKEN it prints"
-)
-
-
-def note_if_ephemeral(settings: Settings) -> None:
-    """After a write against --emulator: one line saying that it is gone with the command."""
-    if settings.emulator:
-        stderr.print(EPHEMERAL_NOTE, markup=False)
 
 
 @attrs.frozen

@@ -6,7 +6,8 @@ that a command starts without the others' imports.
 
 from __future__ import annotations
 
-from ._app import cli, demo_emulator
+from ._app import cli
+from ._demo import demo_emulator
 
 __all__ = ["cli", "demo_emulator"]
 

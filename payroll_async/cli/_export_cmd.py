@@ -20,7 +20,8 @@ from payroll_async.export import (
 )
 
 from .._collections import COLLECTIONS, Collection
-from ._app import DEMO_SERVICE, Settings, run
+from ._app import Settings, run
+from ._demo import DEMO_SERVICE
 from ._errors import BadInput, CommandError, stderr
 from ._progress import progress_bar, show_progress
 

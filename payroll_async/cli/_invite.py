@@ -9,8 +9,9 @@ import click
 
 from payroll_async import PayrollClient
 
-from ._app import Settings, note_if_ephemeral, run
+from ._app import Settings, run
 from ._console import visible
+from ._demo import note_if_ephemeral
 from ._errors import stderr
 
 __all__ = ["invite_link"]
@@ -34,11 +35,11 @@ def invite_link(settings: Settings, employer_id: str, invite_id: str, as_json: b
         click.echo(
             json.dumps({"onboardingLink": link, "expiresAt": expires.isoformat(timespec="seconds")})
         )
-        note_if_ephemeral(settings)
+        note_if_ephemeral(settings.emulator)
         return
     click.echo(visible(link))  # the service wrote it: shown, never obeyed
     stderr.print(
         f"Valid for 30 minutes (until {expires:%H:%M} UTC) and for one use; "
         "open it in the employer's browser."
     )
-    note_if_ephemeral(settings)
+    note_if_ephemeral(settings.emulator)

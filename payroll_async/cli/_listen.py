@@ -21,8 +21,9 @@ from payroll_async._core._env import INBOX_URL, WEBHOOK_SECRET
 from payroll_async.emulator import Emulator
 from payroll_async.events import EventRouter, WebhookEvent
 
-from ._app import Settings, demo_emulator, execute
+from ._app import Settings, execute
 from ._console import visible
+from ._demo import demo_emulator
 from ._errors import BadInput, ExitCode, stderr
 
 if TYPE_CHECKING:

@@ -13,8 +13,9 @@ from rich.table import Table
 from payroll_async import PayrollClient, WebhookSubscription, to_dict
 from payroll_async.models import EVENT_TYPES
 
-from ._app import LazyGroup, Settings, note_if_ephemeral, run, stdout
+from ._app import LazyGroup, Settings, run, stdout
 from ._console import visible
+from ._demo import note_if_ephemeral
 from ._errors import stderr
 
 __all__ = ["EVENT_CHOICE", "webhooks"]
@@ -129,7 +130,7 @@ def webhooks_create(settings: Settings, events: tuple[str, ...], path: str, as_j
         return await client.webhooks.create(event_types=_event_types(events), path=path)
 
     _print_subscription(run(settings, main), as_json)
-    note_if_ephemeral(settings)
+    note_if_ephemeral(settings.emulator)
 
 
 @webhooks.command("delete")
@@ -143,7 +144,7 @@ def webhooks_delete(settings: Settings, subscription_id: str) -> None:
 
     run(settings, main)
     stderr.print(f"Deleted webhook subscription {subscription_id}")
-    note_if_ephemeral(settings)
+    note_if_ephemeral(settings.emulator)
 
 
 @webhooks.command("replace")
@@ -161,4 +162,4 @@ def webhooks_replace(
         )
 
     _print_subscription(run(settings, main), as_json)
-    note_if_ephemeral(settings)
+    note_if_ephemeral(settings.emulator)

@@ -20,6 +20,7 @@ import re
 import stat
 import tempfile
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import IO, Any
 
@@ -174,9 +175,8 @@ class FileWriter:
     """A :class:`~payroll_async.export._checkpoint.Writer` to a regular file, replaced at the end.
 
     Writes go to ``OUT.<random>.partial`` (0600, created with O_EXCL); its name and length
-    are this writer's part of a checkpoint. The name is random so that nothing planted at
-    a name known in advance can be in its way (no link, no other user's file in a shared
-    directory); the messages that say what to delete name it.
+    are this writer's part of a checkpoint. The name is random, so nothing planted at a
+    name known in advance is in its way; the messages that say what to delete name it.
     """
 
     def __init__(self, target: Path, fmt: Format, columns: list[str]) -> None:
@@ -203,14 +203,10 @@ class FileWriter:
         self._write(self.fmt.header(self._columns))
 
     def files(self, record: Mapping[str, Any] | None) -> list[Path]:
-        """The partial file a checkpoint's ``record`` names, to delete with the checkpoint to
-        start over; without a record that can be read, the partial files beside the
-        target (the first five)."""
+        """The partial file ``record`` names, or else the first five beside the target."""
         if record is not None:
-            try:
+            with suppress(CheckpointError):
                 return [self._named(record)[0]]
-            except CheckpointError:
-                pass
         pattern = f"{glob.escape(self.target.name)}.*.partial"
         return sorted(self.target.parent.glob(pattern))[:5]
 

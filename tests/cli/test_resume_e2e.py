@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from payroll_async.cli._app import DEMO_DATA
+from payroll_async.cli._demo import DEMO_DATA
 from payroll_async.emulator import Emulator
 from tests.cli._run import ROOT
 
