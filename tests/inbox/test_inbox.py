@@ -337,6 +337,8 @@ async def test_retry_replays_done_and_dead_events_and_purge_deletes_only_old_don
     await work_until(inbox, router, lambda s: s.pending == 0, max_attempts=1)
     assert sorted(handled) == ["evt-1", "evt-1", "evt-2"]
     assert await inbox.purge(datetime.timedelta(days=7)) == 0
+    for beyond_the_calendar in (datetime.timedelta(days=999999), datetime.timedelta.max):
+        assert await inbox.purge(beyond_the_calendar) == 0
     assert await inbox.purge(datetime.timedelta(0)) == 2
     stats = await inbox.stats()
     assert (stats.pending, stats.done, stats.dead) == (0, 0, 1)  # dead ones are kept
