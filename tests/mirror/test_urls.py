@@ -18,7 +18,7 @@ from tests.conftest import StartEmulator
 PASSWORD = "PW-s3cret"
 
 REFUSED = {
-    f"postgresql://u:{PASSWORD}@db.example:99999/payroll": "the port must be a number from 1 to 65535",
+    f"postgresql://u:{PASSWORD}@db.example:99999/payroll": "the port must be a number from 1",
     f"postgresql://u:{PASSWORD}@db.example/payroll?port=0": "the port must be a number from 1",
     f"postgresql://u:{PASSWORD}@db.example/payroll?sslmode=requre": "sslmode must be one of",
     f"postgresql://u:{PASSWORD}@db.example/payroll?connect_timeout=ten": "connect_timeout must",
@@ -61,7 +61,8 @@ def test_the_command_refuses_such_a_url_with_exit_2_and_no_traceback(
     result = invoke(None, *emu_options, *command, "--into", url)
     assert result.exit_code == 2, result.output
     assert "the port must be a number from 1 to 65535" in result.stderr
-    assert "Traceback" not in result.output and PASSWORD not in result.output
+    assert "Traceback" not in result.output
+    assert PASSWORD not in result.output
 
 
 def with_query(url: str, **parameters: str) -> str:
@@ -128,4 +129,5 @@ def test_the_command_says_why_sslmode_require_fails_with_exit_5(
     url = with_query(postgres_server.url(), sslmode="require")
     result = invoke(None, "inbox", "list", "--into", url)
     assert result.exit_code == 5, result.output
-    assert "SSL" in result.stderr and "Traceback" not in result.output
+    assert "SSL" in result.stderr
+    assert "Traceback" not in result.output
