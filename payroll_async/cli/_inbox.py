@@ -208,7 +208,7 @@ def _print_entries(entries: list[InboxEntry], as_json: bool) -> None:
         # ids, types and errors are outside text: SafeConsole escapes control codes
         table.add_row(
             entry.event_id,
-            entry.event_type,
+            entry.event_type or "",
             entry.status,
             str(entry.attempts),
             _when(entry.received_at),

@@ -33,7 +33,7 @@ from .._core._visible import EscapingFilter
 from ..mirror._db import Database, open_database
 from ..mirror._driver import _compiled
 from ..mirror._errors import MirrorError, MirrorURLError
-from ..mirror._values import row_converter
+from ..mirror._values import converter, row_converter
 from ..models import WebhookEvent
 from ._batch import Batched
 from ._operations import InboxOperations
@@ -58,6 +58,7 @@ logger: logging.Logger = logging.getLogger("payroll_async.inbox")
 logger.addFilter(EscapingFilter())  # event ids and handlers' errors are outside text
 
 _SCHEMA_LOCK = 0x7061_7972_6F6C_6C01  # the PostgreSQL lock of the inbox's table creation
+_SENDERS = ("event_type", "occurred_at")  # the typed columns of the sender's values
 
 
 class Inbox(InboxOperations):
@@ -123,6 +124,7 @@ class Inbox(InboxOperations):
         if order != [c.name for c in EVENTS.c]:
             raise AssertionError(f"unexpected column order of the inbox's INSERT: {order}")
         self._stored_form = row_converter(list(EVENTS.c), self._db.dialect)
+        self._checks = {name: converter(EVENTS.c[name], self._db.dialect) for name in _SENDERS}
         # Notifications that arrive while one commit runs are stored by the next one.
         self._accepting = Batched(self._insert_rows)
         self._done = Batched(self._mark_done)  # likewise the workers' events handled
@@ -185,6 +187,17 @@ class Inbox(InboxOperations):
                         text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_SCHEMA_LOCK)
                     )
                 await connection.run_sync(METADATA.create_all, checkfirst=True)
+                if self._db.dialect == "postgresql":
+                    # A table of an earlier release: its event_type may be NULL now (a
+                    # type PostgreSQL's text cannot hold; SQLite's holds every one).
+                    required = await connection.exec_driver_sql(
+                        "SELECT attnotnull FROM pg_attribute WHERE attname = 'event_type' "
+                        "AND attrelid = 'inbox_events'::regclass"
+                    )
+                    if required.scalar():
+                        await connection.exec_driver_sql(
+                            "ALTER TABLE inbox_events ALTER COLUMN event_type DROP NOT NULL"
+                        )
         self._ready = True
 
     async def accept(self, event: WebhookEvent, body: bytes) -> bool:
@@ -196,18 +209,44 @@ class Inbox(InboxOperations):
         if not event.event_id:
             raise InvalidArgumentError("an event needs an event_id to be kept in the inbox")
         now = _now()
-        return await self._accepting(
-            {
-                "event_id": event.event_id,
-                "event_type": str(event.event_type),
-                "occurred_at": event.occurred_at,
-                "received_at": now,
-                "body": bytes(body),
-                "status": PENDING,
-                "attempts": 0,
-                "next_attempt_at": now,
-            }
-        )
+        row = {
+            "event_id": event.event_id,
+            "event_type": str(event.event_type),
+            "occurred_at": event.occurred_at,
+            "received_at": now,
+            "body": bytes(body),
+            "status": PENDING,
+            "attempts": 0,
+            "next_attempt_at": now,
+        }
+        self._storable(row)
+        return await self._accepting(row)
+
+    def _storable(self, row: dict[str, Any]) -> None:
+        """A value of the sender's that its typed column cannot hold (an ``occurredAt``
+        beyond UTC's calendar, a NUL in PostgreSQL's text) made NULL, as the mirror does:
+        the body keeps it as sent. Checked alone, so that it never fails a batch."""
+        if self._db.dialect == "postgresql" and "\x00" in row["event_id"]:
+            message = (
+                f"notification {row['event_id']!r} cannot be stored: its eventId has a NUL "
+                "character, which PostgreSQL's text cannot hold"
+            )
+            logger.error("%s", message)
+            raise InboxError(message)
+        empty = []
+        for name in _SENDERS:
+            try:
+                self._checks[name](row[name])
+            except (OverflowError, ValueError):
+                row[name] = None
+                empty.append(name)
+        if empty:
+            logger.warning(
+                "notification %s: its %s cannot be held in the inbox's typed column and is "
+                "stored NULL (the body keeps it as sent)",
+                row["event_id"],
+                " and ".join(empty),
+            )
 
     async def _insert_rows(self, rows: builtins.list[dict[str, Any]]) -> builtins.list[bool]:
         """One INSERT of the notifications that arrived together; which were new.
@@ -352,7 +391,7 @@ class Inbox(InboxOperations):
         if not self._down:
             self._down = True
             logger.error(
-                "the inbox cannot be reached (%s): notifications are answered 503 and "
+                "the inbox cannot be used (%s): notifications are answered 503 and "
                 "workers wait until it can",
                 exc,
             )
@@ -360,4 +399,4 @@ class Inbox(InboxOperations):
     def _reached(self) -> None:
         if self._down:
             self._down = False
-            logger.warning("the inbox can be reached again")
+            logger.warning("the inbox can be used again")
