@@ -22,6 +22,7 @@ from ._listen import (
     build_router,
     check_receiver_options,
     open_inbox,
+    reach_inbox,
     receiver_log_on_console,
     receiver_options,
     serving,
@@ -150,6 +151,7 @@ def inbox_run(
 
     async def work() -> None:
         stop_on_signals(stop, stopped_by)
+        await reach_inbox(kept)
         stderr.print(f"Handling the events of {kept.url} (Ctrl-C to stop)")
         if receiving:
             async with serving(router, host, port, hook_path):
