@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import tenacity
 from sqlalchemy import bindparam, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._exceptions import InvalidArgumentError
@@ -35,7 +36,7 @@ from ..mirror._driver import _compiled
 from ..mirror._errors import MirrorError, MirrorURLError
 from ..mirror._values import converter, row_converter
 from ..models import WebhookEvent
-from ._batch import Batched
+from ._batch import Batched, Failed
 from ._operations import InboxOperations
 from ._records import (
     InboxEntry,
@@ -59,6 +60,26 @@ logger.addFilter(EscapingFilter())  # event ids and handlers' errors are outside
 
 _SCHEMA_LOCK = 0x7061_7972_6F6C_6C01  # the PostgreSQL lock of the inbox's table creation
 _SENDERS = ("event_type", "occurred_at")  # the typed columns of the sender's values
+
+
+class _RowRefused(InboxError):
+    """The database refused a statement for its values, not for failing itself."""
+
+
+# SQLSTATE classes of a refusal for the values: data exception, integrity constraint
+# violation, program limit exceeded (an index row too large).
+_VALUES_REFUSED = ("22", "23", "54")
+
+
+def _refused_for_its_values(exc: BaseException) -> bool:
+    """Whether ``exc`` refused a statement for its values (the connection is fine)."""
+    if isinstance(exc, (DataError, IntegrityError)):
+        return True
+    if isinstance(exc, DBAPIError):
+        state = getattr(exc.orig, "sqlstate", None)
+        return isinstance(state, str) and state[:2] in _VALUES_REFUSED
+    # a value the driver or a type could not bind
+    return isinstance(exc, StatementError)
 
 
 class Inbox(InboxOperations):
@@ -225,14 +246,8 @@ class Inbox(InboxOperations):
     def _storable(self, row: dict[str, Any]) -> None:
         """A value of the sender's that its typed column cannot hold (an ``occurredAt``
         beyond UTC's calendar, a NUL in PostgreSQL's text) made NULL, as the mirror does:
-        the body keeps it as sent. Checked alone, so that it never fails a batch."""
-        if self._db.dialect == "postgresql" and "\x00" in row["event_id"]:
-            message = (
-                f"notification {row['event_id']!r} cannot be stored: its eventId has a NUL "
-                "character, which PostgreSQL's text cannot hold"
-            )
-            logger.error("%s", message)
-            raise InboxError(message)
+        the body keeps it as sent. Checked alone, so that it never fails a batch (an
+        eventId the database cannot hold fails its own notification: ``_insert_rows``)."""
         empty = []
         for name in _SENDERS:
             try:
@@ -248,44 +263,80 @@ class Inbox(InboxOperations):
                 " and ".join(empty),
             )
 
-    async def _insert_rows(self, rows: builtins.list[dict[str, Any]]) -> builtins.list[bool]:
+    async def _insert_rows(
+        self, rows: builtins.list[dict[str, Any]]
+    ) -> builtins.list[bool | Failed]:
         """One INSERT of the notifications that arrived together; which were new.
 
         A copy in the same batch is not new either: the first of an id gets the answer.
+        A statement that the database refuses for a row's sake (an eventId too long for
+        its index, say) is made again one row at a time, so that only that row fails.
         """
+        unique = {row["event_id"]: row for row in reversed(rows)}
+        failed: dict[str, InboxError] = {}
         try:
-            stored = await self._insert_unique({row["event_id"]: row for row in reversed(rows)})
+            stored = await self._insert_unique(unique)
+        except _RowRefused as refused:
+            stored = set()
+            if len(unique) == 1:
+                failed = dict.fromkeys(unique, refused)
+            else:
+                for event_id, row in unique.items():
+                    try:
+                        stored |= await self._insert_unique({event_id: row})
+                    except InboxError as exc:
+                        failed[event_id] = exc
+            for event_id, error in failed.items():
+                if isinstance(error, _RowRefused):
+                    logger.error("notification %s could not be stored: %s", event_id, error)
+                else:
+                    self._outage(error)
         except InboxError as exc:
             self._outage(exc)  # logged once an outage; each sender is answered 503
             raise
-        answers = []
+        answers: builtins.list[bool | Failed] = []
         for row in rows:
-            answers.append(row["event_id"] in stored)
+            event_id = row["event_id"]
+            answers.append(Failed(failed[event_id]) if event_id in failed else event_id in stored)
             stored.discard(row["event_id"])
         return answers
 
     async def _insert_unique(self, unique: dict[str, dict[str, Any]]) -> set[str]:
-        """Store the rows by event id; the ids stored now (the first row of each id)."""
+        """Store the rows by event id; the ids stored now (the first row of each id).
+
+        Raises ``_RowRefused`` if the database refused the statement for its values (a
+        data or integrity error, a limit) rather than failing itself."""
         await self._ensure()
-        with self._errors(f"storing {len(unique)} notification{'s' if len(unique) > 1 else ''}"):
-            try:
-                # One connection kept for this: Batched runs one flush at a time, and a
-                # checkout from the pool costs as much as the INSERT itself.
-                if self._held is None:
-                    self._held = await self._writer.connect()
-                async with self._held.begin():
-                    if len(unique) == 1:
-                        (row,) = unique.values()
-                        values = self._stored_form(tuple(row.get(c.name) for c in EVENTS.c))
-                        result = await self._held.exec_driver_sql(self._storing_one, values)
-                    else:
-                        result = await self._held.execute(
-                            self._storing, builtins.list(unique.values())
-                        )
-                    stored = {event_id for (event_id,) in result}
-            except Exception:
-                await self._let_go()  # a new connection next time
-                raise
+        doing = f"storing {len(unique)} notification{'s' if len(unique) > 1 else ''}"
+        refused = False
+        try:
+            with self._errors(doing):
+                try:
+                    # One connection kept for this: Batched runs one flush at a time, and a
+                    # checkout from the pool costs as much as the INSERT itself.
+                    if self._held is None:
+                        self._held = await self._writer.connect()
+                    async with self._held.begin():
+                        if len(unique) == 1:
+                            (row,) = unique.values()
+                            values = self._stored_form(tuple(row.get(c.name) for c in EVENTS.c))
+                            result = await self._held.exec_driver_sql(self._storing_one, values)
+                        else:
+                            result = await self._held.execute(
+                                self._storing, builtins.list(unique.values())
+                            )
+                        stored = {event_id for (event_id,) in result}
+                except (ValueError, OverflowError, TypeError) as exc:  # its stored form
+                    raise _RowRefused(f"{doing}: {type(exc).__name__}: {exc}") from None
+                except Exception as exc:
+                    refused = _refused_for_its_values(exc)
+                    if not refused:
+                        await self._let_go()  # a new connection next time
+                    raise
+        except InboxError as exc:
+            if refused:
+                raise _RowRefused(str(exc)) from None
+            raise
         self._reached()
         return stored
 

@@ -11,6 +11,7 @@ import asyncio
 import datetime
 import json
 import logging
+import secrets
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -201,6 +202,32 @@ async def test_every_verified_event_is_stored_even_one_its_columns_cannot_hold(
     )
     entries = {entry.event_id: entry for entry in await inbox.list()}
     assert entries["evt-nul"].event_type == (None if postgres else "PAYROLL\x00PROCESSED")
+
+
+async def test_an_event_id_the_database_refuses_fails_alone_and_is_named(
+    open_inbox: Any, into: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    inbox = open_inbox()
+    too_long = "evt-" + secrets.token_hex(4000)  # beyond PostgreSQL's index row (2704 bytes)
+    ids = ["evt-a", too_long, "evt-nul\x00", "evt-b"]
+    with caplog.at_level(logging.WARNING, logger="payroll_async"):
+        # all at once: one batch, one statement
+        results = await asyncio.gather(
+            *(inbox.accept(*event(i)) for i in ids), return_exceptions=True
+        )
+    postgres = into.startswith("postgresql")
+    assert results[0] is True
+    assert results[3] is True
+    for refused in results[1:3]:
+        assert isinstance(refused, InboxError) if postgres else refused is True
+    if postgres:
+        assert "notification evt-nul\\x00 could not be stored" in caplog.text
+        assert f"notification {too_long} could not be stored" in caplog.text
+        assert "index row" in caplog.text  # what failed, in the database's words
+    assert "cannot be used" not in caplog.text  # not an outage
+    assert await inbox.accept(*event("evt-c")) is True
+    stats = await inbox.stats()
+    assert stats.pending == (3 if postgres else 5)
 
 
 def _closed_port() -> int:
