@@ -5,11 +5,11 @@ cannot be used at start is an exit 5 that says why; one that goes away later say
 from __future__ import annotations
 
 import asyncio
-import socket
 import sys
 import uuid
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from payroll_async.cli._errors import ExitCode
@@ -18,19 +18,14 @@ from tests.cli._run import invoke, start
 
 from .conftest import SECRET
 from .test_cli_inbox import _serve_and_post
+from .test_inbox import _closed_port
 
+PIPE = asyncio.subprocess.PIPE
 COMMANDS = {
     "inbox run": ("inbox", "run", "--into"),
     "inbox list": ("inbox", "list", "--into"),
     "webhooks listen --inbox": ("webhooks", "listen", "--secret", SECRET, "--port", "0", "--inbox"),
 }
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 async def _role(postgres_server: PostgresServer, password: str) -> str:
@@ -41,9 +36,7 @@ async def _role(postgres_server: PostgresServer, password: str) -> str:
 
 async def _run_to_its_end(*args: str) -> tuple[int, str]:
     """The command as a process: its exit code and stderr (60 s at most: not a hang)."""
-    process = await start(
-        None, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
+    process = await start(None, *args, stdout=PIPE, stderr=PIPE)
     try:
         _, err = await asyncio.wait_for(process.communicate(), 60)
     finally:
@@ -77,17 +70,8 @@ async def test_a_database_lost_later_is_one_error_line_that_says_why_without_v(
     role = await _role(postgres_server, "pw-1")
     url = f"postgresql://{role}:pw-1@127.0.0.1:{postgres_server.port}/postgres"
     admin = postgres_server.url()
-    process = await start(
-        None,
-        "inbox",
-        "run",
-        "--into",
-        url,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    process = await start(None, "inbox", "run", "--into", url, stdout=PIPE, stderr=PIPE)
     assert process.stderr is not None
-    import asyncpg
 
     async def line_with(text: str) -> str:
         assert process.stderr is not None
