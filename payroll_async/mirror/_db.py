@@ -105,8 +105,15 @@ _LIBPQ = frozenset(
     }
 )
 _FILES = ("sslrootcert", "sslcert", "sslkey", "sslcrl")  # read when connecting: they must exist
-_SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
-_SESSION_ATTRS = ("any", "primary", "standby", "prefer-standby", "read-write", "read-only")
+_TLS = ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
+_CHOICES = {
+    "sslmode": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    "target_session_attrs": (
+        *("any", "primary", "standby", "prefer-standby", "read-write", "read-only"),
+    ),
+    "ssl_min_protocol_version": _TLS,
+    "ssl_max_protocol_version": _TLS,
+}
 # What SQLAlchemy's asyncpg dialect or asyncpg's own keywords take, as the URL writes them.
 _KEYWORDS: dict[str, Callable[[str], Any]] = {
     "ssl": str,
@@ -140,19 +147,24 @@ def _postgres_arguments(parsed: URL, pairs: dict[str, str]) -> dict[str, Any]:
         _port(parsed.port)
     for port in pairs.get("port", "").split(",") if "port" in pairs else ():
         _port(int(port) if port.strip().isdigit() else port)
-    if pairs.get("sslmode", "prefer") not in _SSLMODES:
-        _refuse(f"sslmode must be one of {', '.join(_SSLMODES)}, got {pairs['sslmode']!r}")
-    if pairs.get("target_session_attrs", "any") not in _SESSION_ATTRS:
+    for name, allowed in _CHOICES.items():
+        if name in pairs and pairs[name] not in allowed:
+            _refuse(f"{name} must be one of {', '.join(allowed)}, got {pairs[name]!r}")
+    if pairs.get("sslrootcert") == "system":
         _refuse(
-            f"target_session_attrs must be one of {', '.join(_SESSION_ATTRS)}, "
-            f"got {pairs['target_session_attrs']!r}"
+            "sslrootcert=system is libpq's, which the PostgreSQL driver (asyncpg) does not "
+            "take: give the path of the CA file"
+        )
+    verified = pairs.get("sslmode") in ("verify-ca", "verify-full")
+    given = "sslrootcert" in pairs or os.environ.get("PGSSLROOTCERT")
+    default_root = Path(os.path.expanduser("~/.postgresql/root.crt"))
+    if verified and not given and not default_root.is_file():
+        _refuse(
+            f"sslmode={pairs['sslmode']} needs the CA's certificate: give "
+            f"sslrootcert=PATH (there is no {default_root})"
         )
     for name in _FILES:
-        if (
-            name in pairs
-            and pairs[name] != "system"
-            and not Path(pairs[name]).expanduser().is_file()
-        ):
+        if name in pairs and not Path(pairs[name]).expanduser().is_file():
             _refuse(f"{name}: there is no file {pairs[name]}")
     arguments: dict[str, Any] = {}
     libpq = [(name, value) for name, value in pairs.items() if name in _LIBPQ]

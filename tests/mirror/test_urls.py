@@ -28,6 +28,15 @@ REFUSED = {
     f"postgresql://u:{PASSWORD}@db.example/payroll?target_session_attrs=writable": (
         "target_session_attrs must be one of"
     ),
+    f"postgresql://u:{PASSWORD}@db.example/payroll?ssl_min_protocol_version=TLSv9": (
+        "ssl_min_protocol_version must be one of TLSv1, TLSv1.1, TLSv1.2, TLSv1.3"
+    ),
+    f"postgresql://u:{PASSWORD}@db.example/payroll?sslrootcert=system": (
+        "sslrootcert=system is libpq's"
+    ),
+    f"postgresql://u:{PASSWORD}@db.example/payroll?sslmode=verify-full": (
+        "sslmode=verify-full needs the CA's certificate: give sslrootcert=PATH"
+    ),
     f"postgresql://u:{PASSWORD}@db.example/payroll?sslmod=require": (
         "the URL parameter 'sslmod' is not one the PostgreSQL driver takes"
     ),
@@ -35,7 +44,11 @@ REFUSED = {
 
 
 @pytest.mark.parametrize("url", REFUSED)
-async def test_a_url_the_driver_cannot_take_is_refused_by_name_when_built(url: str) -> None:
+async def test_a_url_the_driver_cannot_take_is_refused_by_name_when_built(
+    url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.postgresql/root.crt
+    monkeypatch.delenv("PGSSLROOTCERT", raising=False)
     with pytest.raises(InboxURLError) as inbox_error:
         Inbox(url)
     # Port 9 (discard) on loopback: any request would fail with a connection error.
