@@ -106,10 +106,17 @@ _LIBPQ = frozenset(
 )
 _FILES = ("sslrootcert", "sslcert", "sslkey", "sslcrl")  # read when connecting: they must exist
 _TLS = ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
+_SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 _CHOICES = {
-    "sslmode": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    "sslmode": _SSLMODES,
+    "ssl": _SSLMODES,  # asyncpg's keyword, as SQLAlchemy's documentation writes it
     "target_session_attrs": (
-        *("any", "primary", "standby", "prefer-standby", "read-write", "read-only"),
+        "any",
+        "primary",
+        "standby",
+        "prefer-standby",
+        "read-write",
+        "read-only",
     ),
     "ssl_min_protocol_version": _TLS,
     "ssl_max_protocol_version": _TLS,
@@ -155,12 +162,12 @@ def _postgres_arguments(parsed: URL, pairs: dict[str, str]) -> dict[str, Any]:
             "sslrootcert=system is libpq's, which the PostgreSQL driver (asyncpg) does not "
             "take: give the path of the CA file"
         )
-    verified = pairs.get("sslmode") in ("verify-ca", "verify-full")
+    verified = {pairs.get(name, "") for name in ("sslmode", "ssl")} & {"verify-ca", "verify-full"}
     given = "sslrootcert" in pairs or os.environ.get("PGSSLROOTCERT")
     default_root = Path(os.path.expanduser("~/.postgresql/root.crt"))
     if verified and not given and not default_root.is_file():
         _refuse(
-            f"sslmode={pairs['sslmode']} needs the CA's certificate: give "
+            f"sslmode={' or '.join(sorted(verified))} needs the CA's certificate: give "
             f"sslrootcert=PATH (there is no {default_root})"
         )
     for name in _FILES:

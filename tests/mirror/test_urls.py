@@ -31,6 +31,7 @@ REFUSED = {
     f"postgresql://u:{PASSWORD}@db.example/payroll?ssl_min_protocol_version=TLSv9": (
         "ssl_min_protocol_version must be one of TLSv1, TLSv1.1, TLSv1.2, TLSv1.3"
     ),
+    f"postgresql://u:{PASSWORD}@db.example/payroll?ssl=true": "ssl must be one of disable,",
     f"postgresql://u:{PASSWORD}@db.example/payroll?sslrootcert=system": (
         "sslrootcert=system is libpq's"
     ),
