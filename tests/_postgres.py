@@ -72,6 +72,12 @@ class PostgresServer:
         cut) and start it again on the same port; returns once it accepts connections."""
         self._restart("immediate")
 
+    @property
+    def socket_dir(self) -> str:
+        """The folder of the server's Unix socket (the postmaster's pid file says it)."""
+        lines = (Path(self._server.pgdata) / "postmaster.pid").read_text().splitlines()
+        return lines[4]
+
     def url(self, database: str = "postgres", password: str | None = None) -> str:
         secret = f":{password}" if password else ""
         return f"postgresql://postgres{secret}@127.0.0.1:{self.port}/{database}"

@@ -22,6 +22,7 @@ from ._listen import (
     build_router,
     check_receiver_options,
     open_inbox,
+    reach_inbox,
     receiver_log_on_console,
     receiver_options,
     serving,
@@ -150,6 +151,7 @@ def inbox_run(
 
     async def work() -> None:
         stop_on_signals(stop, stopped_by)
+        await reach_inbox(kept)
         stderr.print(f"Handling the events of {kept.url} (Ctrl-C to stop)")
         if receiving:
             async with serving(router, host, port, hook_path):
@@ -208,7 +210,7 @@ def _print_entries(entries: list[InboxEntry], as_json: bool) -> None:
         # ids, types and errors are outside text: SafeConsole escapes control codes
         table.add_row(
             entry.event_id,
-            entry.event_type,
+            entry.event_type or "",
             entry.status,
             str(entry.attempts),
             _when(entry.received_at),

@@ -34,6 +34,7 @@ __all__ = [
     "check_receiver_options",
     "listen",
     "open_inbox",
+    "reach_inbox",
     "receiver_options",
     "serving",
     "show_event",
@@ -54,7 +55,9 @@ def _demo_event(n: int, employer_id: str) -> tuple[EventType, dict[str, Any]]:
     return kind, {"employeeId": str(uuid.uuid4()), "employerIdentifierId": employer_id}
 
 
-def show_event(event: WebhookEvent, as_json: bool) -> None:
+def show_event(event: WebhookEvent, as_json: bool, stored: bool = False) -> None:
+    """One line for ``event``; ``stored``: it was stored in an inbox, not handled (the
+    line says so)."""
     # Everything here was written by the sender: JSON escapes control characters itself
     # (ensure_ascii), and the type and id are escaped, so nothing reaches the terminal as
     # a control code.
@@ -64,7 +67,8 @@ def show_event(event: WebhookEvent, as_json: bool) -> None:
     when = (event.occurred_at or datetime.datetime.now(datetime.timezone.utc)).strftime("%H:%M:%S")
     kind = visible(event.event_type)
     event_id = visible(event.event_id or "-")
-    click.echo(f"{when}  {kind:<27} {event_id}  {json.dumps(dict(event.data))}")
+    status = "stored  " if stored else ""
+    click.echo(f"{when}  {status}{kind:<27} {event_id}  {json.dumps(dict(event.data))}")
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -126,8 +130,10 @@ def open_inbox(url: str, option: str, shown: Callable[[WebhookEvent], None] | No
     try:
         from payroll_async.inbox import Inbox, InboxError, InboxURLError
     except ImportError:
+        needs = "--inbox" if option == "--inbox" else "the inbox"
         raise BadInput(
-            f"{option} needs the 'mirror' extra: python3 -m pip install 'payroll-async[mirror]'"
+            f"{needs} needs the 'mirror' extra (SQLAlchemy with aiosqlite and asyncpg): "
+            "python3 -m pip install 'payroll-async[mirror]'"
         ) from None
 
     class ShownInbox(Inbox):
@@ -143,6 +149,13 @@ def open_inbox(url: str, option: str, shown: Callable[[WebhookEvent], None] | No
         raise BadInput(str(exc).replace("inbox: ", f"{option}: ", 1)) from None
     except InboxError as exc:
         raise BadInput(f"{option}: {exc}") from None
+
+
+async def reach_inbox(inbox: Inbox) -> None:
+    """Connect to the inbox's database and make its table if it is new: before anything
+    is served or claimed, a database that cannot be used (a wrong password, a refused
+    connection, an unknown host) is an InboxError that says why (exit code 5)."""
+    await inbox._ensure()
 
 
 def build_router(secret: str | None, insecure: bool, inbox: Inbox | None = None) -> EventRouter:
@@ -250,7 +263,7 @@ def listen(
 
     def show(event: WebhookEvent) -> None:
         nonlocal received
-        show_event(event, as_json)
+        show_event(event, as_json, stored=inbox is not None)
         received += 1
         if count is not None and received >= count:
             stop.set()
@@ -272,7 +285,15 @@ def listen(
     async def listen() -> int:
         stop_on_signals(stop, stopped_by)
         try:
+            if inbox is not None:
+                await reach_inbox(inbox)
             async with serving(router, host, port, hook_path) as url:
+                if inbox is not None:
+                    stderr.print(
+                        f"Each notification is stored in the inbox {inbox.url} before it is "
+                        "answered, and not handled here: `payroll-async inbox run --into "
+                        "URL` (the same URL) handles them."
+                    )
                 if emulator is not None:
                     await _listen_on_emulator(emulator, url, interval, stop)
                 else:
@@ -310,18 +331,21 @@ def receiver_log_on_console(verbose: bool) -> Iterator[None]:
     WARNING line by default (why, from which address; never the secret), and with -v the
     receiver's DEBUG and INFO lines too, in the same format, not again through -v's or
     PAYROLL_LOG's handlers."""
-    receiver = logging.getLogger("payroll_async.events")
     handler = _ConsoleHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s  %(levelname)s %(message)s", "%H:%M:%S"))
     handler.setLevel(logging.DEBUG if verbose else logging.WARNING)
-    propagate = receiver.propagate
-    receiver.addHandler(handler)
-    receiver.propagate = False
+    # The inbox's too: an outage of its database is one ERROR line that says why.
+    loggers = [logging.getLogger(f"payroll_async.{name}") for name in ("events", "inbox")]
+    propagate = [logger.propagate for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.propagate = False
     try:
         yield
     finally:
-        receiver.propagate = propagate
-        receiver.removeHandler(handler)
+        for logger, was in zip(loggers, propagate, strict=True):
+            logger.propagate = was
+            logger.removeHandler(handler)
 
 
 async def _listen_on_emulator(

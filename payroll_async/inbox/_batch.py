@@ -10,24 +10,35 @@ shared by however many arrived, and one caller alone still waits for one commit 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["Batched"]
+import attrs
+
+__all__ = ["Batched", "Failed"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
+@attrs.frozen
+class Failed:
+    """A result of ``flush`` for one item that failed alone: its caller gets ``error``."""
+
+    error: Exception
+
+
 class Batched(Generic[T, R]):
     """``await batched(item)``: the result ``flush`` gave ``item``, in a batch of others.
 
-    ``flush(items)`` returns one result per item, in order, or raises; its exception is
-    each caller's. A caller cancelled while waiting is left out of its batch if that batch
-    has not started.
+    ``flush(items)`` returns one result per item, in order (a ``Failed`` one is raised to
+    that item's caller alone), or raises; its exception is each caller's. A caller
+    cancelled while waiting is left out of its batch if that batch has not started.
     """
 
-    def __init__(self, flush: Callable[[list[T]], Awaitable[list[R]]], limit: int = 500) -> None:
+    def __init__(
+        self, flush: Callable[[list[T]], Awaitable[Sequence[R | Failed]]], limit: int = 500
+    ) -> None:
         self._flush = flush
         self._limit = limit
         self._queue: list[tuple[T, asyncio.Future[R]]] = []
@@ -60,5 +71,10 @@ class Batched(Generic[T, R]):
                 self._queue.clear()
                 raise
             for (_, future), result in zip(batch, results, strict=True):
-                if not future.done():
+                if future.done():
+                    continue
+                if isinstance(result, Failed):
+                    future.set_exception(result.error)
+                    future.exception()  # retrieved, as above
+                else:
                     future.set_result(result)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import tenacity
 from sqlalchemy import bindparam, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._exceptions import InvalidArgumentError
@@ -33,9 +34,9 @@ from .._core._visible import EscapingFilter
 from ..mirror._db import Database, open_database
 from ..mirror._driver import _compiled
 from ..mirror._errors import MirrorError, MirrorURLError
-from ..mirror._values import row_converter
+from ..mirror._values import converter, row_converter
 from ..models import WebhookEvent
-from ._batch import Batched
+from ._batch import Batched, Failed
 from ._operations import InboxOperations
 from ._records import (
     InboxEntry,
@@ -58,6 +59,27 @@ logger: logging.Logger = logging.getLogger("payroll_async.inbox")
 logger.addFilter(EscapingFilter())  # event ids and handlers' errors are outside text
 
 _SCHEMA_LOCK = 0x7061_7972_6F6C_6C01  # the PostgreSQL lock of the inbox's table creation
+_SENDERS = ("event_type", "occurred_at")  # the typed columns of the sender's values
+
+
+class _RowRefused(InboxError):
+    """The database refused a statement for its values, not for failing itself."""
+
+
+# SQLSTATE classes of a refusal for the values: data exception, integrity constraint
+# violation, program limit exceeded (an index row too large).
+_VALUES_REFUSED = ("22", "23", "54")
+
+
+def _refused_for_its_values(exc: BaseException) -> bool:
+    """Whether ``exc`` refused a statement for its values (the connection is fine)."""
+    if isinstance(exc, (DataError, IntegrityError)):
+        return True
+    if isinstance(exc, DBAPIError):
+        state = getattr(exc.orig, "sqlstate", None)
+        return isinstance(state, str) and state[:2] in _VALUES_REFUSED
+    # a value the driver or a type could not bind
+    return isinstance(exc, StatementError)
 
 
 class Inbox(InboxOperations):
@@ -123,6 +145,7 @@ class Inbox(InboxOperations):
         if order != [c.name for c in EVENTS.c]:
             raise AssertionError(f"unexpected column order of the inbox's INSERT: {order}")
         self._stored_form = row_converter(list(EVENTS.c), self._db.dialect)
+        self._checks = {name: converter(EVENTS.c[name], self._db.dialect) for name in _SENDERS}
         # Notifications that arrive while one commit runs are stored by the next one.
         self._accepting = Batched(self._insert_rows)
         self._done = Batched(self._mark_done)  # likewise the workers' events handled
@@ -185,6 +208,17 @@ class Inbox(InboxOperations):
                         text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_SCHEMA_LOCK)
                     )
                 await connection.run_sync(METADATA.create_all, checkfirst=True)
+                if self._db.dialect == "postgresql":
+                    # A table of an earlier release: its event_type may be NULL now (a
+                    # type PostgreSQL's text cannot hold; SQLite's holds every one).
+                    required = await connection.exec_driver_sql(
+                        "SELECT attnotnull FROM pg_attribute WHERE attname = 'event_type' "
+                        "AND attrelid = 'inbox_events'::regclass"
+                    )
+                    if required.scalar():
+                        await connection.exec_driver_sql(
+                            "ALTER TABLE inbox_events ALTER COLUMN event_type DROP NOT NULL"
+                        )
         self._ready = True
 
     async def accept(self, event: WebhookEvent, body: bytes) -> bool:
@@ -196,57 +230,113 @@ class Inbox(InboxOperations):
         if not event.event_id:
             raise InvalidArgumentError("an event needs an event_id to be kept in the inbox")
         now = _now()
-        return await self._accepting(
-            {
-                "event_id": event.event_id,
-                "event_type": str(event.event_type),
-                "occurred_at": event.occurred_at,
-                "received_at": now,
-                "body": bytes(body),
-                "status": PENDING,
-                "attempts": 0,
-                "next_attempt_at": now,
-            }
-        )
+        row = {
+            "event_id": event.event_id,
+            "event_type": str(event.event_type),
+            "occurred_at": event.occurred_at,
+            "received_at": now,
+            "body": bytes(body),
+            "status": PENDING,
+            "attempts": 0,
+            "next_attempt_at": now,
+        }
+        self._storable(row)
+        return await self._accepting(row)
 
-    async def _insert_rows(self, rows: builtins.list[dict[str, Any]]) -> builtins.list[bool]:
+    def _storable(self, row: dict[str, Any]) -> None:
+        """A value of the sender's that its typed column cannot hold (an ``occurredAt``
+        beyond UTC's calendar, a NUL in PostgreSQL's text) made NULL, as the mirror does:
+        the body keeps it as sent. Checked alone, so that it never fails a batch (an
+        eventId the database cannot hold fails its own notification: ``_insert_rows``)."""
+        empty = []
+        for name in _SENDERS:
+            try:
+                self._checks[name](row[name])
+            except (OverflowError, ValueError):
+                row[name] = None
+                empty.append(name)
+        if empty:
+            logger.warning(
+                "notification %s: its %s cannot be held in the inbox's typed column and is "
+                "stored NULL (the body keeps it as sent)",
+                row["event_id"],
+                " and ".join(empty),
+            )
+
+    async def _insert_rows(
+        self, rows: builtins.list[dict[str, Any]]
+    ) -> builtins.list[bool | Failed]:
         """One INSERT of the notifications that arrived together; which were new.
 
         A copy in the same batch is not new either: the first of an id gets the answer.
+        A statement that the database refuses for a row's sake (an eventId too long for
+        its index, say) is made again one row at a time, so that only that row fails.
         """
+        unique = {row["event_id"]: row for row in reversed(rows)}
+        failed: dict[str, InboxError] = {}
         try:
-            stored = await self._insert_unique({row["event_id"]: row for row in reversed(rows)})
+            stored = await self._insert_unique(unique)
+        except _RowRefused as refused:
+            stored = set()
+            if len(unique) == 1:
+                failed = dict.fromkeys(unique, refused)
+            else:
+                for event_id, row in unique.items():
+                    try:
+                        stored |= await self._insert_unique({event_id: row})
+                    except InboxError as exc:
+                        failed[event_id] = exc
+            for event_id, error in failed.items():
+                if isinstance(error, _RowRefused):
+                    logger.error("notification %s could not be stored: %s", event_id, error)
+                else:
+                    self._outage(error)
         except InboxError as exc:
             self._outage(exc)  # logged once an outage; each sender is answered 503
             raise
-        answers = []
+        answers: builtins.list[bool | Failed] = []
         for row in rows:
-            answers.append(row["event_id"] in stored)
+            event_id = row["event_id"]
+            answers.append(Failed(failed[event_id]) if event_id in failed else event_id in stored)
             stored.discard(row["event_id"])
         return answers
 
     async def _insert_unique(self, unique: dict[str, dict[str, Any]]) -> set[str]:
-        """Store the rows by event id; the ids stored now (the first row of each id)."""
+        """Store the rows by event id; the ids stored now (the first row of each id).
+
+        Raises ``_RowRefused`` if the database refused the statement for its values (a
+        data or integrity error, a limit) rather than failing itself."""
         await self._ensure()
-        with self._errors(f"storing {len(unique)} notification{'s' if len(unique) > 1 else ''}"):
-            try:
-                # One connection kept for this: Batched runs one flush at a time, and a
-                # checkout from the pool costs as much as the INSERT itself.
-                if self._held is None:
-                    self._held = await self._writer.connect()
-                async with self._held.begin():
-                    if len(unique) == 1:
-                        (row,) = unique.values()
-                        values = self._stored_form(tuple(row.get(c.name) for c in EVENTS.c))
-                        result = await self._held.exec_driver_sql(self._storing_one, values)
-                    else:
-                        result = await self._held.execute(
-                            self._storing, builtins.list(unique.values())
-                        )
-                    stored = {event_id for (event_id,) in result}
-            except Exception:
-                await self._let_go()  # a new connection next time
-                raise
+        doing = f"storing {len(unique)} notification{'s' if len(unique) > 1 else ''}"
+        refused = False
+        try:
+            with self._errors(doing):
+                try:
+                    # One connection kept for this: Batched runs one flush at a time, and a
+                    # checkout from the pool costs as much as the INSERT itself.
+                    if self._held is None:
+                        self._held = await self._writer.connect()
+                    async with self._held.begin():
+                        if len(unique) == 1:
+                            (row,) = unique.values()
+                            values = self._stored_form(tuple(row.get(c.name) for c in EVENTS.c))
+                            result = await self._held.exec_driver_sql(self._storing_one, values)
+                        else:
+                            result = await self._held.execute(
+                                self._storing, builtins.list(unique.values())
+                            )
+                        stored = {event_id for (event_id,) in result}
+                except (ValueError, OverflowError, TypeError) as exc:  # its stored form
+                    raise _RowRefused(f"{doing}: {type(exc).__name__}: {exc}") from None
+                except Exception as exc:
+                    refused = _refused_for_its_values(exc)
+                    if not refused:
+                        await self._let_go()  # a new connection next time
+                    raise
+        except InboxError as exc:
+            if refused:
+                raise _RowRefused(str(exc)) from None
+            raise
         self._reached()
         return stored
 
@@ -352,7 +442,7 @@ class Inbox(InboxOperations):
         if not self._down:
             self._down = True
             logger.error(
-                "the inbox cannot be reached (%s): notifications are answered 503 and "
+                "the inbox cannot be used (%s): notifications are answered 503 and "
                 "workers wait until it can",
                 exc,
             )
@@ -360,4 +450,4 @@ class Inbox(InboxOperations):
     def _reached(self) -> None:
         if self._down:
             self._down = False
-            logger.warning("the inbox can be reached again")
+            logger.warning("the inbox can be used again")

@@ -110,9 +110,11 @@ class InboxOperations:
         """
         if not isinstance(done_before, datetime.timedelta) or done_before < datetime.timedelta():
             raise InvalidArgumentError(f"done_before must be a timedelta >= 0, got {done_before!r}")
-        statement = delete(EVENTS).where(
-            EVENTS.c.status == DONE, EVENTS.c.handled_at < _now() - done_before
-        )
+        now = _now()
+        # An age beyond the calendar (timedelta(days=999999)): every done event is younger.
+        earliest = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
+        cutoff = now - done_before if done_before < now - earliest else earliest
+        statement = delete(EVENTS).where(EVENTS.c.status == DONE, EVENTS.c.handled_at < cutoff)
         await self._ensure()
         with self._errors("purging the inbox"):
             async with self._begin() as connection:

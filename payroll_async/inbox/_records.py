@@ -52,8 +52,9 @@ class InboxEntry:
 
     event_id: str
     """The notification's ``eventId``: the table's key."""
-    event_type: str
-    """Its ``eventType``, as sent."""
+    event_type: str | None
+    """Its ``eventType``, as sent (None if the database cannot hold it: a NUL character in
+    PostgreSQL; the body keeps it)."""
     status: str
     """``pending``, ``done`` or ``dead``."""
     attempts: int

@@ -26,7 +26,8 @@ EVENTS = Table(
     "inbox_events",
     METADATA,
     Column("event_id", Text, primary_key=True),
-    Column("event_type", Text, nullable=False),
+    # NULL: a type the database cannot hold (a NUL in PostgreSQL); the body keeps it
+    Column("event_type", Text, nullable=True),
     Column("occurred_at", UTCDateTime, nullable=True),
     Column("received_at", UTCDateTime, nullable=False),
     Column("body", LargeBinary, nullable=False),

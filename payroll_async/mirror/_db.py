@@ -82,24 +82,135 @@ def _secrets(parsed: URL) -> tuple[str, ...]:
     return tuple(sorted(forms, key=len, reverse=True))
 
 
+# libpq's URL parameters that asyncpg reads from a DSN of its own (``asyncpg.connect(dsn=)``:
+# the SSL files and mode, and what the server gets at the start of a session), as users
+# copy them from their provider's dashboard; SQLAlchemy would pass them as keywords, which
+# ``asyncpg.connect`` does not take.
+_LIBPQ = frozenset(
+    {
+        "sslmode",
+        "sslrootcert",
+        "sslcert",
+        "sslkey",
+        "sslcrl",
+        "sslpassword",
+        "ssl_min_protocol_version",
+        "ssl_max_protocol_version",
+        "application_name",
+        "options",
+        "target_session_attrs",
+        "passfile",
+        "krbsrvname",
+        "gsslib",
+    }
+)
+_FILES = ("sslrootcert", "sslcert", "sslkey", "sslcrl")  # read when connecting: they must exist
+_TLS = ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
+_SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+_CHOICES = {
+    "sslmode": _SSLMODES,
+    "ssl": _SSLMODES,  # asyncpg's keyword, as SQLAlchemy's documentation writes it
+    "target_session_attrs": (
+        "any",
+        "primary",
+        "standby",
+        "prefer-standby",
+        "read-write",
+        "read-only",
+    ),
+    "ssl_min_protocol_version": _TLS,
+    "ssl_max_protocol_version": _TLS,
+}
+# What SQLAlchemy's asyncpg dialect or asyncpg's own keywords take, as the URL writes them.
+_KEYWORDS: dict[str, Callable[[str], Any]] = {
+    "ssl": str,
+    "command_timeout": float,
+    "prepared_statement_cache_size": int,
+    "statement_cache_size": int,
+}
+_CONNECT_TIMEOUT_NONE = 365 * 86400.0  # libpq's connect_timeout=0: no limit
+_TAKEN = ("host", "port", "password", "connect_timeout", *sorted(_LIBPQ), *_KEYWORDS)
+
+
+def _refuse(message: str) -> NoReturn:
+    raise MirrorURLError(f"into: {message}")
+
+
+def _port(value: object) -> None:
+    if not isinstance(value, int) or not 0 < value < 65536:
+        _refuse(f"the port must be a number from 1 to 65535, got {value}")
+
+
+def _postgres_arguments(parsed: URL, pairs: dict[str, str]) -> dict[str, Any]:
+    """asyncpg's keywords for the URL's parameters (``pairs``, each name's last value);
+    MirrorURLError naming one that PostgreSQL's driver cannot take, or a bad value."""
+    unknown = sorted(set(pairs) - set(_TAKEN))
+    if unknown:
+        _refuse(
+            f"the URL parameter {unknown[0]!r} is not one the PostgreSQL driver takes; "
+            f"those it takes: {', '.join(_TAKEN)}"
+        )
+    if parsed.port is not None:
+        _port(parsed.port)
+    for port in pairs.get("port", "").split(",") if "port" in pairs else ():
+        _port(int(port) if port.strip().isdigit() else port)
+    for name, allowed in _CHOICES.items():
+        if name in pairs and pairs[name] not in allowed:
+            _refuse(f"{name} must be one of {', '.join(allowed)}, got {pairs[name]!r}")
+    if pairs.get("sslrootcert") == "system":
+        _refuse(
+            "sslrootcert=system is libpq's, which the PostgreSQL driver (asyncpg) does not "
+            "take: give the path of the CA file"
+        )
+    verified = {pairs.get(name, "") for name in ("sslmode", "ssl")} & {"verify-ca", "verify-full"}
+    given = "sslrootcert" in pairs or os.environ.get("PGSSLROOTCERT")
+    default_root = Path(os.path.expanduser("~/.postgresql/root.crt"))
+    if verified and not given and not default_root.is_file():
+        _refuse(
+            f"sslmode={' or '.join(sorted(verified))} needs the CA's certificate: give "
+            f"sslrootcert=PATH (there is no {default_root})"
+        )
+    for name in _FILES:
+        if name in pairs and not Path(pairs[name]).expanduser().is_file():
+            _refuse(f"{name}: there is no file {pairs[name]}")
+    arguments: dict[str, Any] = {}
+    libpq = [(name, value) for name, value in pairs.items() if name in _LIBPQ]
+    if libpq:
+        arguments["dsn"] = f"postgresql://?{urlencode(libpq)}"
+    if "connect_timeout" in pairs:
+        seconds = pairs["connect_timeout"].strip()
+        if not seconds.isdigit():
+            _refuse(f"connect_timeout must be whole seconds (0: no limit), got {seconds!r}")
+        arguments["timeout"] = float(seconds) or _CONNECT_TIMEOUT_NONE
+    for name, make in _KEYWORDS.items():
+        if name in pairs:
+            try:
+                arguments[name] = make(pairs[name])
+            except ValueError:
+                raise MirrorURLError(
+                    f"into: {name} must be a number, got {pairs[name]!r}"
+                ) from None
+    return arguments
+
+
 def _for_the_driver(parsed: URL) -> tuple[URL, dict[str, Any]]:
-    """The engine's URL without secret parameters, and what the driver gets of them.
+    """The engine's URL without the parameters it cannot pass, and the driver's arguments.
 
     PostgreSQL: ``?password=`` becomes the URL's password (which SQLAlchemy's reprs hide;
-    as a query parameter it overrides the user-info's, as in libpq), other secrets go to
-    the driver as arguments. SQLite has no credentials: they are ignored, as SQLAlchemy
-    ignores them.
+    as a query parameter it overrides the user-info's, as in libpq); ``host`` and ``port``
+    stay (SQLAlchemy reads them: ``host=/socket/dir``); libpq's other parameters go to
+    asyncpg as a DSN of their own, ``connect_timeout`` as its ``timeout``; anything else is
+    refused by name. SQLite has no credentials: they are ignored, as SQLAlchemy ignores
+    them.
     """
-    secret = [(name, value) for name, value in _parameters(parsed) if _is_secret(name)]
-    if not secret:
-        return parsed, {}
-    clean = parsed.difference_update_query({name for name, _ in secret})
     if parsed.get_backend_name() == "sqlite":
-        return clean, {}
-    arguments = dict(secret)  # a repeated name: its last value, as libpq takes it
-    password = arguments.pop("password", None)
-    if password is not None:
-        clean = clean.set(password=password)
+        secret = {name for name, _ in _parameters(parsed) if _is_secret(name)}
+        return (parsed.difference_update_query(secret) if secret else parsed), {}
+    pairs = dict(_parameters(parsed))  # a repeated name: its last value, as libpq takes it
+    arguments = _postgres_arguments(parsed, pairs)
+    clean = parsed.difference_update_query(set(pairs) - {"host", "port"})
+    if "password" in pairs:
+        clean = clean.set(password=pairs["password"])
     return clean, arguments
 
 

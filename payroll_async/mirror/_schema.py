@@ -40,6 +40,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateColumn, CreateIndex, CreateTable
 from sqlalchemy.types import TypeEngine
 
@@ -373,7 +374,23 @@ def _rebuild(
     if not hexed and set(table.c.keys()) <= set(columns):
         return  # in this release's form already
     moved = f"{table.name}__migrating"
-    conn.exec_driver_sql(f"ALTER TABLE {_quote(conn, table.name)} RENAME TO {_quote(conn, moved)}")
+    # The user's own indexes and triggers on the table, as they were made (their text
+    # names the table, which the new one is): made again on the new table below.
+    theirs = conn.exec_driver_sql(
+        "SELECT name, sql FROM sqlite_master WHERE tbl_name = ? AND type IN ('index', "
+        "'trigger') AND sql IS NOT NULL ORDER BY type, name",
+        (table.name,),
+    ).all()
+    # legacy_alter_table: the rename leaves views and triggers naming the table as they
+    # are (they name the new table once it is made), where SQLite's modern rename would
+    # make them name the old one, which is dropped.
+    conn.exec_driver_sql("PRAGMA legacy_alter_table=ON")
+    try:
+        conn.exec_driver_sql(
+            f"ALTER TABLE {_quote(conn, table.name)} RENAME TO {_quote(conn, moved)}"
+        )
+    finally:
+        conn.exec_driver_sql("PRAGMA legacy_alter_table=OFF")
     for index in indexes:  # they moved with the table; their names are the new table's
         if index is not None:
             conn.exec_driver_sql(f"DROP INDEX {_quote(conn, index)}")
@@ -384,7 +401,21 @@ def _rebuild(
         f"INSERT INTO {_quote(conn, table.name)} ({', '.join(_quote(conn, n) for n in kept)}) "
         f"SELECT {', '.join(values)} FROM {_quote(conn, moved)}"
     )
-    conn.exec_driver_sql(f"DROP TABLE {_quote(conn, moved)}")
+    conn.exec_driver_sql(f"DROP TABLE {_quote(conn, moved)}")  # and its triggers
+    made = made_in_sqlite()
+    for name, sql in theirs:
+        if name in made:
+            continue
+        try:
+            conn.exec_driver_sql(sql)
+        except DBAPIError as exc:  # a column it named is gone: the run goes on without it
+            logger.warning(
+                "mirror: %s on %s could not be made again after the migration (%s); make "
+                "it again by hand",
+                name,
+                table.name,
+                exc.orig,
+            )
 
 
 def _dashed(column: str) -> str:

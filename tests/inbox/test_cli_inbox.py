@@ -76,6 +76,9 @@ def test_purge_deletes_only_done_events_older_than_given(url: str) -> None:
     kept = invoke(None, "inbox", "purge", "--into", url, "--done-before", "7d")
     assert kept.exit_code == 0, kept.output
     assert "Purged 0 done events" in kept.stderr
+    for longest in ("999999d", "999999w"):  # the longest the grammar takes: nothing that old
+        beyond = invoke(None, "inbox", "purge", "--into", url, "--done-before", longest)
+        assert (beyond.exit_code, beyond.stderr.count("Purged 0 done events")) == (0, 1)
     result = invoke(None, "inbox", "purge", "--into", url, "--done-before", "0s")
     assert result.exit_code == 0, result.output
     assert "Purged 2 done events" in result.stderr

@@ -11,6 +11,7 @@ import asyncio
 import datetime
 import json
 import logging
+import secrets
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,7 +22,7 @@ import aiohttp
 import pytest
 
 from payroll_async import InvalidArgumentError
-from payroll_async.events import EventRouter, WebhookEvent
+from payroll_async.events import EventRouter, WebhookEvent, sign
 from payroll_async.inbox import Inbox, InboxError, InboxStats, InboxURLError
 from tests._postgres import query
 from tests.conftest import Serve
@@ -136,6 +137,97 @@ async def test_the_router_commits_and_answers_then_a_worker_handles_it(
     stats = await work_until(inbox, router, lambda s: s.done == 1)
     assert (stats.pending, stats.done, stats.dead) == (0, 1, 0)
     assert handled == ["evt-1"]
+
+
+def signed(document: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+    body = json.dumps(document).encode()
+    return body, {
+        **sign(SECRET, document["eventId"], int(time.time()), body),
+        "Content-Type": "application/json",
+    }
+
+
+async def test_every_verified_event_is_stored_even_one_its_columns_cannot_hold(
+    open_inbox: Any, into: str, serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    postgres = into.startswith("postgresql")
+    if postgres:  # a table of the earlier release: event_type NOT NULL
+        await open_inbox().stats()
+        await query(into, "ALTER TABLE inbox_events ALTER COLUMN event_type SET NOT NULL")
+    inbox = open_inbox()
+    router = EventRouter(secret=SECRET, inbox=inbox)
+    handled: dict[str, tuple[str, datetime.datetime | None]] = {}
+
+    @router.on()
+    async def handle(event: WebhookEvent) -> None:
+        handled[event.event_id or ""] = (event.event_type, event.occurred_at)
+
+    def document(event_id: str, occurred_at: str, event_type: str = "PAYROLL_PROCESSED") -> Any:
+        return {"eventId": event_id, "eventType": event_type, "occurredAt": occurred_at, "data": {}}
+
+    sent = {
+        "evt-ok-1": document("evt-ok-1", "2026-11-22T05:00:00Z"),
+        "evt-year-1": document("evt-year-1", "0001-01-01T00:00:00+05:00"),
+        "evt-nul": document("evt-nul", "2026-11-22T05:00:00Z", "PAYROLL\u0000PROCESSED"),
+        "evt-year-9999": document("evt-year-9999", "9999-12-31T23:59:59-05:00"),
+        "evt-ok-2": document("evt-ok-2", "2026-11-22T05:00:00Z"),
+    }
+    bodies = {event_id: signed(doc) for event_id, doc in sent.items()}
+    url = await serve(router.app(path="/hooks")) + "/hooks"
+
+    async def post(session: aiohttp.ClientSession, event_id: str) -> int:
+        body, headers = bodies[event_id]
+        async with session.post(url, data=body, headers=headers) as response:
+            return response.status
+
+    with caplog.at_level(logging.WARNING, logger="payroll_async"):
+        async with aiohttp.ClientSession() as session:
+            # all at once: one batch, as a busy receiver's
+            statuses = await asyncio.gather(*(post(session, i) for i in sent))
+    assert statuses == [200] * len(sent)
+    rows = await query(into, "SELECT event_id, event_type, occurred_at, body FROM inbox_events")
+    stored = {event_id: (kind, when, bytes(body)) for event_id, kind, when, body in rows}
+    assert {i: body for i, (_, _, body) in stored.items()} == {i: b for i, (b, _) in bodies.items()}
+    assert stored["evt-year-1"][1] is None
+    assert stored["evt-year-9999"][1] is None
+    assert stored["evt-ok-1"][1] is not None
+    assert stored["evt-nul"][0] == (None if postgres else "PAYROLL\x00PROCESSED")
+    assert "evt-year-1: its occurred_at cannot be held" in caplog.text
+    assert "cannot be used" not in caplog.text  # no outage
+    await work_until(inbox, router, lambda s: s.done == len(sent))
+    # the handlers get each event as sent, from the body
+    assert handled["evt-nul"][0] == "PAYROLL\x00PROCESSED"
+    assert handled["evt-year-1"][1] == datetime.datetime(
+        1, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(hours=5))
+    )
+    entries = {entry.event_id: entry for entry in await inbox.list()}
+    assert entries["evt-nul"].event_type == (None if postgres else "PAYROLL\x00PROCESSED")
+
+
+async def test_an_event_id_the_database_refuses_fails_alone_and_is_named(
+    open_inbox: Any, into: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    inbox = open_inbox()
+    too_long = "evt-" + secrets.token_hex(4000)  # beyond PostgreSQL's index row (2704 bytes)
+    ids = ["evt-a", too_long, "evt-nul\x00", "evt-b"]
+    with caplog.at_level(logging.WARNING, logger="payroll_async"):
+        # all at once: one batch, one statement
+        results = await asyncio.gather(
+            *(inbox.accept(*event(i)) for i in ids), return_exceptions=True
+        )
+    postgres = into.startswith("postgresql")
+    assert results[0] is True
+    assert results[3] is True
+    for refused in results[1:3]:
+        assert isinstance(refused, InboxError) if postgres else refused is True
+    if postgres:
+        assert "notification evt-nul\\x00 could not be stored" in caplog.text
+        assert f"notification {too_long} could not be stored" in caplog.text
+        assert "index row" in caplog.text  # what failed, in the database's words
+    assert "cannot be used" not in caplog.text  # not an outage
+    assert await inbox.accept(*event("evt-c")) is True
+    stats = await inbox.stats()
+    assert stats.pending == (3 if postgres else 5)
 
 
 def _closed_port() -> int:
@@ -337,6 +429,8 @@ async def test_retry_replays_done_and_dead_events_and_purge_deletes_only_old_don
     await work_until(inbox, router, lambda s: s.pending == 0, max_attempts=1)
     assert sorted(handled) == ["evt-1", "evt-1", "evt-2"]
     assert await inbox.purge(datetime.timedelta(days=7)) == 0
+    for beyond_the_calendar in (datetime.timedelta(days=999999), datetime.timedelta.max):
+        assert await inbox.purge(beyond_the_calendar) == 0
     assert await inbox.purge(datetime.timedelta(0)) == 2
     stats = await inbox.stats()
     assert (stats.pending, stats.done, stats.dead) == (0, 0, 1)  # dead ones are kept

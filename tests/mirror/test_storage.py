@@ -142,6 +142,43 @@ async def test_a_database_of_the_released_schema_is_migrated_on_the_next_run(
     ) == [(0,)]
 
 
+async def test_a_users_view_index_and_trigger_on_a_released_table_survive_the_migration(
+    start_emulator: StartEmulator, tmp_path: Path
+) -> None:
+    path = tmp_path / "payroll.db"
+    released_database(path)
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.executescript(
+            "CREATE VIEW active_connections AS "
+            "SELECT id, status FROM payroll_connections WHERE mirror_deleted_at IS NULL;"
+            "CREATE INDEX my_status ON payroll_connections (status);"
+            "CREATE TABLE my_log (id TEXT);"
+            "CREATE TRIGGER my_trigger AFTER INSERT ON payroll_connections "
+            "BEGIN INSERT INTO my_log VALUES (new.id); END;"
+        )
+    into = f"sqlite:///{path}"
+    emu = await churned_like_the_fixture(start_emulator)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, "payroll-connections", into=into)
+        emu.churn("payroll-connections", inserted=1)
+        again = await mirror(client, "payroll-connections", into=into)  # every run works
+        live = {str(c.id) for c in await client.payroll_connections.list().collect()}
+    assert again.inserted == 1
+    # The view reads the migrated table, with the ids in their new form.
+    assert {i for (i,) in await query(into, "SELECT id FROM active_connections")} == live
+    kept = await query(
+        into,
+        "SELECT type, name, tbl_name FROM sqlite_master "
+        "WHERE name IN ('my_status', 'my_trigger') ORDER BY name",
+    )
+    assert kept == [
+        ("index", "my_status", "payroll_connections"),
+        ("trigger", "my_trigger", "payroll_connections"),
+    ]
+    assert len(await query(into, "SELECT id FROM my_log")) == 1  # the trigger still fires
+    assert await query(into, "PRAGMA integrity_check") == [("ok",)]
+
+
 async def test_postgresql_tables_of_the_released_schema_gain_the_new_columns(
     start_emulator: StartEmulator, postgres_url: str
 ) -> None:
