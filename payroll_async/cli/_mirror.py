@@ -115,8 +115,8 @@ def mirror(
             MirrorURLError,
         )
         from payroll_async.mirror import mirror as run_mirror
-        from payroll_async.mirror._db import redact
         from payroll_async.mirror._feed import open_feed
+        from payroll_async.mirror._url import redact
 
         from ._changes_file import open_changes
     except ImportError:

@@ -1,0 +1,150 @@
+"""The mirror's tables created, or migrated from an earlier version's, rows kept.
+
+The migration runs in the transaction that checks the version, so that a run interrupted
+during it leaves the old schema as it was. In SQLite a table whose form changed is made
+again and its rows copied; a user's view on it keeps working (the rename leaves views as
+they are) and a user's own index or trigger on it is made again on the new table.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from sqlalchemy import Column, Table, Text, func, insert, inspect, select
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.schema import CreateColumn
+
+from ._schema import METADATA, SCHEMA, SCHEMA_VERSION, ItemId, made_in_sqlite
+
+__all__ = ["install"]
+
+logger = logging.getLogger("payroll_async")
+
+
+def install(conn: Connection) -> int | None:
+    """Create, or migrate to this release's, the mirror's tables; the version found.
+
+    Runs in the caller's transaction: a migration interrupted at any point leaves the
+    tables of the version found. A version newer than this release's is left untouched
+    (the caller refuses it).
+    """
+    stored: int | None = None
+    if inspect(conn).has_table(SCHEMA.name):
+        stored = conn.execute(select(func.max(SCHEMA.c.version))).scalar()
+    if stored is not None and stored > SCHEMA_VERSION:
+        return stored
+    if stored is not None and stored < SCHEMA_VERSION:
+        _upgrade(conn, stored)
+    # The tables missing, by one read of the names (not a look-up a table), each with its
+    # indexes; a table that exists is left as it is (``differences`` checks it).
+    existing = set(inspect(conn).get_table_names())
+    missing = [table for table in METADATA.sorted_tables if table.name not in existing]
+    METADATA.create_all(conn, tables=missing, checkfirst=False)
+    if stored is None or stored < SCHEMA_VERSION:
+        conn.execute(
+            insert(SCHEMA).values(
+                version=SCHEMA_VERSION,
+                installed_at=datetime.datetime.now(datetime.timezone.utc),
+            )
+        )
+    return stored
+
+
+def _upgrade(conn: Connection, stored: int) -> None:
+    """Every existing table of version ``stored`` in this release's form, rows kept."""
+    inspector = inspect(conn)
+    existing = set(inspector.get_table_names())
+    for table in METADATA.sorted_tables:
+        if table is SCHEMA or table.name not in existing:
+            continue
+        found = {c["name"]: c for c in inspector.get_columns(table.name)}
+        columns = {name: c["type"] for name, c in found.items()}
+        if conn.dialect.name == "sqlite":
+            _rebuild(conn, table, columns, [i["name"] for i in inspector.get_indexes(table.name)])
+            continue
+        # PostgreSQL: the ids are uuid already; columns are added, or made nullable.
+        name = _quote(conn, table.name)
+        for column in table.c:
+            if column.name not in found:
+                added = CreateColumn(column).compile(dialect=conn.dialect)
+                conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {added}")
+            elif column.nullable and not found[column.name]["nullable"]:
+                conn.exec_driver_sql(
+                    f"ALTER TABLE {name} ALTER COLUMN {_quote(conn, column.name)} DROP NOT NULL"
+                )
+    logger.info(
+        "mirror: the tables were migrated from schema version %d to %d", stored, SCHEMA_VERSION
+    )
+
+
+def _quote(conn: Connection, name: str) -> str:
+    return conn.dialect.identifier_preparer.quote(name)
+
+
+def _rebuild(
+    conn: Connection, table: Table, columns: dict[str, Any], indexes: list[str | None]
+) -> None:
+    """SQLite: ``table`` made again in this release's form, its rows copied and converted."""
+    hexed = {
+        name
+        for name, kind in columns.items()
+        if isinstance(table.c.get(name, Column(Text)).type, ItemId)
+        and getattr(kind, "length", None) == 32
+    }
+    if not hexed and set(table.c.keys()) <= set(columns):
+        return  # in this release's form already
+    moved = f"{table.name}__migrating"
+    # The user's own indexes and triggers on the table, as they were made (their text
+    # names the table, which the new one is): made again on the new table below.
+    theirs = conn.exec_driver_sql(
+        "SELECT name, sql FROM sqlite_master WHERE tbl_name = ? AND type IN ('index', "
+        "'trigger') AND sql IS NOT NULL ORDER BY type, name",
+        (table.name,),
+    ).all()
+    # legacy_alter_table: the rename leaves views and triggers naming the table as they
+    # are (they name the new table once it is made), where SQLite's modern rename would
+    # make them name the old one, which is dropped.
+    conn.exec_driver_sql("PRAGMA legacy_alter_table=ON")
+    try:
+        conn.exec_driver_sql(
+            f"ALTER TABLE {_quote(conn, table.name)} RENAME TO {_quote(conn, moved)}"
+        )
+    finally:
+        conn.exec_driver_sql("PRAGMA legacy_alter_table=OFF")
+    for index in indexes:  # they moved with the table; their names are the new table's
+        if index is not None:
+            conn.exec_driver_sql(f"DROP INDEX {_quote(conn, index)}")
+    table.create(conn)
+    kept = [c.name for c in table.c if c.name in columns]
+    values = [_dashed(_quote(conn, n)) if n in hexed else _quote(conn, n) for n in kept]
+    conn.exec_driver_sql(
+        f"INSERT INTO {_quote(conn, table.name)} ({', '.join(_quote(conn, n) for n in kept)}) "
+        f"SELECT {', '.join(values)} FROM {_quote(conn, moved)}"
+    )
+    conn.exec_driver_sql(f"DROP TABLE {_quote(conn, moved)}")  # and its triggers
+    made = made_in_sqlite()
+    for name, sql in theirs:
+        if name in made:
+            continue
+        try:
+            conn.exec_driver_sql(sql)
+        except DBAPIError as exc:  # a column it named is gone: the run goes on without it
+            logger.warning(
+                "mirror: %s on %s could not be made again after the migration (%s); make "
+                "it again by hand",
+                name,
+                table.name,
+                exc.orig,
+            )
+
+
+def _dashed(column: str) -> str:
+    """SQL: 32 hex digits as lower-case ``8-4-4-4-12`` (anything else only lower-cased)."""
+    parts = " || '-' || ".join(
+        f"substr({column}, {start}, {length})"
+        for start, length in ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
+    )
+    return f"lower(CASE WHEN length({column}) = 32 THEN {parts} ELSE {column} END)"
