@@ -131,7 +131,7 @@ def _text(response: Response) -> str:
             charset = value.strip('"')
     try:
         return response.body.decode(charset)
-    except (LookupError, UnicodeDecodeError) as exc:
+    except (LookupError, ValueError) as exc:  # ValueError: any UnicodeError (undefined, punycode)
         reason = f"{type(exc).__name__}: {str(exc)[:100]}"
     raise decode_error(f"response is not text in {charset[:40]!r} ({reason})", response)
 
