@@ -521,15 +521,44 @@ def test_what_verify_and_unwrap_raise_says_why_never_the_secret() -> None:
         assert isinstance(raised.value, PayrollError)
         assert why in raised.value.reason
         assert_secret_free(raised.value, SECRET.removeprefix("whsec_"))
-    mismatch = sign(SECRET, "header-id", now, body)
-    with pytest.raises(WebhookVerificationError, match="differs from the body's eventId"):
-        unwrap(body, mismatch, secret=SECRET)
-    verify(body, mismatch, secret=SECRET)  # verify() checks the signature only
     garbage = b"not json"
     with pytest.raises(InvalidArgumentError, match="not JSON"):
         unwrap(garbage, sign(SECRET, "e", now, garbage), secret=SECRET)
     with pytest.raises(InvalidArgumentError, match="raw bytes"):
         verify(body.decode(), sign(SECRET, "evt_1", now, body), secret=SECRET)  # type: ignore[arg-type]
+
+
+async def test_a_webhook_id_other_than_the_eventid_is_refused_everywhere(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A valid signature made for another id does not vouch for this body: verify(), unwrap()
+    and the router all refuse it, and only after the signature holds is the body read."""
+    now = int(time.time())
+    body = notification("evt_1")
+    mismatch = sign(SECRET, "evt_2", now, body)
+    for check in (verify, unwrap):
+        with pytest.raises(WebhookVerificationError, match="differs from the body's eventId"):
+            check(body, mismatch, secret=SECRET)
+    router = EventRouter(secret=SECRET)
+    handled: list[WebhookEvent] = []
+
+    @router.on()
+    async def record(event: WebhookEvent) -> None:
+        handled.append(event)
+
+    with caplog.at_level(logging.WARNING, logger="payroll_async.events"):
+        reply = await router.receive(body, mismatch)
+    assert (reply.status, handled) == (401, [])
+    assert "webhook-id differs from the body's eventId" in caplog.text
+    # The signature first: a forged copy is refused for its signature, not for its body.
+    forged = sign(OTHER, "evt_2", now, b"not json")
+    for check in (verify, unwrap):
+        with pytest.raises(WebhookVerificationError, match="no signature matches"):
+            check(b"not json", forged, secret=SECRET)
+    # A signed body that is not a notification: verify() says so as unwrap() does.
+    with pytest.raises(InvalidArgumentError, match="not JSON"):
+        verify(b"not json", sign(SECRET, "e", now, b"not json"), secret=SECRET)
+    assert verify(body, sign(SECRET, "evt_1", now, body), secret=SECRET) is None
 
 
 @given(
