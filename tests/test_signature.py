@@ -448,6 +448,30 @@ def test_bad_keys_are_refused_when_the_router_is_built(key: str, match: str) -> 
         verify(b"{}", {}, secret=key)
 
 
+@pytest.mark.parametrize(
+    "junk",
+    ["hunter2", "notasecret", "whsec_hunter2", "whsec_" + base64.b64encode(b"k" * 15).decode()],
+)
+def test_a_secret_too_short_to_be_a_generated_key_is_refused_saying_what_a_key_is(
+    junk: str,
+) -> None:
+    with pytest.raises(
+        InvalidArgumentError, match=r"'whsec_' followed by the base64 of at least 16"
+    ) as refused:
+        EventRouter(secret=junk)
+    assert junk.removeprefix("whsec_") not in str(refused.value)
+    for refuse in (
+        lambda: EventRouter(secret=[SECRET, junk]),
+        lambda: verify(b"{}", {}, secret=junk),
+        lambda: sign(junk, "e", 1, b""),
+    ):
+        with pytest.raises(InvalidArgumentError, match="at least 16"):
+            refuse()
+    with pytest.raises(ValueError, match="at least 16"):
+        Emulator(webhook_secret=junk)
+    EventRouter(secret="whsec_" + base64.b64encode(b"k" * 16).decode())  # 16 bytes will do
+
+
 def test_signing_refuses_a_public_key_and_unknown_prefixes() -> None:
     with pytest.raises(InvalidArgumentError, match="only verifies"):
         sign(WHPK, "e", 1, b"")

@@ -144,8 +144,10 @@ async def test_a_rejected_notification_is_one_warning_line_on_the_console(
         (("--secret", "whxx_c2VjcmV0"), "unknown webhook key prefix 'whxx_'"),
         (("--secret", "whpk_c2hvcnQ="), "32-byte Ed25519 public key"),
         (("--secret", "whsk_" + "A" * 43 + "="), "give the receiver its 'whpk_' public key"),
+        (("--secret", "notasecret"), "--secret: a webhook secret is 'whsec_' followed by"),
+        (("--secret", "whsec_hunter2"), "at least 16 random bytes"),
     ],
-    ids=["unknown-prefix", "short-whpk", "whsk"],
+    ids=["unknown-prefix", "short-whpk", "whsk", "junk", "short-whsec"],
 )
 def test_a_bad_key_exits_2_before_anything_is_served(args: tuple[str, ...], says: str) -> None:
     result = invoke(None, "webhooks", "listen", "--port", "0", *args)
