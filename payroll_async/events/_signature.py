@@ -73,7 +73,6 @@ ID_HEADER = _assumed.SIGNATURE_ID_HEADER
 TIMESTAMP_HEADER = _assumed.SIGNATURE_TIMESTAMP_HEADER
 SIGNATURE_HEADER = _assumed.SIGNATURE_HEADER
 _PREFIX = _assumed.WEBHOOK_SECRET_PREFIX
-_MIN_BYTES = _assumed.WEBHOOK_SECRET_MIN_BYTES
 PUBLIC_PREFIX = "whpk_"
 """A Standard Webhooks ``v1a`` (Ed25519) public key: what a receiver verifies with."""
 PRIVATE_PREFIX = "whsk_"
@@ -214,13 +213,11 @@ def secret_key(secret: str) -> bytes:
         raise InvalidArgumentError(
             "a webhook secret is 'whsec_' followed by base64 (the secret was not shown)"
         ) from None
-    if len(key) < _MIN_BYTES:
+    if len(key) < (least := _assumed.WEBHOOK_SECRET_MIN_BYTES):  # a password, not a key
         raise InvalidArgumentError(
-            f"a webhook secret is 'whsec_' followed by the base64 of at least {_MIN_BYTES} "
-            "random bytes, as a key generator makes them (Standard Webhooks keys are 24 to 64 "
-            f"bytes: 'whsec_' and 32 or more base64 characters); this one decodes to "
-            f"{len(key)} byte{'' if len(key) == 1 else 's'}: copy the subscription's signing "
-            "secret (the secret was not shown)"
+            f"a webhook secret is 'whsec_' followed by the base64 of at least {least} random "
+            f"bytes, as key generators make them (Standard Webhooks: 24 to 64); this one has "
+            f"{len(key)}: copy the subscription's signing secret (the secret was not shown)"
         )
     return key
 
