@@ -14,7 +14,7 @@ import aiohttp
 from yarl import URL
 
 from .._core._exceptions import APIConnectionError, APITimeoutError
-from ._status import redact
+from .._core._redact import redact, shown_url
 
 __all__ = ["connection_error", "display_url"]
 
@@ -33,7 +33,7 @@ def connection_error(
     request's headers, the token among them. What aiohttp quotes of a broken answer has
     ``secret`` redacted.
     """
-    error = _connection_error(exc, method, url, params, timeout)
+    error = _connection_error(exc, method, display_url(url, params, secret), timeout)
     if secret and secret in error.message:
         error.message = redact(error.message, secret)
         error.args = (error.message,)
@@ -41,13 +41,8 @@ def connection_error(
 
 
 def _connection_error(
-    exc: BaseException,
-    method: str,
-    url: str | URL,
-    params: Mapping[str, Any] | None,
-    timeout: aiohttp.ClientTimeout,
+    exc: BaseException, method: str, where: str, timeout: aiohttp.ClientTimeout
 ) -> APIConnectionError:
-    where = display_url(url, params)
     if isinstance(exc, asyncio.TimeoutError):  # aiohttp's timeouts are TimeoutErrors too
         return APITimeoutError(
             f"{method} {where} timed out {_describe_timeout(exc, timeout)}",
@@ -101,6 +96,7 @@ def _describe_timeout(exc: BaseException, timeout: aiohttp.ClientTimeout) -> str
     return "(no limit set)"
 
 
-def display_url(url: str | URL, params: Mapping[str, Any] | None) -> str:
+def display_url(url: str | URL, params: Mapping[str, Any] | None, secret: str | None) -> str:
+    """The request's URL with ``params``, as ``shown_url`` shows it (``secret`` redacted)."""
     target = URL(url) if isinstance(url, str) else url
-    return str(target.update_query(params) if params else target)
+    return shown_url(target.update_query(params) if params else target, secret)

@@ -15,6 +15,7 @@ import attrs
 from yarl import URL
 
 from .._core._exceptions import PaginationError
+from .._core._redact import shown_url
 from .._http import _otel
 from .._http._auth import Identity
 from .._http._response import Response
@@ -143,7 +144,7 @@ class Page(Generic[T]):
         listing = turn.listing
         if isinstance(following, URL):
             page, _ = await listing.fetch(
-                follow(listing, following, {link_key(turn.url)}), None, turn.end
+                follow(listing, following, {link_key(turn.url)}, turn.secret), None, turn.end
             )
             return page
         offset, limit = following
@@ -158,15 +159,15 @@ class _Turn:
     a walk's pages pay nothing for it.
     """
 
-    __slots__ = ("end", "links", "listing", "url")
+    __slots__ = ("end", "links", "listing", "secret", "url")
 
-    def __init__(
-        self, listing: Listing[Any], url: URL, links: Mapping[str, URL], end: int | None
-    ) -> None:
+    def __init__(self, listing: Listing[Any], response: Response, end: int | None) -> None:
         self.listing = listing
-        self.url = url
+        self.url = response.url
         """The URL the page was answered from, its query included."""
-        self.links = links
+        self.links = response.links
+        self.secret = response.secret
+        """The token the page was asked with, redacted wherever a link is shown."""
         self.end = end
         """The offset at which the listing's ``max_items`` ends it."""
 
@@ -294,17 +295,21 @@ class Listing(Generic[T]):
     def parse(self, response: Response) -> Page[T]:
         items, meta = self.decoder.decode(response)
         if response.link_error is not None:
-            raise PaginationError(f"the Link header of {response.url} {response.link_error}")
+            shown = shown_url(f"{response.url} {response.link_error}", response.secret)
+            raise PaginationError(f"the Link header of {shown}")
         texts = response.links.texts
         links = dict(texts) if texts else {}
         page = Page(items=items, meta=meta, links=links, headers=response.headers)
-        object.__setattr__(page, "_turn", _Turn(self, response.url, response.links, self.end))
+        object.__setattr__(page, "_turn", _Turn(self, response, self.end))
         return page
 
 
-def follow(listing: Listing[Any], link: URL, visited: set[LinkKey]) -> URL:
-    """A next link to follow: on the client's origin, and not a page already ``visited``."""
-    target = next_target(link)
+def follow(listing: Listing[Any], link: URL, visited: set[LinkKey], secret: str | None) -> URL:
+    """A next link to follow: on the client's origin, and not a page already ``visited``.
+
+    ``secret``: the token of the answer that gave the link, redacted where it is shown.
+    """
+    target = next_target(link, secret)
     origin = listing.sender.origin
     if target.origin() != origin:
         raise PaginationError(
@@ -313,7 +318,8 @@ def follow(listing: Listing[Any], link: URL, visited: set[LinkKey]) -> URL:
         )
     key = link_key(target)
     if key in visited:
-        raise PaginationError(f"the next link {link} was already visited (a loop)")
+        shown = shown_url(link, secret)
+        raise PaginationError(f"the next link {shown} was already visited (a loop)")
     visited.add(key)
     return target
 
