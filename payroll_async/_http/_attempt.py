@@ -102,7 +102,7 @@ async def exchange(
         extra = {"middlewares": (send_counter(sends),)}
     if tracing:
         extra = {**extra, "trace_request_ctx": []}
-    with _otel.attempt(method, url, number) as span:
+    with _otel.attempt(method, url, number, token) as span:
         if waited > _GATE_EVENT_MIN:
             _otel.event("payroll_async.gate_wait", wait_s=waited)
         started = time.perf_counter()
