@@ -135,9 +135,9 @@ async def test_a_connection_error_shows_its_url_without_credentials() -> None:
     assert raised.value.url == f"{base}/v1/x?password={REDACTED}&q={REDACTED}"
 
 
-_TEXT = st.text(st.characters(codec="utf-8", exclude_characters="[]"), min_size=1, max_size=12)
+_TEXT = st.text(st.characters(codec="utf-8", exclude_characters="[]\x00"), min_size=1, max_size=12)
 _TOKENS = st.text(
-    st.characters(codec="utf-8", exclude_characters="[]", exclude_categories=("Cs",)),
+    st.characters(codec="utf-8", exclude_characters="[]\x00", exclude_categories=("Cs",)),
     min_size=8,
     max_size=40,
 )
