@@ -14,7 +14,7 @@ import aiohttp
 from yarl import URL
 
 from .._core._exceptions import APIConnectionError, APITimeoutError
-from .._core._redact import redact, shown_url
+from .._core._redact import shown_url
 
 __all__ = ["connection_error", "display_url"]
 
@@ -30,13 +30,14 @@ def connection_error(
     """The typed error for a request that got no response, with what a retry needs to know.
 
     Its text keeps what aiohttp said, but none of aiohttp's request info: that holds the
-    request's headers, the token among them. What aiohttp quotes of a broken answer has
-    ``secret`` redacted.
+    request's headers, the token among them. What aiohttp quotes (of a broken answer, of a
+    URL) is shown as ``shown_url`` shows a URL: ``secret`` and credential values redacted.
     """
     error = _connection_error(exc, method, display_url(url, params, secret), timeout)
-    if secret and secret in error.message:
-        error.message = redact(error.message, secret)
-        error.args = (error.message,)
+    shown = shown_url(error.message, secret)
+    if shown != error.message:
+        error.message = shown
+        error.args = (shown,)
     return error
 
 
