@@ -121,9 +121,14 @@ async def start_listener(
     )
     assert proc.stderr is not None
     line = ""
-    while "Listening" not in line:  # --insecure's WARNING comes first
-        line = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
-        assert line, "the command stopped before it listened"
+    try:
+        while "Listening" not in line:  # --insecure's WARNING comes first
+            line = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
+            assert line, "the command stopped before it listened"
+    except BaseException:
+        proc.kill()  # a listener that never said where it listens is not left running
+        await proc.wait()
+        raise
     return proc, line.split(" on ")[1].split()[0]
 
 
