@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import encodings.aliases
 import json
 import logging
 import uuid
@@ -14,6 +15,9 @@ import attrs
 import pytest
 from aiohttp import web
 from aioresponses import aioresponses
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from yarl import URL
 
 from payroll_async import (
     APIConnectionError,
@@ -25,6 +29,8 @@ from payroll_async import (
     RetryPolicy,
     ServerError,
 )
+from payroll_async._http._response import Response
+from payroll_async._paging._decode import cast_body
 from tests import factories
 from tests.conftest import BASE, TOKEN, FakeClock, Serve
 from tests.resources.helpers import body_of, calls, only_call
@@ -98,6 +104,46 @@ async def test_a_body_that_is_not_the_cast_is_a_decode_error(
     with pytest.raises(ResponseDecodeError) as info:
         await client.get("/v1/payroll-platforms", cast_to=cast_to)
     assert (info.value.status, info.value.request_id, info.value.method) == (200, "req-9", "GET")
+
+
+@pytest.mark.parametrize(
+    ("charset", "body"),
+    [
+        ("undefined", b"text"),
+        ("punycode", b"\xff"),
+        ("punycode", b"abc-9999999999"),
+        ("x\x00", b"a"),
+    ],
+    ids=["undefined", "punycode-byte", "punycode-overflow", "nul"],
+)
+async def test_a_charset_that_cannot_decode_the_body_is_a_decode_error(
+    mock_api: aioresponses, client: PayrollClient, charset: str, body: bytes
+) -> None:
+    mock_api.get(PLATFORMS, body=body, headers={"Content-Type": f"text/plain; charset={charset}"})
+    with pytest.raises(ResponseDecodeError, match="response is not text in") as info:
+        await client.get("/v1/payroll-platforms", cast_to=str)
+    assert info.value.status == 200
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(sorted({*encodings.aliases.aliases.values(), "undefined", "punycode", "idna"}))
+    | st.text(max_size=12),
+    st.binary(max_size=40),
+)
+def test_str_is_the_text_or_a_decode_error_whatever_the_charset(charset: str, body: bytes) -> None:
+    response = Response(
+        method="GET",
+        status=200,
+        url=URL(PLATFORMS),
+        headers={"Content-Type": f"text/plain; charset={charset}"},
+        body=body,
+    )
+    try:
+        text = cast_body(str, response)
+    except ResponseDecodeError:
+        return
+    assert isinstance(text, str)
 
 
 @pytest.mark.parametrize("cast_to", [int, "dict", dict[str, Any], object, 3])

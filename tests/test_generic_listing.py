@@ -166,6 +166,62 @@ async def test_has_next_page_until_the_last_page(serve: Serve, links: str) -> No
     assert len(backend.requests) == 3
 
 
+def _ring(size: int, pages: int) -> web.Application:
+    """Pages 0 .. size-1 of /v1/things whose next links go round: page 0 is the URL first
+    asked (``?p=N`` the others), and the last page's next link is that URL again."""
+    first: list[str] = []
+
+    async def page(request: web.Request) -> web.Response:
+        if "p" not in request.query:
+            first[:] = [str(request.url)]
+        n = int(request.query.get("p", "0"))
+        following = first[0] if n + 1 == size else f"{request.url.origin()}/v1/things?p={n + 1}"
+        link = f'<{following}>; rel="next"'
+        return web.json_response(
+            factories.envelope([factories.connection(n)], total=pages),
+            headers={"Link": link},
+        )
+
+    app = web.Application()
+    app.router.add_get("/v1/things", page)
+    return app
+
+
+@pytest.mark.parametrize("size", [2, 3, 40])
+async def test_a_while_loop_over_get_next_page_ends_on_a_loop_of_links(
+    serve: Serve, size: int
+) -> None:
+    """A -> B -> A (and longer rings): each page remembers the chain it came from and
+    refuses the link back into it, with the walk's own error."""
+    base = await serve(_ring(size, 1000))
+    async with PayrollClient(base, TOKEN) as client:
+        listing = client.get_api_list("/v1/things", model=dict)
+        with pytest.raises(PaginationError, match="already visited") as walked:
+            async for _ in listing:
+                pass
+        page = await listing
+        seen = 1
+        with pytest.raises(PaginationError, match="already visited") as stepped:
+            while page.has_next_page() and seen <= size:  # bounded: a failure, not a hang
+                page = await page.get_next_page()
+                seen += 1
+    assert seen == size  # every page of the ring once, then refused
+    assert str(stepped.value) == str(walked.value)
+
+
+async def test_a_page_asked_for_its_next_twice_is_not_a_loop(serve: Serve) -> None:
+    base = await serve(_ring(3, 1000))
+    async with PayrollClient(base, TOKEN) as client:
+        first = await client.get_api_list("/v1/things", model=dict)
+        second = await first.get_next_page()
+        again = await first.get_next_page()
+        third = await again.get_next_page()
+        assert second.items == again.items
+        assert third.items != second.items
+        with pytest.raises(PaginationError, match="already visited"):
+            await third.get_next_page()
+
+
 @pytest.mark.parametrize("links", ["none", "offset"])
 async def test_an_empty_listing_has_no_next_page(serve: Serve, links: str) -> None:
     base = await serve(Listing(0, links=links).app())

@@ -120,6 +120,24 @@ async def test_generic_calls_and_listings_have_spans_of_their_own(
     assert parents == {call.context.span_id, walk.context.span_id}
 
 
+async def test_no_span_records_the_token_a_path_holds(
+    spans: InMemorySpanExporter, serve: Serve
+) -> None:
+    async def echo(request: web.Request) -> web.Response:
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_get("/v1/things/{rest}", echo)
+    base = await serve(app)
+    async with PayrollClient(base, TOKEN) as client:
+        await client.get(f"/v1/things/{TOKEN}", cast_to=dict)
+    finished = spans.get_finished_spans()
+    (call,) = by_name(finished, "client.get")
+    (attempt,) = by_name(finished, "GET")
+    assert call.attributes == {"url.path": "/v1/things/[REDACTED]"}
+    assert attempt.attributes["url.full"] == f"{base}/v1/things/[REDACTED]"
+
+
 async def test_retries_and_429s_are_events_and_counted(
     spans: InMemorySpanExporter, serve: Serve
 ) -> None:

@@ -218,6 +218,7 @@ async def test_the_specs_edge_cases(receiver: Any, caplog: pytest.LogCaptureFixt
     for body, headers in accepted:
         assert await send(body, headers) == 200, headers
     caplog.clear()
+    caplog.set_level(logging.DEBUG, logger="payroll_async.events")
     for body, headers in refused:
         assert await send(body, headers) == 401, headers
     body = notification("tampered")
@@ -228,9 +229,14 @@ async def test_the_specs_edge_cases(receiver: Any, caplog: pytest.LogCaptureFixt
     other = notification("body-id")
     assert await send(other, sign(SECRET, "header-id", now, other)) == 401
     assert target.handled == ["several", "versions", "early", "late"]
-    lines = [r.getMessage() for r in caplog.records if r.name == "payroll_async.events"]
+    records = [r for r in caplog.records if "rejected" in r.getMessage()]
+    lines = [r.getMessage() for r in records]
     assert len(lines) == len(refused) + 3  # one line per refusal
     assert all("failed verification" in line for line in lines)
+    # each cause once as a WARNING from this sender; its repeats at DEBUG
+    warned = [r.refusal for r in records if r.levelno == logging.WARNING]  # type: ignore[attr-defined]
+    assert sorted(warned) == sorted({r.refusal for r in records})  # type: ignore[attr-defined]
+    assert len(warned) == 5
     assert not any(SECRET.removeprefix("whsec_") in line for line in caplog.text.splitlines())
 
 
@@ -448,6 +454,30 @@ def test_bad_keys_are_refused_when_the_router_is_built(key: str, match: str) -> 
         verify(b"{}", {}, secret=key)
 
 
+@pytest.mark.parametrize(
+    "junk",
+    ["hunter2", "notasecret", "whsec_hunter2", "whsec_" + base64.b64encode(b"k" * 15).decode()],
+)
+def test_a_secret_too_short_to_be_a_generated_key_is_refused_saying_what_a_key_is(
+    junk: str,
+) -> None:
+    with pytest.raises(
+        InvalidArgumentError, match=r"'whsec_' followed by the base64 of at least 16"
+    ) as refused:
+        EventRouter(secret=junk)
+    assert junk.removeprefix("whsec_") not in str(refused.value)
+    for refuse in (
+        lambda: EventRouter(secret=[SECRET, junk]),
+        lambda: verify(b"{}", {}, secret=junk),
+        lambda: sign(junk, "e", 1, b""),
+    ):
+        with pytest.raises(InvalidArgumentError, match="at least 16"):
+            refuse()
+    with pytest.raises(ValueError, match="at least 16"):
+        Emulator(webhook_secret=junk)
+    EventRouter(secret="whsec_" + base64.b64encode(b"k" * 16).decode())  # 16 bytes will do
+
+
 def test_signing_refuses_a_public_key_and_unknown_prefixes() -> None:
     with pytest.raises(InvalidArgumentError, match="only verifies"):
         sign(WHPK, "e", 1, b"")
@@ -521,15 +551,44 @@ def test_what_verify_and_unwrap_raise_says_why_never_the_secret() -> None:
         assert isinstance(raised.value, PayrollError)
         assert why in raised.value.reason
         assert_secret_free(raised.value, SECRET.removeprefix("whsec_"))
-    mismatch = sign(SECRET, "header-id", now, body)
-    with pytest.raises(WebhookVerificationError, match="differs from the body's eventId"):
-        unwrap(body, mismatch, secret=SECRET)
-    verify(body, mismatch, secret=SECRET)  # verify() checks the signature only
     garbage = b"not json"
     with pytest.raises(InvalidArgumentError, match="not JSON"):
         unwrap(garbage, sign(SECRET, "e", now, garbage), secret=SECRET)
     with pytest.raises(InvalidArgumentError, match="raw bytes"):
         verify(body.decode(), sign(SECRET, "evt_1", now, body), secret=SECRET)  # type: ignore[arg-type]
+
+
+async def test_a_webhook_id_other_than_the_eventid_is_refused_everywhere(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A valid signature made for another id does not vouch for this body: verify(), unwrap()
+    and the router all refuse it, and only after the signature holds is the body read."""
+    now = int(time.time())
+    body = notification("evt_1")
+    mismatch = sign(SECRET, "evt_2", now, body)
+    for check in (verify, unwrap):
+        with pytest.raises(WebhookVerificationError, match="differs from the body's eventId"):
+            check(body, mismatch, secret=SECRET)
+    router = EventRouter(secret=SECRET)
+    handled: list[WebhookEvent] = []
+
+    @router.on()
+    async def record(event: WebhookEvent) -> None:
+        handled.append(event)
+
+    with caplog.at_level(logging.WARNING, logger="payroll_async.events"):
+        reply = await router.receive(body, mismatch)
+    assert (reply.status, handled) == (401, [])
+    assert "webhook-id differs from the body's eventId" in caplog.text
+    # The signature first: a forged copy is refused for its signature, not for its body.
+    forged = sign(OTHER, "evt_2", now, b"not json")
+    for check in (verify, unwrap):
+        with pytest.raises(WebhookVerificationError, match="no signature matches"):
+            check(b"not json", forged, secret=SECRET)
+    # A signed body that is not a notification: verify() says so as unwrap() does.
+    with pytest.raises(InvalidArgumentError, match="not JSON"):
+        verify(b"not json", sign(SECRET, "e", now, b"not json"), secret=SECRET)
+    assert verify(body, sign(SECRET, "evt_1", now, body), secret=SECRET) is None
 
 
 @given(

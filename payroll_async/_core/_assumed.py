@@ -44,6 +44,9 @@ SIGNATURE_ID_HEADER: Final = "webhook-id"
 SIGNATURE_TIMESTAMP_HEADER: Final = "webhook-timestamp"
 SIGNATURE_HEADER: Final = "webhook-signature"
 WEBHOOK_SECRET_PREFIX: Final = "whsec_"
+# A secret decoding to fewer bytes did not come from a key generator (Standard Webhooks
+# keys are 24 to 64 random bytes): a password or a placeholder, refused where it is given.
+WEBHOOK_SECRET_MIN_BYTES: Final = 16
 
 # Stated by the document (Endpoints, 1. List webhook subscriptions) for that operation only.
 WEBHOOK_PAGE_SIZE_MAX: Final = 100

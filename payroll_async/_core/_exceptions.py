@@ -26,8 +26,9 @@ The export, the mirror, the receiver and the inbox raise their own, all PayrollE
 ``ExportError``, ``MirrorError`` (``MirrorURLError`` is an InvalidArgumentError too),
 ``WebhookVerificationError``, ``InboxError`` (``InboxURLError`` likewise).
 
-No exception text ever contains the bearer token: URLs carry no credentials and request
-headers are never included.
+No exception text ever contains the bearer token: request headers are never included,
+and every URL is shown as ``_redact.shown_url`` shows it (the token's text and the values
+of credential-like query parameters redacted).
 """
 
 from __future__ import annotations

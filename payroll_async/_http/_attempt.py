@@ -22,6 +22,7 @@ from yarl import URL
 
 from .._core import _assumed
 from .._core._exceptions import APIConnectionError, PayrollError, RateLimitError
+from .._core._redact import shown_url
 from . import _otel
 from ._failures import connection_error
 from ._options import FinalOptions
@@ -104,7 +105,7 @@ async def exchange(
         extra = {"middlewares": (send_counter(sends),)}
     if tracing:
         extra = {**extra, "trace_request_ctx": []}
-    with _otel.attempt(method, url, number) as span:
+    with _otel.attempt(method, url, number, token) as span:
         if waited > _GATE_EVENT_MIN:
             _otel.event("payroll_async.gate_wait", wait_s=waited)
         started = time.perf_counter()
@@ -146,7 +147,7 @@ async def exchange(
         sends=len(sends),
     )
     if logger.isEnabledFor(logging.DEBUG):
-        _log(method, result, number)
+        _log(method, result, number, token)
     return result
 
 
@@ -178,7 +179,7 @@ def already_gone(request: Request, answer: Exchange, *, gone_is_done: bool) -> R
     logger.info(
         "%s %s -> 404 after an attempt that got no answer: that attempt deleted it",
         request.method,
-        answer.url.path,
+        shown_url(answer.url.path),
     )
     return Response(
         method=request.method, status=404, url=answer.url, headers=answer.headers, body=b""
@@ -209,13 +210,13 @@ def pause_for(error: PayrollError, request: Request) -> float | None:
     return None
 
 
-def _log(method: str, answer: Exchange, number: int) -> None:
+def _log(method: str, answer: Exchange, number: int, token: str) -> None:
     rid = request_id(answer.headers)
     status = answer.status
     logger.debug(
         "%s %s -> %d (attempt %d, %.1f ms%s)",
         method,
-        answer.url.path_qs,
+        shown_url(answer.url.path_qs, token),
         status,
         number,
         (time.perf_counter() - answer.started) * 1000,

@@ -14,8 +14,8 @@ import aiohttp
 from yarl import URL
 
 from .._core._exceptions import APIConnectionError, APITimeoutError, ProxyError
+from .._core._redact import shown_url
 from ._network import proxy_failure
-from ._status import redact
 
 __all__ = ["connection_error", "display_url"]
 
@@ -31,24 +31,20 @@ def connection_error(
     """The typed error for a request that got no response, with what a retry needs to know.
 
     Its text keeps what aiohttp said, but none of aiohttp's request info: that holds the
-    request's headers, the token among them. What aiohttp quotes of a broken answer has
-    ``secret`` redacted.
+    request's headers, the token among them. What aiohttp quotes (of a broken answer, of a
+    URL) is shown as ``shown_url`` shows a URL: ``secret`` and credential values redacted.
     """
-    error = _connection_error(exc, method, url, params, timeout)
-    if secret and secret in error.message:
-        error.message = redact(error.message, secret)
-        error.args = (error.message,)
+    error = _connection_error(exc, method, display_url(url, params, secret), timeout)
+    shown = shown_url(error.message, secret)
+    if shown != error.message:
+        error.message = shown
+        error.args = (shown,)
     return error
 
 
 def _connection_error(
-    exc: BaseException,
-    method: str,
-    url: str | URL,
-    params: Mapping[str, Any] | None,
-    timeout: aiohttp.ClientTimeout,
+    exc: BaseException, method: str, where: str, timeout: aiohttp.ClientTimeout
 ) -> APIConnectionError:
-    where = display_url(url, params)
     if isinstance(exc, asyncio.TimeoutError):  # aiohttp's timeouts are TimeoutErrors too
         return APITimeoutError(
             f"{method} {where} timed out {_describe_timeout(exc, timeout)}",
@@ -114,6 +110,7 @@ def _describe_timeout(exc: BaseException, timeout: aiohttp.ClientTimeout) -> str
     return "(no limit set)"
 
 
-def display_url(url: str | URL, params: Mapping[str, Any] | None) -> str:
+def display_url(url: str | URL, params: Mapping[str, Any] | None, secret: str | None) -> str:
+    """The request's URL with ``params``, as ``shown_url`` shows it (``secret`` redacted)."""
     target = URL(url) if isinstance(url, str) else url
-    return str(target.update_query(params) if params else target)
+    return shown_url(target.update_query(params) if params else target, secret)

@@ -21,6 +21,7 @@ from typing import Any
 
 from yarl import URL
 
+from .._core._redact import shown_url
 from .._core._version import __version__
 
 __all__ = [
@@ -85,15 +86,19 @@ def operation(name: str, **attributes: Any) -> Iterator[Any]:
         yield span
 
 
-def attempt(method: str, url: str | URL, number: int) -> contextlib.AbstractContextManager[Any]:
+def attempt(
+    method: str, url: str | URL, number: int, secret: str | None = None
+) -> contextlib.AbstractContextManager[Any]:
     """The CLIENT span of one HTTP attempt, or None; ``finish(span, status)`` ends it.
+
+    Its ``url.full`` has no query, and ``secret`` (the token sent) redacted from its path.
 
     Without a tracer or a meter configured, a shared context that yields None (no
     generator to make for every request).
     """
     if not _tracing():
         return _NO_SPAN if not _metering() else _METRICS_ONLY_SPAN
-    return _attempt_span(method, url, number)
+    return _attempt_span(method, url, number, secret)
 
 
 _NO_SPAN: contextlib.nullcontext[None] = contextlib.nullcontext()
@@ -101,11 +106,11 @@ _METRICS_ONLY_SPAN: contextlib.nullcontext[Any] = contextlib.nullcontext(_METRIC
 
 
 @contextlib.contextmanager
-def _attempt_span(method: str, url: str | URL, number: int) -> Iterator[Any]:
+def _attempt_span(method: str, url: str | URL, number: int, secret: str | None) -> Iterator[Any]:
     target = url if isinstance(url, URL) else URL(url)
     attributes: dict[str, Any] = {
         "http.request.method": method,
-        "url.full": str(target.with_query(None).with_fragment(None)),
+        "url.full": shown_url(target.with_query(None).with_fragment(None), secret),
         "server.address": target.host or "",
     }
     if target.port is not None:

@@ -8,6 +8,7 @@ from typing import Generic, TypeVar
 
 import attrs
 
+from .._core._redact import shown_url
 from ._response import Response
 from ._status import request_id
 
@@ -27,7 +28,7 @@ def record(response: Response) -> None:
         captured.append(response)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RawResponse(Generic[T]):
     """The parsed result of a call, with the HTTP response it came from.
 
@@ -42,11 +43,22 @@ class RawResponse(Generic[T]):
     headers: Mapping[str, str]
     """The response headers (case-insensitive)."""
     url: str
-    """The URL answered."""
+    """The URL answered, as exceptions show it: the token's text and the values of
+    credential-like query parameters (``access_token``, ``api_key``, ...) redacted."""
     method: str
     """The method sent."""
     request_id: str | None
     """The service's request id or correlation header, when it sends one."""
+    _secret: str | None = attrs.field(default=None, eq=False, alias="secret")
+
+    def __repr__(self) -> str:
+        """Its fields, with the token's text and credential-like query values redacted
+        wherever they appear (a header may echo the token in a URL)."""
+        fields = (
+            f"parsed={self.parsed!r}, status={self.status!r}, headers={self.headers!r}, "
+            f"url={self.url!r}, method={self.method!r}, request_id={self.request_id!r}"
+        )
+        return shown_url(f"RawResponse({fields})", self._secret)
 
     def parse(self) -> T:
         """``parsed`` (as the Stainless SDKs spell it)."""
@@ -66,7 +78,8 @@ async def call_raw(call: Awaitable[T]) -> RawResponse[T]:
         parsed=parsed,
         status=last.status,
         headers=last.headers,
-        url=str(last.url),
+        url=shown_url(last.url, last.secret),
         method=last.method,
         request_id=request_id(last.headers),
+        secret=last.secret,
     )

@@ -8,6 +8,8 @@ import attrs
 from multidict import CIMultiDictProxy
 from yarl import URL
 
+from .._core._redact import shown_url
+
 __all__ = ["Links", "Response"]
 
 
@@ -84,4 +86,5 @@ class Response:
     """The token the request was sent with, to redact if the body echoes it."""
 
     def __repr__(self) -> str:
-        return f"<Response {self.method} {self.url} {self.status} {len(self.body)} bytes>"
+        shown = shown_url(self.url, self.secret)
+        return f"<Response {self.method} {shown} {self.status} {len(self.body)} bytes>"

@@ -19,13 +19,12 @@ from .._core._exceptions import (
     ServerError,
 )
 from .._core._json import loads
+from .._core._redact import REDACTED, redact, shown_url
 
 __all__ = [
-    "REDACTED",
     "REQUEST_ID_HEADERS",
     "excerpt",
     "parse_retry_after",
-    "redact",
     "request_id",
     "status_error",
 ]
@@ -57,15 +56,6 @@ EXCERPT_CHARS = 200
 # ASCII digits only: \d would also take Arabic-Indic or fullwidth digits, which no HTTP
 # server means.
 _DELTA_SECONDS = re.compile(r"[ \t]*([0-9]+(?:\.[0-9]+)?)[ \t]*\Z", re.ASCII)
-
-
-REDACTED = "[REDACTED]"
-"""What a token echoed by a server becomes in an exception's text."""
-
-
-def redact(text: str, secret: str | None) -> str:
-    """``text`` without ``secret`` (a server may echo the token it was sent)."""
-    return text.replace(secret, REDACTED) if secret and secret in text else text
 
 
 def excerpt(body: bytes, secret: str | None = None) -> str:
@@ -115,7 +105,8 @@ def status_error(
 ) -> APIStatusError:
     """The typed error for a non-2xx response, with the service's message and errors.
 
-    ``secret`` (the token sent) is redacted from everything taken from the response.
+    ``secret`` (the token sent) is redacted from everything taken from the response, and
+    from the URL as ``shown_url`` shows it.
     """
     message, errors = _error_details(
         status, reason and redact(reason, secret), headers, body, secret
@@ -130,7 +121,7 @@ def status_error(
         errors=errors,
         headers=headers,
         method=method,
-        url=url,
+        url=shown_url(url, secret),
         # Retry-After means "wait this long" on a 429 and on a 503 (RFC 9110 10.2.3).
         retry_after=parse_retry_after(headers.get("Retry-After")) if status in (429, 503) else None,
         request_id=request_id(headers),

@@ -23,6 +23,7 @@ from yarl import URL
 from .._core._clock import SYSTEM_CLOCK, Clock
 from .._core._exceptions import APIConnectionError, ClientClosedError, PayrollError
 from .._core._json import dumps
+from .._core._redact import shown_url
 from .._core._types import RetryPolicy
 from .._core._version import __version__
 from ._attempt import (
@@ -272,16 +273,18 @@ class Transport:
     async def _token(self, request: Request, limit: float | None) -> str:
         """The token to send: the static one, or the provider's (within the time limit)."""
         return self.auth.static or await self.auth.token(
-            limit, request.method, display_url(request.url, request.params)
+            limit, request.method, display_url(request.url, request.params, None)
         )
 
     async def _refresh(
         self, request: Request, answer: Exchange, rejected: str, limit: float | None
     ) -> str:
         """A fresh token after ``rejected`` was answered 401 (once per burst of 401s)."""
-        logger.info("%s %s -> 401: refreshing the token", request.method, answer.url.path)
+        logger.info(
+            "%s %s -> 401: refreshing the token", request.method, shown_url(answer.url, rejected)
+        )
         return await self.auth.refresh(
-            rejected, limit, request.method, display_url(request.url, request.params)
+            rejected, limit, request.method, display_url(request.url, request.params, rejected)
         )
 
     def _request(

@@ -14,8 +14,9 @@ import attrs
 from .._core._converter import converter, to_dict
 from .._core._exceptions import InvalidArgumentError, ResponseDecodeError
 from .._core._json import dumps, loads
+from .._core._redact import redact, shown_url
 from .._http._response import Response
-from .._http._status import excerpt, redact, request_id
+from .._http._status import excerpt, request_id
 from ..models import ListMeta
 
 __all__ = [
@@ -47,7 +48,7 @@ def decode_error(message: str, response: Response) -> ResponseDecodeError:
     return ResponseDecodeError(
         redact(message, response.secret),
         status=response.status,
-        url=str(response.url),
+        url=shown_url(response.url, response.secret),
         body_excerpt=excerpt(response.body, response.secret),
         method=response.method,
         request_id=request_id(response.headers),
@@ -131,7 +132,7 @@ def _text(response: Response) -> str:
             charset = value.strip('"')
     try:
         return response.body.decode(charset)
-    except (LookupError, UnicodeDecodeError) as exc:
+    except (LookupError, ValueError) as exc:  # ValueError: any UnicodeError (undefined, punycode)
         reason = f"{type(exc).__name__}: {str(exc)[:100]}"
     raise decode_error(f"response is not text in {charset[:40]!r} ({reason})", response)
 

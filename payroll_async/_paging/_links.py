@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from yarl import URL
 
 from .._core._exceptions import PaginationError
+from .._core._redact import shown_url
 
 __all__ = ["LinkKey", "link_key", "next_target", "offset_link"]
 
@@ -42,9 +43,10 @@ def _rest(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     return sorted((k, v) for k, v in items if k not in ("offset", "limit"))
 
 
-def next_target(link: URL) -> URL:
-    """A next link that may be followed, or PaginationError for one no client should follow."""
-    shown = str(link)[:200]
+def next_target(link: URL, secret: str | None) -> URL:
+    """A next link that may be followed, or PaginationError for one no client should follow
+    (showing the link as ``shown_url`` does, ``secret`` redacted)."""
+    shown = shown_url(link, secret)[:200]
     try:
         link.origin()
     except (ValueError, TypeError):

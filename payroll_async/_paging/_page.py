@@ -15,6 +15,7 @@ import attrs
 from yarl import URL
 
 from .._core._exceptions import PaginationError
+from .._core._redact import shown_url
 from .._http import _otel
 from .._http._auth import Identity
 from .._http._response import Response
@@ -37,6 +38,10 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+CHAIN = 1024
+"""Pages of its chain a page remembers, to refuse a next link back to one of them: a
+while-loop over ``get_next_page()`` ends on a loop of up to this many pages."""
 
 
 @attrs.frozen(slots=True)
@@ -134,7 +139,9 @@ class Page(Generic[T]):
 
         Raises [`PaginationError`][payroll_async.PaginationError] when there is none
         (check [`has_next_page()`][payroll_async.Page.has_next_page] first), or when the
-        next link leaves the client's origin or leads back to this page.
+        next link leaves the client's origin or leads back to a page of the chain this one
+        came from by ``get_next_page()`` (its last 1,024 pages), as the ``async for`` walk
+        refuses a loop, with the same error.
         """
         turn = self._turn
         following = None if turn is None else turn.following(self)
@@ -142,9 +149,9 @@ class Page(Generic[T]):
             raise PaginationError("this is the last page of its listing: there is no next page")
         listing = turn.listing
         if isinstance(following, URL):
-            page, _ = await listing.fetch(
-                follow(listing, following, {link_key(turn.url)}), None, turn.end
-            )
+            chain = (*turn.chain[1 - CHAIN :], link_key(turn.url))
+            target = follow(listing, following, set(chain), turn.secret)
+            page, _ = await listing.fetch(target, None, turn.end, chain)
             return page
         offset, limit = following
         page, _ = await listing.fetch(*listing.target(offset, limit), turn.end)
@@ -158,15 +165,23 @@ class _Turn:
     a walk's pages pay nothing for it.
     """
 
-    __slots__ = ("end", "links", "listing", "url")
+    __slots__ = ("chain", "end", "links", "listing", "secret", "url")
 
     def __init__(
-        self, listing: Listing[Any], url: URL, links: Mapping[str, URL], end: int | None
+        self,
+        listing: Listing[Any],
+        response: Response,
+        end: int | None,
+        chain: tuple[LinkKey, ...] = (),
     ) -> None:
         self.listing = listing
-        self.url = url
+        self.chain = chain
+        """The pages (at most ``CHAIN``) that ``get_next_page()`` went through to this one."""
+        self.url = response.url
         """The URL the page was answered from, its query included."""
-        self.links = links
+        self.links = response.links
+        self.secret = response.secret
+        """The token the page was asked with, redacted wherever a link is shown."""
         self.end = end
         """The offset at which the listing's ``max_items`` ends it."""
 
@@ -280,31 +295,40 @@ class Listing(Generic[T]):
         return task
 
     async def fetch(
-        self, url: URL, params: Mapping[str, Any] | None, end: int | None = None
+        self,
+        url: URL,
+        params: Mapping[str, Any] | None,
+        end: int | None = None,
+        chain: tuple[LinkKey, ...] = (),
     ) -> tuple[Page[T], Response]:
-        """One page; with ``end``, its items past that offset left out (``max_items``)."""
+        """One page; with ``end``, its items past that offset left out (``max_items``);
+        ``chain``: the pages ``get_next_page()`` went through to it."""
         response = await download(self.sender, url, self.options, params, self.span)
-        page = self.parse(response)
+        page = self.parse(response, chain)
         if end is not None and page._turn is not None:
             offset = page._turn.offset(page.meta)
             if offset is not None and offset + len(page.items) > end:
                 page = with_items(page, page.items[: max(0, end - offset)])
         return page, response
 
-    def parse(self, response: Response) -> Page[T]:
+    def parse(self, response: Response, chain: tuple[LinkKey, ...] = ()) -> Page[T]:
         items, meta = self.decoder.decode(response)
         if response.link_error is not None:
-            raise PaginationError(f"the Link header of {response.url} {response.link_error}")
+            shown = shown_url(f"{response.url} {response.link_error}", response.secret)
+            raise PaginationError(f"the Link header of {shown}")
         texts = response.links.texts
         links = dict(texts) if texts else {}
         page = Page(items=items, meta=meta, links=links, headers=response.headers)
-        object.__setattr__(page, "_turn", _Turn(self, response.url, response.links, self.end))
+        object.__setattr__(page, "_turn", _Turn(self, response, self.end, chain))
         return page
 
 
-def follow(listing: Listing[Any], link: URL, visited: set[LinkKey]) -> URL:
-    """A next link to follow: on the client's origin, and not a page already ``visited``."""
-    target = next_target(link)
+def follow(listing: Listing[Any], link: URL, visited: set[LinkKey], secret: str | None) -> URL:
+    """A next link to follow: on the client's origin, and not a page already ``visited``.
+
+    ``secret``: the token of the answer that gave the link, redacted where it is shown.
+    """
+    target = next_target(link, secret)
     origin = listing.sender.origin
     if target.origin() != origin:
         raise PaginationError(
@@ -313,7 +337,8 @@ def follow(listing: Listing[Any], link: URL, visited: set[LinkKey]) -> URL:
         )
     key = link_key(target)
     if key in visited:
-        raise PaginationError(f"the next link {link} was already visited (a loop)")
+        shown = shown_url(link, secret)
+        raise PaginationError(f"the next link {shown} was already visited (a loop)")
     visited.add(key)
     return target
 

@@ -33,7 +33,7 @@ class LinkWalk(Generic[T]):
     ``visited``: the pages already walked (by offset), which a link must not lead back to.
     """
 
-    __slots__ = ("_emitted", "_link", "_listing", "_page", "_quota", "_visited")
+    __slots__ = ("_emitted", "_link", "_listing", "_page", "_quota", "_secret", "_visited")
 
     def __init__(
         self,
@@ -48,6 +48,8 @@ class LinkWalk(Generic[T]):
         self._visited = {*(visited or ()), link_key(page[1].url)}
         self._emitted = 0
         self._link: URL | None = None
+        self._secret: str | None = None
+        """The token of the answer that gave ``_link``, redacted wherever it is shown."""
 
     async def next_page(self) -> Page[T] | None:
         fetched = self._page
@@ -63,11 +65,11 @@ class LinkWalk(Generic[T]):
         self._emitted += len(items)
         link = response.links.get("next")
         if items and link is not None and not self._quota.reached(self._emitted):
-            self._link = link
+            self._link, self._secret = link, response.secret
         return with_items(page, items)
 
     def _target(self, link: URL) -> URL:
-        return follow(self._listing, link, self._visited)
+        return follow(self._listing, link, self._visited, self._secret)
 
     def close(self) -> list[asyncio.Task[Response]]:
         self._page = self._link = None

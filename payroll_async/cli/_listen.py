@@ -159,11 +159,13 @@ async def reach_inbox(inbox: Inbox) -> None:
 
 
 def build_router(secret: str | None, insecure: bool, inbox: Inbox | None = None) -> EventRouter:
-    """The router of the options (bounded by READ_TIMEOUT); a bad secret is bad input."""
+    """The router of the options (bounded by READ_TIMEOUT); a bad secret is bad input. What
+    it logs when built (--insecure's WARNING) is a line of the console, as later ones are."""
     try:
-        if insecure:
-            return EventRouter(insecure=True, read_timeout=READ_TIMEOUT, inbox=inbox)
-        return EventRouter(secret=secret, read_timeout=READ_TIMEOUT, inbox=inbox)
+        with receiver_log_on_console(verbose=False):
+            if insecure:
+                return EventRouter(insecure=True, read_timeout=READ_TIMEOUT, inbox=inbox)
+            return EventRouter(secret=secret, read_timeout=READ_TIMEOUT, inbox=inbox)
     except InvalidArgumentError as exc:
         raise BadInput(f"--secret: {exc}") from None
 
@@ -316,11 +318,15 @@ def listen(
 
 class _ConsoleHandler(logging.Handler):
     """Records as lines of the command's stderr console, which escapes control characters
-    (a record may quote a sender)."""
+    (a record may quote a sender); a refusal for the signature says which option to check."""
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            stderr.print(self.format(record), markup=False, highlight=False)
+            line = self.format(record)
+            cause = getattr(record, "refusal", None)
+            if isinstance(cause, str) and cause.startswith("no ") and "signature" in cause:
+                line += f"; check --secret (or {WEBHOOK_SECRET}): the subscription's signing secret"
+            stderr.print(line, markup=False, highlight=False)
         except Exception:
             self.handleError(record)
 

@@ -28,7 +28,7 @@ import aiohttp
 import attrs
 from yarl import URL
 
-from .._core._assumed import EMULATOR_DELIVERIES_KEPT
+from .._core._assumed import EMULATOR_DELIVERIES_KEPT, WEBHOOK_SECRET_MIN_BYTES
 from .._core._json import dumps
 from ._http import is_loopback
 from ._store import Subscription
@@ -71,6 +71,11 @@ def signer(secret: str) -> Sign:
             "webhook_secret 'whpk_...' is a public key, which cannot sign: pass its 'whsk_...'"
         )
     key = _base64(secret.removeprefix("whsec_"), "'whsec_' (or 'whsk_')")
+    if len(key) < WEBHOOK_SECRET_MIN_BYTES:
+        raise ValueError(
+            f"webhook_secret 'whsec_...' must hold at least {WEBHOOK_SECRET_MIN_BYTES} random "
+            f"bytes (this one has {len(key)}): leave it out for a fresh one"
+        )
 
     def hmac_sha256(content: bytes) -> str:
         return "v1," + base64.b64encode(hmac.new(key, content, hashlib.sha256).digest()).decode()

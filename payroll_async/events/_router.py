@@ -27,6 +27,7 @@ from ._receive import (
     read_aiohttp,
     to_aiohttp,
 )
+from ._refusals import Refusals
 from ._signature import (
     ID_HEADER,
     Signer,
@@ -188,6 +189,7 @@ class EventRouter:
                 )
         self._inbox = inbox
         self._inbox_failing = False
+        self._refusals = Refusals()
         self._handler_timeout = handler_timeout
         self._handlers: dict[str | None, list[EventHandler]] = {}
         self._verify = verify
@@ -264,18 +266,17 @@ class EventRouter:
         self, body: bytes, headers: Mapping[str, str], remote: str | None, request: Any
     ) -> Reply:
         """``receive()``; ``request`` is what the verify hook gets (aiohttp's, or None)."""
+        refused = self._refusals.tell
         if header_count(headers) > MAX_HEADERS:
-            logger.warning(
-                "rejected a notification from %s: more than %d headers", remote, MAX_HEADERS
-            )
+            refused(remote, f"more than {MAX_HEADERS} headers")
             return answer({"error": "too many headers"}, 431)
         if len(body) > MAX_BODY:
-            logger.warning("rejected a notification from %s: over %d bytes", remote, MAX_BODY)
+            refused(remote, f"over {MAX_BODY} bytes")
             return answer({"error": f"the body is over {MAX_BODY:,} bytes"}, 413)
         if self._signer is not None:
             problem = self._signer.check(headers, body, time.time())
             if problem is not None:
-                return _unverified(remote, problem)
+                return self._unverified(remote, problem)
         if self._verify is not None:
             if request is None:
                 request = Delivered(CIMultiDictProxy(CIMultiDict(headers)), remote)
@@ -283,14 +284,14 @@ class EventRouter:
             if verdict is None:
                 return answer({"error": "verification timed out"}, 503)
             if not verdict:
-                return _unverified(remote, "the verify hook refused it")
+                return self._unverified(remote, "the verify hook refused it")
         try:
             event = _parse(body)
         except InvalidArgumentError as exc:
-            logger.warning("rejected a notification: %s", exc)
+            refused(remote, str(exc))
             return answer({"error": f"bad notification: {exc}"}, 400)
         if self._signer is not None and header(headers, ID_HEADER) != event.event_id:
-            return _unverified(remote, _ID_MISMATCH)
+            return self._unverified(remote, _ID_MISMATCH)
         if self._inbox is not None:
             return await self._store(self._inbox, event, body)
         return await self._handling.answer(event)
@@ -363,6 +364,11 @@ class EventRouter:
             return web.json_response({"error": "the body did not arrive in time"}, status=408)
         return to_aiohttp(await self._receive(body, request.headers, request.remote, request))
 
+    def _unverified(self, remote: str | None, why: str) -> Reply:
+        """The 401 of a notification that failed verification, and its log line."""
+        self._refusals.tell(remote, why, unverified=True)
+        return answer({"error": "verification failed"}, 401)
+
     @property
     def dedupe_memory(self) -> int:
         """Approximate bytes held by the event ids remembered in this process."""
@@ -370,16 +376,6 @@ class EventRouter:
 
 
 _RETRY_AFTER = "5"  # seconds: an inbox that failed is asked again then
-
-
-def _unverified(remote: str | None, why: str) -> Reply:
-    """The 401 of a notification that failed verification, and its one log line."""
-    logger.warning(
-        "rejected a notification from %s that failed verification: %s",
-        remote or "an unknown address",
-        why,
-    )
-    return answer({"error": "verification failed"}, 401)
 
 
 def _number(value: object) -> bool:

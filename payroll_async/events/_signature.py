@@ -213,8 +213,12 @@ def secret_key(secret: str) -> bytes:
         raise InvalidArgumentError(
             "a webhook secret is 'whsec_' followed by base64 (the secret was not shown)"
         ) from None
-    if not key:
-        raise InvalidArgumentError("a webhook secret may not be empty")
+    if len(key) < (least := _assumed.WEBHOOK_SECRET_MIN_BYTES):  # a password, not a key
+        raise InvalidArgumentError(
+            f"a webhook secret is 'whsec_' followed by the base64 of at least {least} random "
+            f"bytes, as key generators make them (Standard Webhooks: 24 to 64); this one has "
+            f"{len(key)}: copy the subscription's signing secret (the secret was not shown)"
+        )
     return key
 
 

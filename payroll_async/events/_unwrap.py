@@ -64,22 +64,22 @@ def verify(
     secret: str | Sequence[str],
     tolerance: float = 300.0,
 ) -> None:
-    """Check one notification's Standard Webhooks signature; raise if it fails.
+    """Check one notification's Standard Webhooks signature, and that its ``webhook-id``
+    is the body's ``eventId``; raise if either fails.
 
     ``body`` is the raw bytes as received, ``headers`` any mapping (looked up
     case-insensitively: a dict, Starlette's, Django's or Flask's headers). ``secret`` is a
     ``whsec_...`` secret (``v1``), a ``whpk_...`` public key (``v1a``), or a list mixing
     them during a rotation. Raises
     [`WebhookVerificationError`][payroll_async.events.WebhookVerificationError] saying
-    why (never the secret); a malformed key raises ``InvalidArgumentError``.
+    why (never the secret); the body is read only once the signature holds. A malformed
+    key, or a signed body that is not a notification, raises ``InvalidArgumentError``.
 
     ```pycon
     >>> verify(await request.body(), request.headers, secret=os.environ["PAYROLL_WEBHOOK_SECRET"])
     ```
     """
-    problem = Signer(secret, tolerance).check(headers, _raw(body), time.time())
-    if problem is not None:
-        raise WebhookVerificationError(problem)
+    _verified(_raw(body), headers, secret, tolerance)
 
 
 def unwrap(
@@ -100,9 +100,18 @@ def unwrap(
     >>> event.event_type, event.event_id
     ```
     """
-    raw = _raw(body)
-    verify(raw, headers, secret=secret, tolerance=tolerance)
-    event = _parse(raw)
+    return _verified(_raw(body), headers, secret, tolerance)
+
+
+def _verified(
+    body: bytes, headers: Mapping[str, str], secret: str | Sequence[str], tolerance: float
+) -> WebhookEvent:
+    """``verify()`` and ``unwrap()``: the signature first; only then is the body read, and
+    its ``eventId`` must be the signed ``webhook-id``."""
+    problem = Signer(secret, tolerance).check(headers, body, time.time())
+    if problem is not None:
+        raise WebhookVerificationError(problem)
+    event = _parse(body)
     if header(headers, ID_HEADER) != event.event_id:
         raise WebhookVerificationError(_ID_MISMATCH)
     return event

@@ -19,6 +19,7 @@ from yarl import URL
 
 from .._core import _validation as check
 from .._core._exceptions import InvalidArgumentError
+from .._core._redact import shown_url
 from .._core._types import QueryLike
 from .._http import _otel
 from .._http._options import ListOptions, parse
@@ -61,7 +62,8 @@ class Generic(Resource):
         name = f"client.{method.lower()}"
         options = self._binding.resolve(parse(name, keywords))
         url = self._url(path, query.keys() | options.extra_query.keys())
-        with _otel.operation(name, **{"url.path": url.path}):
+        shown = shown_url(url.path, self._binding.transport.auth.static)
+        with _otel.operation(name, **{"url.path": shown}):
             response = await self._binding.send(
                 method, url, options=options, params=query or None, json=json
             )

@@ -120,8 +120,16 @@ async def start_listener(
         stderr=asyncio.subprocess.PIPE,
     )
     assert proc.stderr is not None
-    first = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
-    return proc, first.split(" on ")[1].split()[0]
+    line = ""
+    try:
+        while "Listening" not in line:  # --insecure's WARNING comes first
+            line = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
+            assert line, "the command stopped before it listened"
+    except BaseException:
+        proc.kill()  # a listener that never said where it listens is not left running
+        await proc.wait()
+        raise
+    return proc, line.split(" on ")[1].split()[0]
 
 
 @pytest.fixture

@@ -104,7 +104,9 @@ async def test_the_fleet_receiver_example_handles_each_signed_event_once(
             assert answers == [200] * len(answers)
             assert [await deliver(event_id) for event_id in events[:10]] == [200] * 10
             forged = payload("forged")
-            headers = sign("whsec_" + "d3Jvbmc=", "forged", int(time.time()), forged)
+            headers = sign(
+                "whsec_" + "YSB3cm9uZyBrZXkgb2YgMjQgYnl0ZXMh", "forged", int(time.time()), forged
+            )
             async with session.post(url, data=forged, headers=headers) as response:
                 assert response.status == 401
     finally:

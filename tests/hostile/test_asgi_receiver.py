@@ -74,7 +74,7 @@ StartUvicorn = Callable[..., Awaitable[Uvicorn]]
 async def uvicorn_receiver(tmp_path: pathlib.Path) -> AsyncIterator[StartUvicorn]:
     started: list[Uvicorn] = []
 
-    async def start(read_timeout: float = 10.0) -> Uvicorn:
+    async def start(read_timeout: float = 10.0, payroll_log: str | None = "info") -> Uvicorn:
         log = tmp_path / f"uvicorn-{len(started)}.log"
         with log.open("wb") as stderr:  # a file, not a pipe nobody reads
             proc = await asyncio.create_subprocess_exec(
@@ -85,7 +85,11 @@ async def uvicorn_receiver(tmp_path: pathlib.Path) -> AsyncIterator[StartUvicorn
                 str(read_timeout),
                 stdout=asyncio.subprocess.PIPE,
                 stderr=stderr,
-                env={**os.environ, "PYTHONPATH": os.getcwd(), "PAYROLL_LOG": "info"},
+                env={
+                    **{k: v for k, v in os.environ.items() if k != "PAYROLL_LOG"},
+                    "PYTHONPATH": os.getcwd(),
+                    **({"PAYROLL_LOG": payroll_log} if payroll_log else {}),
+                },
             )
         assert proc.stdout is not None
         port = int(await asyncio.wait_for(proc.stdout.readline(), 60))
@@ -121,6 +125,28 @@ async def test_forged_and_replayed_signatures_are_refused(uvicorn_receiver: Star
     assert server.handled == ["genuine"]
     assert b"Traceback" not in server.log.read_bytes()
     assert b"failed verification" in server.log.read_bytes()  # one line each, logged
+
+
+async def test_under_uvicorn_a_wrong_secret_is_one_warning_without_any_logging_set_up(
+    uvicorn_receiver: StartUvicorn,
+) -> None:
+    """Nothing configures logging (no PAYROLL_LOG, uvicorn's own loggers only): the reason
+    still reaches stderr, once per cause from this sender, however often it is sent."""
+    server = await uvicorn_receiver(payroll_log=None)
+    for n in range(3):
+        assert await _post(server.url, *_signed(f"forged-{n}", secret=OTHER)) == 401
+    for n in range(2):
+        assert await _post(server.url, *_signed(f"old-{n}", stamp=int(time.time()) - 400)) == 401
+    await server.stop()
+    lines = [ln for ln in server.log.read_text().splitlines() if "rejected" in ln]
+    assert lines == [
+        "payroll_async.events WARNING: rejected a notification from 127.0.0.1 that failed "
+        f"verification: {why} (the same refusal from this sender again is logged at DEBUG)"
+        for why in (
+            "no signature matches",
+            "webhook-timestamp is more than 300s from this machine's clock",
+        )
+    ]
 
 
 async def test_oversized_nested_and_header_flooded_requests(

@@ -1,0 +1,88 @@
+"""Why a notification was refused, told where its user looks: once per cause per sender.
+
+A receiver that refuses every notification (a wrong signing secret, say) must not do so
+in silence, nor bury the reason in a line per delivery. The first refusal of each cause
+from each sender is a WARNING on ``payroll_async.events`` that says so; the same refusal
+again is DEBUG. Those WARNINGs (and the receiver's other WARNINGs and ERRORs) reach
+stderr while nothing else would show them: the package's ``NullHandler`` keeps Python's
+last resort quiet, so ``Unconfigured`` stands in for it, as long as no handler of the
+application's (``logging.basicConfig``, a framework's log configuration, ``PAYROLL_LOG``,
+the command's console) is on the logger's way to the root.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections import OrderedDict
+
+from .._core._visible import VisibleFormatter
+
+__all__ = ["Refusals", "Unconfigured"]
+
+logger = logging.getLogger("payroll_async.events")
+
+_SENDERS = 1024  # (sender, cause) pairs remembered; the oldest is forgotten first
+
+
+class Refusals:
+    """The refusals already told (by sender and cause), each told at WARNING once."""
+
+    __slots__ = ("_told",)
+
+    def __init__(self) -> None:
+        self._told: OrderedDict[tuple[str, str], None] = OrderedDict()
+
+    def tell(self, remote: str | None, cause: str, *, unverified: bool = False) -> None:
+        """Log the refusal of a notification from ``remote`` for ``cause`` (one that
+        ``unverified``: failed verification): WARNING the first time, saying where the next
+        ones go; DEBUG after that. The record's ``refusal`` and ``sender`` say the same."""
+        sender = remote or "an unknown address"
+        key = (sender, cause)
+        extra = {"refusal": cause, "sender": sender}
+        what = " that failed verification" if unverified else ""
+        message = f"rejected a notification from %s{what}: %s"
+        if key in self._told:
+            self._told.move_to_end(key)
+            logger.debug(message, sender, cause, extra=extra)
+            return
+        self._told[key] = None
+        if len(self._told) > _SENDERS:
+            self._told.popitem(last=False)
+        logger.warning(
+            f"{message} (the same refusal from this sender again is logged at DEBUG)",
+            sender,
+            cause,
+            extra=extra,
+        )
+
+
+class Unconfigured(logging.Handler):
+    """The receiver's WARNINGs and ERRORs on stderr while no other handler would take them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.setFormatter(VisibleFormatter("%(name)s %(levelname)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        current: logging.Logger | None = logging.getLogger(record.name)
+        while current is not None:
+            if any(
+                h is not self and not isinstance(h, logging.NullHandler) for h in current.handlers
+            ):
+                return  # the application's logging shows it
+            if not current.propagate:
+                break
+            current = current.parent
+        stream = sys.stderr  # as it is now (a test's, a daemon's None)
+        if stream is None:
+            return
+        try:
+            stream.write(self.format(record) + "\n")
+            stream.flush()
+        except Exception:
+            self.handleError(record)
+
+
+if not any(isinstance(h, Unconfigured) for h in logger.handlers):
+    logger.addHandler(Unconfigured())
