@@ -41,6 +41,7 @@ from aiohttp import web
 from .._core import _assumed
 from .._core._clock import bounded
 from .._core._exceptions import InvalidArgumentError, PayrollError
+from .._core._secrets import remember
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -215,6 +216,7 @@ def secret_key(secret: str) -> bytes:
         ) from None
     if not key:
         raise InvalidArgumentError("a webhook secret may not be empty")
+    remember(secret, secret.removeprefix(_PREFIX), text)  # kept out of stored errors
     return key
 
 
