@@ -9,7 +9,8 @@ the engine, SQLite's ``BEGIN IMMEDIATE`` and 0600 file, errors without the passw
 - a worker claims due events with one ``UPDATE ... WHERE event_id IN (SELECT ... FOR UPDATE
   SKIP LOCKED) RETURNING``: on PostgreSQL two workers' claims skip each other's rows; on
   SQLite the claim runs under the database's single write lock (``BEGIN IMMEDIATE``).
-- every later write about a claimed event is fenced by the ``attempts`` it claimed.
+- every later write about a claimed event is fenced by the claim's number (``claims``,
+  which only grows); every time is the database's.
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import datetime
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import tenacity
-from sqlalchemy import bindparam, select, text, tuple_, update
+from sqlalchemy import bindparam, case, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -38,15 +38,15 @@ from ..models import WebhookEvent
 from ._batch import Batched
 from ._operations import InboxOperations
 from ._records import (
+    DIED,
     InboxEntry,
     InboxError,
     InboxStats,
     InboxURLError,
     _Claim,
     _count,
-    _now,
 )
-from ._schema import DONE, EVENTS, METADATA, PENDING
+from ._schema import DEAD, DONE, EVENTS, PENDING, SCHEMA_VERSION, database_now, install
 from ._worker import _Worker
 
 if TYPE_CHECKING:
@@ -58,6 +58,9 @@ logger: logging.Logger = logging.getLogger("payroll_async.inbox")
 logger.addFilter(EscapingFilter())  # event ids and handlers' errors are outside text
 
 _SCHEMA_LOCK = 0x7061_7972_6F6C_6C01  # the PostgreSQL lock of the inbox's table creation
+_LONGEST = 365 * 86400.0  # seconds of a lease or a backoff
+_STAMPED = ("received_at", "next_attempt_at")  # an accept's times: the database's
+_GIVEN = [column for column in EVENTS.c if column.name not in _STAMPED]
 
 
 class Inbox(InboxOperations):
@@ -98,7 +101,12 @@ class Inbox(InboxOperations):
         backoff_max = check_seconds(backoff_max, "backoff_max")
         if backoff_max < backoff:
             raise InvalidArgumentError("backoff_max must be at least backoff")
-        # tenacity's own strategy, asked for the wait after attempt n (below, _retry_at)
+        for name, seconds in (("lease", self._lease), ("backoff_max", backoff_max)):
+            if seconds > _LONGEST:  # a time the databases' dates can hold
+                raise InvalidArgumentError(
+                    f"{name} must be at most {_LONGEST:,.0f} seconds (a year), got {seconds:g}"
+                )
+        # tenacity's own strategy, asked for the wait after attempt n (below, _failed)
         self._wait = tenacity.wait_exponential_jitter(
             multiplier=backoff, max=backoff_max, jitter=backoff
         )
@@ -110,19 +118,22 @@ class Inbox(InboxOperations):
             raise InboxError(str(exc)) from None
         postgres = self._db.dialect == "postgresql"
         insert: Any = (postgresql.insert if postgres else sqlite.insert)(EVENTS)
-        self._storing = insert.on_conflict_do_nothing(index_elements=["event_id"]).returning(
-            EVENTS.c.event_id
+        # when it came, and so when it is due, on the database's clock (not the receiver's)
+        self._storing = (
+            insert.values({name: database_now() for name in _STAMPED})
+            .on_conflict_do_nothing(index_elements=["event_id"])
+            .returning(EVENTS.c.event_id)
         )
         # One notification (a receiver's usual case): the same statement compiled once,
         # its row sent to the driver as a tuple in stored form, as the mirror's hot path
         # does (mirror._driver): no per-call compilation or type processing.
         self._storing_one, order = _compiled(
-            self._storing.values({c.name: bindparam(c.name) for c in EVENTS.c}),
+            self._storing.values({c.name: bindparam(c.name) for c in _GIVEN}),
             self._db.engine.dialect,
         )
-        if order != [c.name for c in EVENTS.c]:
+        if order != [c.name for c in _GIVEN]:
             raise AssertionError(f"unexpected column order of the inbox's INSERT: {order}")
-        self._stored_form = row_converter(list(EVENTS.c), self._db.dialect)
+        self._stored_form = row_converter(_GIVEN, self._db.dialect)
         # Notifications that arrive while one commit runs are stored by the next one.
         self._accepting = Batched(self._insert_rows)
         self._done = Batched(self._mark_done)  # likewise the workers' events handled
@@ -184,7 +195,12 @@ class Inbox(InboxOperations):
                     await connection.execute(
                         text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_SCHEMA_LOCK)
                     )
-                await connection.run_sync(METADATA.create_all, checkfirst=True)
+                found = await connection.run_sync(install)
+        if found is not None and found > SCHEMA_VERSION:
+            raise InboxError(
+                f"the inbox in {self._db.shown} was made by a later version of payroll-async "
+                f"(schema {found}, this one knows {SCHEMA_VERSION}): upgrade payroll-async"
+            )
         self._ready = True
 
     async def accept(self, event: WebhookEvent, body: bytes) -> bool:
@@ -195,17 +211,15 @@ class Inbox(InboxOperations):
         """
         if not event.event_id:
             raise InvalidArgumentError("an event needs an event_id to be kept in the inbox")
-        now = _now()
         return await self._accepting(
             {
                 "event_id": event.event_id,
                 "event_type": str(event.event_type),
                 "occurred_at": event.occurred_at,
-                "received_at": now,
                 "body": bytes(body),
                 "status": PENDING,
                 "attempts": 0,
-                "next_attempt_at": now,
+                "claims": 0,
             }
         )
 
@@ -237,7 +251,7 @@ class Inbox(InboxOperations):
                 async with self._held.begin():
                     if len(unique) == 1:
                         (row,) = unique.values()
-                        values = self._stored_form(tuple(row.get(c.name) for c in EVENTS.c))
+                        values = self._stored_form(tuple(row.get(c.name) for c in _GIVEN))
                         result = await self._held.exec_driver_sql(self._storing_one, values)
                     else:
                         result = await self._held.execute(
@@ -274,31 +288,54 @@ class Inbox(InboxOperations):
             raise InvalidArgumentError(f"stop must be an asyncio.Event, got {stop!r}")
         await _Worker(self, router, concurrency, max_attempts, stop or asyncio.Event()).run()
 
-    # What a worker does, each a statement of its own.
+    # What a worker does, each a statement of its own, every time the database's.
 
-    async def _claim(self, n: int) -> builtins.list[_Claim]:
+    async def _claim(self, n: int, max_attempts: int) -> builtins.list[_Claim]:
+        """Claim up to ``n`` due events; first, the due events already claimed
+        ``max_attempts`` times (their last worker died) become dead."""
         await self._ensure()
-        now = _now()
-        due = (
+        now = database_now()
+        due = (EVENTS.c.status == PENDING, EVENTS.c.next_attempt_at <= now)
+        died = case((EVENTS.c.claimed_at.is_not(None), DIED), else_=EVENTS.c.last_error)
+        spent = (
             select(EVENTS.c.event_id)
-            .where(EVENTS.c.status == PENDING, EVENTS.c.next_attempt_at <= now)
+            .where(*due, EVENTS.c.attempts >= max_attempts)
+            .with_for_update(skip_locked=True)
+        )
+        burying = (
+            update(EVENTS)
+            .where(EVENTS.c.event_id.in_(spent.scalar_subquery()))
+            .values(
+                status=DEAD, handled_at=now, next_attempt_at=None, claimed_at=None, last_error=died
+            )
+            .returning(EVENTS.c.event_id, EVENTS.c.attempts, EVENTS.c.last_error)
+        )
+        pick = (
+            select(EVENTS.c.event_id)
+            .where(*due, EVENTS.c.attempts < max_attempts)
             .order_by(EVENTS.c.next_attempt_at)
             .limit(n)
             .with_for_update(skip_locked=True)  # PostgreSQL; SQLite's claim is its write lock
         )
-        statement = (
+        claiming = (
             update(EVENTS)
-            .where(EVENTS.c.event_id.in_(due.scalar_subquery()))
+            .where(EVENTS.c.event_id.in_(pick.scalar_subquery()))
             .values(
                 attempts=EVENTS.c.attempts + 1,
-                next_attempt_at=now + datetime.timedelta(seconds=self._lease),
+                claims=EVENTS.c.claims + 1,
+                claimed_at=now,
+                next_attempt_at=database_now(self._lease),
+                last_error=died,
             )
-            .returning(EVENTS.c.event_id, EVENTS.c.body, EVENTS.c.attempts)
+            .returning(EVENTS.c.event_id, EVENTS.c.body, EVENTS.c.attempts, EVENTS.c.claims)
         )
         with self._errors("claiming events"):
             async with self._begin() as connection:
-                rows = (await connection.execute(statement)).all()
-        return [_Claim(event_id, bytes(body), attempts) for event_id, body, attempts in rows]
+                buried = (await connection.execute(burying)).all()
+                rows = (await connection.execute(claiming)).all()
+        for event_id, attempts, last_error in buried:
+            logger.warning("event %s is dead after %d attempts: %s", event_id, attempts, last_error)
+        return [_Claim(event_id, bytes(body), a, c) for event_id, body, a, c in rows]
 
     async def _fenced(self, claim: _Claim, **values: Any) -> bool:
         """Write ``values`` to the claimed row if the claim still holds; whether it did."""
@@ -306,7 +343,7 @@ class Inbox(InboxOperations):
             update(EVENTS)
             .where(
                 EVENTS.c.event_id == claim.event_id,
-                EVENTS.c.attempts == claim.attempts,
+                EVENTS.c.claims == claim.claims,
                 EVENTS.c.status == PENDING,
             )
             .values(**values)
@@ -321,11 +358,17 @@ class Inbox(InboxOperations):
             update(EVENTS)
             .where(
                 EVENTS.c.status == PENDING,
-                tuple_(EVENTS.c.event_id, EVENTS.c.attempts).in_(
-                    [(claim.event_id, claim.attempts) for claim in claims]
+                tuple_(EVENTS.c.event_id, EVENTS.c.claims).in_(
+                    [(claim.event_id, claim.claims) for claim in claims]
                 ),
             )
-            .values(status=DONE, handled_at=_now(), next_attempt_at=None, last_error=None)
+            .values(
+                status=DONE,
+                handled_at=database_now(),
+                next_attempt_at=None,
+                claimed_at=None,
+                last_error=None,
+            )
             .returning(EVENTS.c.event_id)
         )
         with self._errors(f"marking {len(claims)} event{'s' if len(claims) > 1 else ''} done"):
@@ -339,14 +382,28 @@ class Inbox(InboxOperations):
                 await connection.execute(select(1))
 
     async def _renew(self, claim: _Claim) -> bool:
-        return await self._fenced(
-            claim, next_attempt_at=_now() + datetime.timedelta(seconds=self._lease)
-        )
+        return await self._fenced(claim, next_attempt_at=database_now(self._lease))
 
-    def _retry_at(self, attempt: int) -> datetime.datetime:
+    async def _failed(self, claim: _Claim, error: str, *, final: bool) -> bool:
+        """The claim's attempt failed with ``error``: dead if ``final``, else due again
+        after the backoff of its attempt. Whether the claim still held."""
+        if final:
+            return await self._fenced(
+                claim,
+                status=DEAD,
+                handled_at=database_now(),
+                next_attempt_at=None,
+                claimed_at=None,
+                last_error=error,
+            )
         state = tenacity.RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
-        state.attempt_number = attempt
-        return _now() + datetime.timedelta(seconds=self._wait(state))
+        state.attempt_number = claim.attempts
+        return await self._fenced(
+            claim,
+            next_attempt_at=database_now(self._wait(state)),
+            claimed_at=None,
+            last_error=error,
+        )
 
     def _outage(self, exc: InboxError) -> None:
         if not self._down:

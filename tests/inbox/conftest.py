@@ -9,13 +9,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
 
 from payroll_async.events import sign
+from payroll_async.inbox import Inbox
 from tests._postgres import PostgresServer
 
-__all__ = ["SECRET", "PostgresServer", "notification"]
+__all__ = ["FAST", "SECRET", "PostgresServer", "notification", "open_inbox"]
 
+FAST = {"lease": 2.0, "backoff": 0.05, "backoff_max": 0.2, "poll_interval": 0.02}
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
@@ -42,3 +47,18 @@ async def until(condition: Callable[[], Awaitable[bool]], timeout: float = 30.0)
         if time.monotonic() > deadline:
             raise AssertionError("the inbox did not reach the state waited for")
         await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def open_inbox(into: str) -> AsyncIterator[Callable[..., Inbox]]:
+    """Inboxes on ``into`` (each its own engine, as another process's); closed after."""
+    opened: list[Inbox] = []
+
+    def make(**options: Any) -> Inbox:
+        inbox = Inbox(into, **{**FAST, **options})
+        opened.append(inbox)
+        return inbox
+
+    yield make
+    for inbox in opened:
+        await inbox.close()

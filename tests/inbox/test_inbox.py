@@ -13,7 +13,7 @@ import json
 import logging
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,7 @@ from payroll_async.inbox import Inbox, InboxError, InboxStats, InboxURLError
 from tests._postgres import query
 from tests.conftest import Serve
 
-from .conftest import SECRET, PostgresServer, notification, until
-
-FAST = {"lease": 2.0, "backoff": 0.05, "backoff_max": 0.2, "poll_interval": 0.02}
+from .conftest import FAST, SECRET, PostgresServer, notification, until
 
 
 def event(event_id: str) -> tuple[WebhookEvent, bytes]:
@@ -40,21 +38,6 @@ def event(event_id: str) -> tuple[WebhookEvent, bytes]:
         occurred_at=datetime.datetime(2026, 11, 22, 5, tzinfo=datetime.timezone.utc),
         data=document["data"],
     ), body
-
-
-@pytest.fixture
-async def open_inbox(into: str) -> AsyncIterator[Callable[..., Inbox]]:
-    """Inboxes on ``into`` (each its own engine, as another process's); closed after."""
-    opened: list[Inbox] = []
-
-    def make(**options: Any) -> Inbox:
-        inbox = Inbox(into, **{**FAST, **options})
-        opened.append(inbox)
-        return inbox
-
-    yield make
-    for inbox in opened:
-        await inbox.close()
 
 
 async def fill(inbox: Inbox, *event_ids: str) -> None:
