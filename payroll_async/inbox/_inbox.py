@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import tenacity
-from sqlalchemy import bindparam, case, select, text, tuple_, update
+from sqlalchemy import bindparam, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -36,17 +36,16 @@ from ..mirror._errors import MirrorError, MirrorURLError
 from ..mirror._values import row_converter
 from ..models import WebhookEvent
 from ._batch import Batched
+from ._claims import ClaimStatements
 from ._operations import InboxOperations
 from ._records import (
-    DIED,
     InboxEntry,
     InboxError,
     InboxStats,
     InboxURLError,
-    _Claim,
     _count,
 )
-from ._schema import DEAD, DONE, EVENTS, PENDING, SCHEMA_VERSION, database_now, install
+from ._schema import EVENTS, PENDING, SCHEMA_VERSION, database_now, install
 from ._worker import _Worker
 
 if TYPE_CHECKING:
@@ -63,7 +62,7 @@ _STAMPED = ("received_at", "next_attempt_at")  # an accept's times: the database
 _GIVEN = [column for column in EVENTS.c if column.name not in _STAMPED]
 
 
-class Inbox(InboxOperations):
+class Inbox(InboxOperations, ClaimStatements):
     """A durable inbox of verified notifications: SQLite by default, PostgreSQL for a fleet.
 
     ```pycon
@@ -287,123 +286,6 @@ class Inbox(InboxOperations):
         if stop is not None and not isinstance(stop, asyncio.Event):
             raise InvalidArgumentError(f"stop must be an asyncio.Event, got {stop!r}")
         await _Worker(self, router, concurrency, max_attempts, stop or asyncio.Event()).run()
-
-    # What a worker does, each a statement of its own, every time the database's.
-
-    async def _claim(self, n: int, max_attempts: int) -> builtins.list[_Claim]:
-        """Claim up to ``n`` due events; first, the due events already claimed
-        ``max_attempts`` times (their last worker died) become dead."""
-        await self._ensure()
-        now = database_now()
-        due = (EVENTS.c.status == PENDING, EVENTS.c.next_attempt_at <= now)
-        died = case((EVENTS.c.claimed_at.is_not(None), DIED), else_=EVENTS.c.last_error)
-        spent = (
-            select(EVENTS.c.event_id)
-            .where(*due, EVENTS.c.attempts >= max_attempts)
-            .with_for_update(skip_locked=True)
-        )
-        burying = (
-            update(EVENTS)
-            .where(EVENTS.c.event_id.in_(spent.scalar_subquery()))
-            .values(
-                status=DEAD, handled_at=now, next_attempt_at=None, claimed_at=None, last_error=died
-            )
-            .returning(EVENTS.c.event_id, EVENTS.c.attempts, EVENTS.c.last_error)
-        )
-        pick = (
-            select(EVENTS.c.event_id)
-            .where(*due, EVENTS.c.attempts < max_attempts)
-            .order_by(EVENTS.c.next_attempt_at)
-            .limit(n)
-            .with_for_update(skip_locked=True)  # PostgreSQL; SQLite's claim is its write lock
-        )
-        claiming = (
-            update(EVENTS)
-            .where(EVENTS.c.event_id.in_(pick.scalar_subquery()))
-            .values(
-                attempts=EVENTS.c.attempts + 1,
-                claims=EVENTS.c.claims + 1,
-                claimed_at=now,
-                next_attempt_at=database_now(self._lease),
-                last_error=died,
-            )
-            .returning(EVENTS.c.event_id, EVENTS.c.body, EVENTS.c.attempts, EVENTS.c.claims)
-        )
-        with self._errors("claiming events"):
-            async with self._begin() as connection:
-                buried = (await connection.execute(burying)).all()
-                rows = (await connection.execute(claiming)).all()
-        for event_id, attempts, last_error in buried:
-            logger.warning("event %s is dead after %d attempts: %s", event_id, attempts, last_error)
-        return [_Claim(event_id, bytes(body), a, c) for event_id, body, a, c in rows]
-
-    async def _fenced(self, claim: _Claim, **values: Any) -> bool:
-        """Write ``values`` to the claimed row if the claim still holds; whether it did."""
-        statement = (
-            update(EVENTS)
-            .where(
-                EVENTS.c.event_id == claim.event_id,
-                EVENTS.c.claims == claim.claims,
-                EVENTS.c.status == PENDING,
-            )
-            .values(**values)
-        )
-        with self._errors(f"updating event {claim.event_id}"):
-            async with self._begin() as connection:
-                return (await connection.execute(statement)).rowcount == 1
-
-    async def _mark_done(self, claims: builtins.list[_Claim]) -> builtins.list[bool]:
-        """Mark the events of ``claims`` done, in one statement; which claims still held."""
-        statement = (
-            update(EVENTS)
-            .where(
-                EVENTS.c.status == PENDING,
-                tuple_(EVENTS.c.event_id, EVENTS.c.claims).in_(
-                    [(claim.event_id, claim.claims) for claim in claims]
-                ),
-            )
-            .values(
-                status=DONE,
-                handled_at=database_now(),
-                next_attempt_at=None,
-                claimed_at=None,
-                last_error=None,
-            )
-            .returning(EVENTS.c.event_id)
-        )
-        with self._errors(f"marking {len(claims)} event{'s' if len(claims) > 1 else ''} done"):
-            async with self._begin() as connection:
-                written = {event_id for (event_id,) in await connection.execute(statement)}
-        return [claim.event_id in written for claim in claims]
-
-    async def _ping(self) -> None:
-        with self._errors("reaching the inbox"):
-            async with self._begin() as connection:
-                await connection.execute(select(1))
-
-    async def _renew(self, claim: _Claim) -> bool:
-        return await self._fenced(claim, next_attempt_at=database_now(self._lease))
-
-    async def _failed(self, claim: _Claim, error: str, *, final: bool) -> bool:
-        """The claim's attempt failed with ``error``: dead if ``final``, else due again
-        after the backoff of its attempt. Whether the claim still held."""
-        if final:
-            return await self._fenced(
-                claim,
-                status=DEAD,
-                handled_at=database_now(),
-                next_attempt_at=None,
-                claimed_at=None,
-                last_error=error,
-            )
-        state = tenacity.RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
-        state.attempt_number = claim.attempts
-        return await self._fenced(
-            claim,
-            next_attempt_at=database_now(self._wait(state)),
-            claimed_at=None,
-            last_error=error,
-        )
 
     def _outage(self, exc: InboxError) -> None:
         if not self._down:

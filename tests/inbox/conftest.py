@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +20,9 @@ import pytest
 from payroll_async.events import sign
 from payroll_async.inbox import Inbox
 from tests._postgres import PostgresServer
+from tests.cli._run import ROOT
 
-__all__ = ["FAST", "SECRET", "PostgresServer", "notification", "open_inbox"]
+__all__ = ["FAST", "SECRET", "PostgresServer", "notification", "open_inbox", "script"]
 
 FAST = {"lease": 2.0, "backoff": 0.05, "backoff_max": 0.2, "poll_interval": 0.02}
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -38,6 +42,20 @@ def notification(event_id: str, **data: object) -> tuple[bytes, dict[str, str]]:
         **sign(SECRET, event_id, int(time.time()), body),
         "Content-Type": "application/json",
     }
+
+
+async def script(path: Path, *args: str, stderr: Any) -> asyncio.subprocess.Process:
+    """``python PATH ARGS...`` of this checkout, its stdin and stdout piped."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(path),
+        *args,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=stderr,
+    )
 
 
 async def until(condition: Callable[[], Awaitable[bool]], timeout: float = 30.0) -> None:

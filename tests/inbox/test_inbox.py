@@ -355,6 +355,8 @@ async def test_the_database_password_never_reaches_last_error(
         (lambda: Inbox("not a url"), "not a database URL"),
         (lambda: Inbox("sqlite:///x.db", lease=0), "lease must be"),
         (lambda: Inbox("sqlite:///x.db", backoff=1, backoff_max=0.5), "backoff_max"),
+        (lambda: Inbox("sqlite:///x.db", lease=1e12), "lease must be at most"),
+        (lambda: Inbox("sqlite:///x.db", backoff_max=1e12), "backoff_max must be at most"),
         (lambda: EventRouter(insecure=True, inbox=object()), "inbox must have async accept"),  # type: ignore[arg-type]
     ],
 )

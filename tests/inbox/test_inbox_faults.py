@@ -11,8 +11,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,9 +22,9 @@ from payroll_async import PayrollClient
 from payroll_async.events import EventRouter, WebhookEvent
 from payroll_async.inbox import Inbox
 from tests._postgres import query
-from tests.cli._run import ROOT, invoke
+from tests.cli._run import invoke
 
-from .conftest import FAST, until
+from .conftest import FAST, script, until
 from .test_inbox import event, fill, work_until
 
 FAULTY = Path(__file__).with_name("_faulty.py")
@@ -44,14 +42,10 @@ class Faulty:
     async def start(
         cls, url: str, tmp_path: Path, *, lease: float, max_attempts: int = 5, skew: float = 0
     ) -> Faulty:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(FAULTY),
-            *(url, str(lease), str(max_attempts), str(tmp_path / "thaw"), str(skew)),
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
+        thaw = str(tmp_path / "thaw")
+        process = await script(
+            FAULTY,
+            *(url, str(lease), str(max_attempts), thaw, str(skew)),
             stderr=asyncio.subprocess.PIPE,
         )
         faulty = cls(process)
