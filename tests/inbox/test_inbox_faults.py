@@ -23,6 +23,8 @@ from payroll_async.events import EventRouter, WebhookEvent
 from payroll_async.inbox import Inbox
 from tests._postgres import query
 from tests.cli._run import invoke
+from tests.conftest import Serve
+from tests.test_auth import auth_app
 
 from .conftest import FAST, script, until
 from .test_inbox import event, fill, work_until
@@ -355,3 +357,25 @@ async def test_a_table_made_by_the_first_release_is_migrated_with_its_events(
     async with Inbox(into) as again:
         assert (await again.stats()).done == 2
     assert await query(into, "SELECT version FROM inbox_schema") == [(2,)]
+
+
+async def test_a_token_providers_tokens_are_kept_out_of_last_error(
+    open_inbox: Any, into: str, serve: Serve
+) -> None:
+    class Vault:
+        async def get_token(self, *, refresh: bool = False) -> str:
+            return "vault-token-5e1f0c"
+
+    base = await serve(auth_app({"vault-token-5e1f0c"}, []))
+    inbox = open_inbox()
+    router = EventRouter(insecure=True)
+    async with PayrollClient(base, Vault()) as client:
+
+        @router.on()
+        async def handle(event: WebhookEvent) -> None:
+            await client.payroll_connections.list().collect()  # the token is handed out
+            raise PermissionError("the ledger refused token vault-token-5e1f0c")
+
+        await fill(inbox, "evt-1")
+        await work_until(inbox, router, lambda s: s.dead == 1, max_attempts=1)
+    assert await rows(into, "last_error") == [("PermissionError: the ledger refused token ***",)]
