@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import tenacity
@@ -38,9 +39,14 @@ class ClaimStatements:
 
         async def _ensure(self) -> None: ...
 
-    async def _claim(self, n: int, max_attempts: int) -> builtins.list[_Claim]:
+    async def _claim(self, n: int, max_attempts: int, *, idle: bool) -> builtins.list[_Claim]:
         """Claim up to ``n`` due events; first, the due events already claimed
-        ``max_attempts`` times (their last worker died) become dead."""
+        ``max_attempts`` times (their last worker died) become dead.
+
+        An event whose last worker died (``claimed_at`` still set) may have killed it: it
+        is claimed only by an ``idle`` worker, alone (``_Claim.alone``), so that a crash
+        it causes again takes no other event with it.
+        """
         await self._ensure()
         now = database_now()
         due = (EVENTS.c.status == PENDING, EVENTS.c.next_attempt_at <= now)
@@ -58,32 +64,45 @@ class ClaimStatements:
             )
             .returning(EVENTS.c.event_id, EVENTS.c.attempts, EVENTS.c.last_error)
         )
-        pick = (
-            select(EVENTS.c.event_id)
-            .where(*due, EVENTS.c.attempts < max_attempts)
-            .order_by(EVENTS.c.next_attempt_at)
-            .limit(n)
-            .with_for_update(skip_locked=True)  # PostgreSQL; SQLite's claim is its write lock
-        )
-        claiming = (
-            update(EVENTS)
-            .where(EVENTS.c.event_id.in_(pick.scalar_subquery()))
-            .values(
-                attempts=EVENTS.c.attempts + 1,
-                claims=EVENTS.c.claims + 1,
-                claimed_at=now,
-                next_attempt_at=database_now(self._lease),
-                last_error=died,
+
+        def claiming(left: bool, limit: int) -> Any:
+            """The claim of due events whose last worker left them (``left``) or not."""
+            pick = (
+                select(EVENTS.c.event_id)
+                .where(
+                    *due,
+                    EVENTS.c.attempts < max_attempts,
+                    EVENTS.c.claimed_at.is_not(None) if left else EVENTS.c.claimed_at.is_(None),
+                )
+                .order_by(EVENTS.c.next_attempt_at)
+                .limit(limit)
+                .with_for_update(skip_locked=True)  # PostgreSQL; SQLite's is its write lock
             )
-            .returning(EVENTS.c.event_id, EVENTS.c.body, EVENTS.c.attempts, EVENTS.c.claims)
-        )
+            return (
+                update(EVENTS)
+                .where(EVENTS.c.event_id.in_(pick.scalar_subquery()))
+                .values(
+                    attempts=EVENTS.c.attempts + 1,
+                    claims=EVENTS.c.claims + 1,
+                    claimed_at=now,
+                    next_attempt_at=database_now(self._lease),
+                    last_error=died,
+                )
+                .returning(EVENTS.c.event_id, EVENTS.c.body, EVENTS.c.attempts, EVENTS.c.claims)
+            )
+
+        rows: Sequence[Any] = ()
         with self._errors("claiming events"):
             async with self._begin() as connection:
                 buried = (await connection.execute(burying)).all()
-                rows = (await connection.execute(claiming)).all()
+                if idle:
+                    rows = (await connection.execute(claiming(True, 1))).all()
+                alone = bool(rows)
+                if not rows:
+                    rows = (await connection.execute(claiming(False, n))).all()
         for event_id, attempts, last_error in buried:
             logger.warning("event %s is dead after %d attempts: %s", event_id, attempts, last_error)
-        return [_Claim(event_id, bytes(body), a, c) for event_id, body, a, c in rows]
+        return [_Claim(event_id, bytes(body), a, c, alone) for event_id, body, a, c in rows]
 
     async def _fenced(self, claim: _Claim, **values: Any) -> bool:
         """Write ``values`` to the claimed row if the claim still holds; whether it did."""

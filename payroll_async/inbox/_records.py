@@ -78,6 +78,8 @@ class _Claim:
     claims: int
     """The fence: this claim's writes apply only while the row still has this number,
     which only grows (``retry`` leaves it), so no later claim ever has it."""
+    alone: bool = False
+    """Its last worker died: it runs with no other event in this worker's hands."""
 
 
 DIED = "the worker died while handling it: its lease ran out with no outcome written"
@@ -110,7 +112,7 @@ class Claims(Protocol):
     _lease: float
     _poll: float
 
-    async def _claim(self, n: int, max_attempts: int) -> list[_Claim]: ...
+    async def _claim(self, n: int, max_attempts: int, *, idle: bool) -> list[_Claim]: ...
 
     async def _failed(self, claim: _Claim, error: str, *, final: bool) -> bool: ...
 

@@ -42,6 +42,7 @@ class _Worker:
         self._max_attempts = max_attempts
         self._stop = stop
         self._running: set[asyncio.Task[None]] = set()
+        self._alone: asyncio.Task[None] | None = None  # an event whose last worker died
         self._wake = asyncio.Event()
 
     async def run(self) -> None:
@@ -49,13 +50,15 @@ class _Worker:
         unreachable = False
         try:
             while not self._stop.is_set():
-                room = self._concurrency - len(self._running)
+                room = 0 if self._alone else self._concurrency - len(self._running)
                 claimed: list[_Claim] = []
                 if room > 0 and unreachable:
                     unreachable = not await self._back_after_outage()
                 if room > 0 and not unreachable:
                     try:
-                        claimed = await self._inbox._claim(room, self._max_attempts)
+                        claimed = await self._inbox._claim(
+                            room, self._max_attempts, idle=not self._running
+                        )
                     except InboxError as exc:
                         self._inbox._outage(exc)
                         unreachable = True
@@ -65,6 +68,8 @@ class _Worker:
                     task = asyncio.ensure_future(self._handle(claim))
                     self._running.add(task)
                     task.add_done_callback(self._finished)
+                    if claim.alone:
+                        self._alone = task  # nothing else is claimed until it ends
                 if room > 0 and len(claimed) == room:
                     continue  # a backlog: claim again as soon as there is room
                 self._wake.clear()
@@ -100,6 +105,8 @@ class _Worker:
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._running.discard(task)
+        if task is self._alone:
+            self._alone = None
         self._wake.set()
         if not task.cancelled() and task.exception() is not None:
             logger.error("an inbox worker task failed", exc_info=task.exception())

@@ -96,39 +96,71 @@ async def rows(into: str, *columns: str) -> list[tuple[Any, ...]]:
     return await query(into, f"SELECT {', '.join(columns)} FROM inbox_events ORDER BY event_id")
 
 
-async def test_a_handler_that_kills_its_worker_is_dead_after_max_attempts_claims(
-    into: str, tmp_path: Path, processes: list[Faulty]
-) -> None:
+async def work_through_crashes(
+    into: str, tmp_path: Path, processes: list[Faulty], *, max_attempts: int
+) -> list[Faulty]:
+    """Worker processes one after another, each until it crashes or nothing is pending:
+    the ones that crashed."""
+    crashed: list[Faulty] = []
     async with Inbox(into, **FAST) as inbox:  # type: ignore[arg-type]
-        await fill(inbox, "crash-1")
 
-        async def dead() -> bool:
-            return (await inbox.stats()).dead == 1
+        async def settled() -> bool:
+            return (await inbox.stats()).pending == 0
 
-        crashes = 0
-        for _ in range(4):
-            worker = await Faulty.start(into, tmp_path, lease=0.3, max_attempts=2)
+        for _ in range(max_attempts + 3):
+            worker = await Faulty.start(into, tmp_path, lease=0.3, max_attempts=max_attempts)
             processes.append(worker)
             exited = asyncio.ensure_future(worker.process.wait())
-            settled = asyncio.ensure_future(until(dead))
-            await asyncio.wait([exited, settled], return_when=asyncio.FIRST_COMPLETED)
+            waiting = asyncio.ensure_future(until(settled))
+            await asyncio.wait([exited, waiting], return_when=asyncio.FIRST_COMPLETED)
             if exited.done():
-                settled.cancel()
+                waiting.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await settled
+                    await waiting
                 assert exited.result() == 3  # os._exit in the handler
-                crashes += 1
+                assert worker.process.stdout is not None
+                printed = await worker.process.stdout.read()
+                worker.lines += [json.loads(line) for line in printed.splitlines()]
+                crashed.append(worker)
                 continue
             exited.cancel()
             assert (await worker.stop())[0] == 0
-            break
+            return crashed
+    raise AssertionError(f"still pending after {len(crashed)} crashes")
+
+
+async def test_a_handler_that_kills_its_worker_is_dead_after_max_attempts_claims(
+    into: str, tmp_path: Path, processes: list[Faulty], open_inbox: Any
+) -> None:
+    await fill(open_inbox(), "crash-1")
+    crashed = await work_through_crashes(into, tmp_path, processes, max_attempts=2)
     # each claim counted: two handlers ran and died, the third claim found it spent
-    assert crashes == 2
+    assert len(crashed) == 2
     ((status, attempts, last_error, handled_at),) = await rows(
         into, "status", "attempts", "last_error", "handled_at"
     )
     assert (status, attempts, handled_at is not None) == ("dead", 2, True)
     assert last_error.startswith(DIED)
+
+
+async def test_the_events_beside_a_crash_are_run_again_alone_and_not_buried_with_it(
+    into: str, tmp_path: Path, processes: list[Faulty], open_inbox: Any
+) -> None:
+    # the first worker claims crash-1 and ok-1 together (concurrency 2) and dies in
+    # crash-1's handler: ok-1's claim died too, and each may be the one that kills
+    await fill(open_inbox(), "crash-1", "ok-1", "ok-2", "ok-3")
+    crashed = await work_through_crashes(into, tmp_path, processes, max_attempts=2)
+    assert len(crashed) == 2
+    # the second crash was crash-1's alone: whatever that worker ran before it had ended
+    started = [line["started"] for line in crashed[1].lines if "started" in line]
+    handled = [line["handled"] for line in crashed[1].lines if "handled" in line]
+    assert (started[-1], handled) == ("crash-1", started[:-1])
+    assert await rows(into, "event_id", "status", "attempts") == [
+        ("crash-1", "dead", 2),
+        ("ok-1", "done", 2),
+        ("ok-2", "done", 1),
+        ("ok-3", "done", 1),
+    ]
 
 
 async def test_a_worker_frozen_past_its_lease_cannot_record_over_a_later_claim(
