@@ -73,13 +73,15 @@ class Inbox(InboxOperations, ClaimStatements):
     ```
 
     Needs the ``mirror`` extra (SQLAlchemy with aiosqlite and asyncpg). The table
-    ``inbox_events`` is created on first use.
+    ``inbox_events`` is created on first use (or migrated, if an earlier version made it).
 
-    ``lease``: seconds a worker's claim on an event holds; renewed every ``lease / 3``
-    while the handlers run, so only a worker that died (or lost the database for a whole
-    lease) loses it, and then another worker runs the event again. ``backoff`` and
-    ``backoff_max``: the first and the longest wait before a failed event is tried again
-    (exponential, with up to ``backoff`` seconds of random jitter). ``poll_interval``:
+    ``lease``: seconds a worker's claim on an event holds, on the database's clock (no
+    machine's clock decides it); renewed every ``lease / 3`` while the handlers run, so
+    only a worker that died (or lost the database for a whole lease) loses it, and then
+    another worker runs the event again. ``backoff`` and ``backoff_max``: the first and
+    the longest wait before a failed event is tried again (exponential, with up to
+    ``backoff`` seconds of random jitter). ``lease`` and ``backoff_max`` are at most a
+    year. ``poll_interval``:
     seconds an idle worker waits before looking for due events again.
     """
 
@@ -274,10 +276,12 @@ class Inbox(InboxOperations, ClaimStatements):
         """Work the inbox until ``stop`` is set (or the task is cancelled).
 
         Claims due events, up to ``concurrency`` at once, runs ``router``'s handlers
-        (``router.dispatch``) and marks each ``done``. An event whose handlers raise is
-        tried again later (exponential backoff with jitter); after ``max_attempts`` it is
-        ``dead``, with the last error. Once ``stop`` is set, the events in hand finish
-        first. While the database cannot be reached the worker logs it once and keeps
+        (``router.dispatch``, within the router's ``handler_timeout``: past it they are
+        cancelled and the attempt failed) and marks each ``done``. An event whose handlers
+        raise is tried again later (exponential backoff with jitter). An attempt counts
+        when it is claimed: after ``max_attempts`` it is ``dead``, with the last error
+        (the worker died while handling it, if it did). An event whose worker died runs
+        again alone. Once ``stop`` is set, the events in hand finish first. While the database cannot be reached the worker logs it once and keeps
         trying. Any number of workers may run on one PostgreSQL database (or, on one
         machine, one SQLite file).
         """
