@@ -281,9 +281,10 @@ class Inbox(InboxOperations, ClaimStatements):
         raise is tried again later (exponential backoff with jitter). An attempt counts
         when it is claimed: after ``max_attempts`` it is ``dead``, with the last error
         (the worker died while handling it, if it did). An event whose worker died runs
-        again alone. Once ``stop`` is set, the events in hand finish first. While the database cannot be reached the worker logs it once and keeps
-        trying. Any number of workers may run on one PostgreSQL database (or, on one
-        machine, one SQLite file).
+        again alone. Once ``stop`` is set, the events in hand finish first. While the
+        database cannot be reached the worker logs it once and keeps trying. Any number
+        of workers may run on one PostgreSQL database (or, on one machine, one SQLite
+        file).
         """
         check_concurrency(concurrency)
         _count("max_attempts", max_attempts)
