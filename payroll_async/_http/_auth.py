@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from .._core._exceptions import APITimeoutError, InvalidArgumentError
+from .._core._secrets import remember
 
 __all__ = ["Auth", "TokenProvider"]
 
@@ -84,6 +85,7 @@ class Auth:
     def __init__(self, token: str | TokenProvider) -> None:
         if isinstance(token, str):
             token = _check_token(token, "token")
+            remember(token)
             self._provider: TokenProvider = _StaticToken(token)
             self.can_refresh: bool = False
             self._token: str | None = token
@@ -138,7 +140,9 @@ class Auth:
                 url=url,
                 request_sent=False,
             )
-        return _check_token(token, f"the token provider {name}")
+        token = _check_token(token, f"the token provider {name}")
+        remember(token)  # kept out of what the SDK stores of a handler's error
+        return token
 
     def __repr__(self) -> str:
         return f"<Auth provider={type(self._provider).__name__}>"

@@ -370,6 +370,12 @@ class EventRouter:
         return answer({"error": "verification failed"}, 401)
 
     @property
+    def handler_timeout(self) -> float | None:
+        """Seconds the handlers of one notification may take (None: no limit), in a
+        request and in an inbox's workers alike."""
+        return self._handler_timeout
+
+    @property
     def dedupe_memory(self) -> int:
         """Approximate bytes held by the event ids remembered in this process."""
         return 0 if self._local is None else self._local.memory

@@ -41,6 +41,7 @@ from aiohttp import web
 from .._core import _assumed
 from .._core._clock import bounded
 from .._core._exceptions import InvalidArgumentError, PayrollError
+from .._core._secrets import remember
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -219,6 +220,7 @@ def secret_key(secret: str) -> bytes:
             f"bytes, as key generators make them (Standard Webhooks: 24 to 64); this one has "
             f"{len(key)}: copy the subscription's signing secret (the secret was not shown)"
         )
+    remember(secret, secret.removeprefix(_PREFIX), text)  # kept out of stored errors
     return key
 
 

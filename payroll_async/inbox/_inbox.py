@@ -9,7 +9,8 @@ the engine, SQLite's ``BEGIN IMMEDIATE`` and 0600 file, errors without the passw
 - a worker claims due events with one ``UPDATE ... WHERE event_id IN (SELECT ... FOR UPDATE
   SKIP LOCKED) RETURNING``: on PostgreSQL two workers' claims skip each other's rows; on
   SQLite the claim runs under the database's single write lock (``BEGIN IMMEDIATE``).
-- every later write about a claimed event is fenced by the ``attempts`` it claimed.
+- every later write about a claimed event is fenced by the claim's number (``claims``,
+  which only grows); every time is the database's.
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import datetime
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import tenacity
-from sqlalchemy import bindparam, select, text, tuple_, update
+from sqlalchemy import bindparam, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -37,17 +37,16 @@ from ..mirror._errors import MirrorError, MirrorURLError
 from ..mirror._values import converter, row_converter
 from ..models import WebhookEvent
 from ._batch import Batched, Failed
+from ._claims import ClaimStatements
 from ._operations import InboxOperations
 from ._records import (
     InboxEntry,
     InboxError,
     InboxStats,
     InboxURLError,
-    _Claim,
     _count,
-    _now,
 )
-from ._schema import DONE, EVENTS, METADATA, PENDING
+from ._schema import EVENTS, PENDING, SCHEMA_VERSION, database_now, install
 from ._worker import _Worker
 
 if TYPE_CHECKING:
@@ -59,6 +58,9 @@ logger: logging.Logger = logging.getLogger("payroll_async.inbox")
 logger.addFilter(EscapingFilter())  # event ids and handlers' errors are outside text
 
 _SCHEMA_LOCK = 0x7061_7972_6F6C_6C01  # the PostgreSQL lock of the inbox's table creation
+_LONGEST = 365 * 86400.0  # seconds of a lease or a backoff
+_STAMPED = ("received_at", "next_attempt_at")  # an accept's times: the database's
+_GIVEN = [column for column in EVENTS.c if column.name not in _STAMPED]
 _SENDERS = ("event_type", "occurred_at")  # the typed columns of the sender's values
 
 
@@ -82,7 +84,7 @@ def _refused_for_its_values(exc: BaseException) -> bool:
     return isinstance(exc, StatementError)
 
 
-class Inbox(InboxOperations):
+class Inbox(InboxOperations, ClaimStatements):
     """A durable inbox of verified notifications: SQLite by default, PostgreSQL for a fleet.
 
     ```pycon
@@ -93,13 +95,15 @@ class Inbox(InboxOperations):
     ```
 
     Needs the ``mirror`` extra (SQLAlchemy with aiosqlite and asyncpg). The table
-    ``inbox_events`` is created on first use.
+    ``inbox_events`` is created on first use (or migrated, if an earlier version made it).
 
-    ``lease``: seconds a worker's claim on an event holds; renewed every ``lease / 3``
-    while the handlers run, so only a worker that died (or lost the database for a whole
-    lease) loses it, and then another worker runs the event again. ``backoff`` and
-    ``backoff_max``: the first and the longest wait before a failed event is tried again
-    (exponential, with up to ``backoff`` seconds of random jitter). ``poll_interval``:
+    ``lease``: seconds a worker's claim on an event holds, on the database's clock (no
+    machine's clock decides it); renewed every ``lease / 3`` while the handlers run, so
+    only a worker that died (or lost the database for a whole lease) loses it, and then
+    another worker runs the event again. ``backoff`` and ``backoff_max``: the first and
+    the longest wait before a failed event is tried again (exponential, with up to
+    ``backoff`` seconds of random jitter). ``lease`` and ``backoff_max`` are at most a
+    year. ``poll_interval``:
     seconds an idle worker waits before looking for due events again.
     """
 
@@ -120,7 +124,12 @@ class Inbox(InboxOperations):
         backoff_max = check_seconds(backoff_max, "backoff_max")
         if backoff_max < backoff:
             raise InvalidArgumentError("backoff_max must be at least backoff")
-        # tenacity's own strategy, asked for the wait after attempt n (below, _retry_at)
+        for name, seconds in (("lease", self._lease), ("backoff_max", backoff_max)):
+            if seconds > _LONGEST:  # a time the databases' dates can hold
+                raise InvalidArgumentError(
+                    f"{name} must be at most {_LONGEST:,.0f} seconds (a year), got {seconds:g}"
+                )
+        # tenacity's own strategy, asked for the wait after attempt n (below, _failed)
         self._wait = tenacity.wait_exponential_jitter(
             multiplier=backoff, max=backoff_max, jitter=backoff
         )
@@ -132,19 +141,22 @@ class Inbox(InboxOperations):
             raise InboxError(str(exc)) from None
         postgres = self._db.dialect == "postgresql"
         insert: Any = (postgresql.insert if postgres else sqlite.insert)(EVENTS)
-        self._storing = insert.on_conflict_do_nothing(index_elements=["event_id"]).returning(
-            EVENTS.c.event_id
+        # when it came, and so when it is due, on the database's clock (not the receiver's)
+        self._storing = (
+            insert.values({name: database_now() for name in _STAMPED})
+            .on_conflict_do_nothing(index_elements=["event_id"])
+            .returning(EVENTS.c.event_id)
         )
         # One notification (a receiver's usual case): the same statement compiled once,
         # its row sent to the driver as a tuple in stored form, as the mirror's hot path
         # does (mirror._driver): no per-call compilation or type processing.
         self._storing_one, order = _compiled(
-            self._storing.values({c.name: bindparam(c.name) for c in EVENTS.c}),
+            self._storing.values({c.name: bindparam(c.name) for c in _GIVEN}),
             self._db.engine.dialect,
         )
-        if order != [c.name for c in EVENTS.c]:
+        if order != [c.name for c in _GIVEN]:
             raise AssertionError(f"unexpected column order of the inbox's INSERT: {order}")
-        self._stored_form = row_converter(list(EVENTS.c), self._db.dialect)
+        self._stored_form = row_converter(_GIVEN, self._db.dialect)
         self._checks = {name: converter(EVENTS.c[name], self._db.dialect) for name in _SENDERS}
         # Notifications that arrive while one commit runs are stored by the next one.
         self._accepting = Batched(self._insert_rows)
@@ -207,18 +219,12 @@ class Inbox(InboxOperations):
                     await connection.execute(
                         text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_SCHEMA_LOCK)
                     )
-                await connection.run_sync(METADATA.create_all, checkfirst=True)
-                if self._db.dialect == "postgresql":
-                    # A table of an earlier release: its event_type may be NULL now (a
-                    # type PostgreSQL's text cannot hold; SQLite's holds every one).
-                    required = await connection.exec_driver_sql(
-                        "SELECT attnotnull FROM pg_attribute WHERE attname = 'event_type' "
-                        "AND attrelid = 'inbox_events'::regclass"
-                    )
-                    if required.scalar():
-                        await connection.exec_driver_sql(
-                            "ALTER TABLE inbox_events ALTER COLUMN event_type DROP NOT NULL"
-                        )
+                found = await connection.run_sync(install)
+        if found is not None and found > SCHEMA_VERSION:
+            raise InboxError(
+                f"the inbox in {self._db.shown} was made by a later version of payroll-async "
+                f"(schema {found}, this one knows {SCHEMA_VERSION}): upgrade payroll-async"
+            )
         self._ready = True
 
     async def accept(self, event: WebhookEvent, body: bytes) -> bool:
@@ -229,16 +235,14 @@ class Inbox(InboxOperations):
         """
         if not event.event_id:
             raise InvalidArgumentError("an event needs an event_id to be kept in the inbox")
-        now = _now()
         row = {
             "event_id": event.event_id,
             "event_type": str(event.event_type),
             "occurred_at": event.occurred_at,
-            "received_at": now,
             "body": bytes(body),
             "status": PENDING,
             "attempts": 0,
-            "next_attempt_at": now,
+            "claims": 0,
         }
         self._storable(row)
         return await self._accepting(row)
@@ -319,7 +323,7 @@ class Inbox(InboxOperations):
                     async with self._held.begin():
                         if len(unique) == 1:
                             (row,) = unique.values()
-                            values = self._stored_form(tuple(row.get(c.name) for c in EVENTS.c))
+                            values = self._stored_form(tuple(row.get(c.name) for c in _GIVEN))
                             result = await self._held.exec_driver_sql(self._storing_one, values)
                         else:
                             result = await self._held.execute(
@@ -351,92 +355,21 @@ class Inbox(InboxOperations):
         """Work the inbox until ``stop`` is set (or the task is cancelled).
 
         Claims due events, up to ``concurrency`` at once, runs ``router``'s handlers
-        (``router.dispatch``) and marks each ``done``. An event whose handlers raise is
-        tried again later (exponential backoff with jitter); after ``max_attempts`` it is
-        ``dead``, with the last error. Once ``stop`` is set, the events in hand finish
-        first. While the database cannot be reached the worker logs it once and keeps
-        trying. Any number of workers may run on one PostgreSQL database (or, on one
-        machine, one SQLite file).
+        (``router.dispatch``, within the router's ``handler_timeout``: past it they are
+        cancelled and the attempt failed) and marks each ``done``. An event whose handlers
+        raise is tried again later (exponential backoff with jitter). An attempt counts
+        when it is claimed: after ``max_attempts`` it is ``dead``, with the last error
+        (the worker died while handling it, if it did). An event whose worker died runs
+        again alone. Once ``stop`` is set, the events in hand finish first. While the
+        database cannot be reached the worker logs it once and keeps trying. Any number
+        of workers may run on one PostgreSQL database (or, on one machine, one SQLite
+        file).
         """
         check_concurrency(concurrency)
         _count("max_attempts", max_attempts)
         if stop is not None and not isinstance(stop, asyncio.Event):
             raise InvalidArgumentError(f"stop must be an asyncio.Event, got {stop!r}")
         await _Worker(self, router, concurrency, max_attempts, stop or asyncio.Event()).run()
-
-    # What a worker does, each a statement of its own.
-
-    async def _claim(self, n: int) -> builtins.list[_Claim]:
-        await self._ensure()
-        now = _now()
-        due = (
-            select(EVENTS.c.event_id)
-            .where(EVENTS.c.status == PENDING, EVENTS.c.next_attempt_at <= now)
-            .order_by(EVENTS.c.next_attempt_at)
-            .limit(n)
-            .with_for_update(skip_locked=True)  # PostgreSQL; SQLite's claim is its write lock
-        )
-        statement = (
-            update(EVENTS)
-            .where(EVENTS.c.event_id.in_(due.scalar_subquery()))
-            .values(
-                attempts=EVENTS.c.attempts + 1,
-                next_attempt_at=now + datetime.timedelta(seconds=self._lease),
-            )
-            .returning(EVENTS.c.event_id, EVENTS.c.body, EVENTS.c.attempts)
-        )
-        with self._errors("claiming events"):
-            async with self._begin() as connection:
-                rows = (await connection.execute(statement)).all()
-        return [_Claim(event_id, bytes(body), attempts) for event_id, body, attempts in rows]
-
-    async def _fenced(self, claim: _Claim, **values: Any) -> bool:
-        """Write ``values`` to the claimed row if the claim still holds; whether it did."""
-        statement = (
-            update(EVENTS)
-            .where(
-                EVENTS.c.event_id == claim.event_id,
-                EVENTS.c.attempts == claim.attempts,
-                EVENTS.c.status == PENDING,
-            )
-            .values(**values)
-        )
-        with self._errors(f"updating event {claim.event_id}"):
-            async with self._begin() as connection:
-                return (await connection.execute(statement)).rowcount == 1
-
-    async def _mark_done(self, claims: builtins.list[_Claim]) -> builtins.list[bool]:
-        """Mark the events of ``claims`` done, in one statement; which claims still held."""
-        statement = (
-            update(EVENTS)
-            .where(
-                EVENTS.c.status == PENDING,
-                tuple_(EVENTS.c.event_id, EVENTS.c.attempts).in_(
-                    [(claim.event_id, claim.attempts) for claim in claims]
-                ),
-            )
-            .values(status=DONE, handled_at=_now(), next_attempt_at=None, last_error=None)
-            .returning(EVENTS.c.event_id)
-        )
-        with self._errors(f"marking {len(claims)} event{'s' if len(claims) > 1 else ''} done"):
-            async with self._begin() as connection:
-                written = {event_id for (event_id,) in await connection.execute(statement)}
-        return [claim.event_id in written for claim in claims]
-
-    async def _ping(self) -> None:
-        with self._errors("reaching the inbox"):
-            async with self._begin() as connection:
-                await connection.execute(select(1))
-
-    async def _renew(self, claim: _Claim) -> bool:
-        return await self._fenced(
-            claim, next_attempt_at=_now() + datetime.timedelta(seconds=self._lease)
-        )
-
-    def _retry_at(self, attempt: int) -> datetime.datetime:
-        state = tenacity.RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
-        state.attempt_number = attempt
-        return _now() + datetime.timedelta(seconds=self._wait(state))
 
     def _outage(self, exc: InboxError) -> None:
         if not self._down:

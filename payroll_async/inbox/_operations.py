@@ -12,16 +12,17 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._exceptions import InvalidArgumentError
+from .._core._secrets import scrub
 from ._records import (
     InboxEntry,
     InboxStats,
     _count,
     _now,
 )
-from ._schema import DEAD, DONE, EVENTS, PENDING, STATUSES
+from ._schema import DEAD, DONE, EVENTS, PENDING, STATUSES, database_now
 
 if TYPE_CHECKING:
-    pass
+    from ..mirror._db import Database
 
 __all__ = ["InboxOperations"]
 
@@ -30,6 +31,7 @@ class InboxOperations:
     """The operator's calls of an [`Inbox`][payroll_async.inbox.Inbox] (its base class)."""
 
     if TYPE_CHECKING:
+        _db: Database
 
         def _errors(self, doing: str) -> contextlib.AbstractContextManager[None]: ...
 
@@ -79,7 +81,14 @@ class InboxOperations:
         with self._errors("reading the inbox"):
             async with self._begin() as connection:
                 rows = (await connection.execute(query)).all()
-        return [InboxEntry(*row) for row in rows]
+        # Stored by this release without a secret; an earlier one's may hold one it knew.
+        entries = [InboxEntry(*row) for row in rows]
+        return [
+            e
+            if e.last_error is None
+            else attrs.evolve(e, last_error=scrub(e.last_error, self._db.secrets))
+            for e in entries
+        ]
 
     async def retry(self, event_id: str | None = None, *, dead: bool = False) -> int:
         """Put events back to pending, due now, with no attempts: how many were.
@@ -94,7 +103,7 @@ class InboxOperations:
         statement = (
             update(EVENTS)
             .where(where, EVENTS.c.status != PENDING)
-            .values(status=PENDING, attempts=0, next_attempt_at=_now(), handled_at=None)
+            .values(status=PENDING, attempts=0, next_attempt_at=database_now(), handled_at=None)
         )
         await self._ensure()
         with self._errors("retrying events"):

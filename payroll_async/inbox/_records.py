@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
 from .._core._exceptions import InvalidArgumentError, PayrollError
+from .._core._secrets import scrub
 
 if TYPE_CHECKING:
     from ..mirror._db import Database
@@ -74,7 +75,16 @@ class _Claim:
     event_id: str
     body: bytes
     attempts: int
-    """The fence: this claim's writes apply only while the row still has this count."""
+    """Which attempt this is (since the event was received or last retried)."""
+    claims: int
+    """The fence: this claim's writes apply only while the row still has this number,
+    which only grows (``retry`` leaves it), so no later claim ever has it."""
+    alone: bool = False
+    """Its last worker died: it runs with no other event in this worker's hands."""
+
+
+DIED = "the worker died while handling it: its lease ran out with no outcome written"
+"""The last error of an attempt whose worker left no outcome (a crash, a kill, a hang)."""
 
 
 def _now() -> datetime.datetime:
@@ -88,11 +98,9 @@ def _count(name: str, value: object) -> int:
 
 
 def _describe(exc: BaseException, secrets: tuple[str, ...]) -> str:
-    """A handler's error as last_error: its type and first line, bounded, no DB password."""
-    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    for secret in secrets:
-        if secret:
-            message = message.replace(secret, "***")
+    """A handler's error as last_error: its type and first line, bounded, without a
+    secret (``secrets``: the database's; and every one the SDK was given)."""
+    message = scrub(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, secrets)
     first = message.splitlines()[0] if message else type(exc).__name__
     return first[:_MAX_ERROR]
 
@@ -105,15 +113,13 @@ class Claims(Protocol):
     _lease: float
     _poll: float
 
-    async def _claim(self, n: int) -> list[_Claim]: ...
+    async def _claim(self, n: int, max_attempts: int, *, idle: bool) -> list[_Claim]: ...
 
-    async def _fenced(self, claim: _Claim, **values: Any) -> bool: ...
+    async def _failed(self, claim: _Claim, error: str, *, final: bool) -> bool: ...
 
     async def _ping(self) -> None: ...
 
     async def _renew(self, claim: _Claim) -> bool: ...
-
-    def _retry_at(self, attempt: int) -> datetime.datetime: ...
 
     def _outage(self, exc: InboxError) -> None: ...
 

@@ -6,17 +6,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._core._converter import from_dict
 from .._core._json import loads
 from ..models import WebhookEvent
-from ._schema import DEAD
 
 if TYPE_CHECKING:
     from ..events import EventRouter
 
-from ._records import Claims, InboxError, _Claim, _describe, _now
+from ._records import Claims, InboxError, _Claim, _describe
 
 __all__ = ["_Worker"]
 
@@ -43,6 +42,7 @@ class _Worker:
         self._max_attempts = max_attempts
         self._stop = stop
         self._running: set[asyncio.Task[None]] = set()
+        self._alone: asyncio.Task[None] | None = None  # an event whose last worker died
         self._wake = asyncio.Event()
 
     async def run(self) -> None:
@@ -50,13 +50,15 @@ class _Worker:
         unreachable = False
         try:
             while not self._stop.is_set():
-                room = self._concurrency - len(self._running)
+                room = 0 if self._alone else self._concurrency - len(self._running)
                 claimed: list[_Claim] = []
                 if room > 0 and unreachable:
                     unreachable = not await self._back_after_outage()
                 if room > 0 and not unreachable:
                     try:
-                        claimed = await self._inbox._claim(room)
+                        claimed = await self._inbox._claim(
+                            room, self._max_attempts, idle=not self._running
+                        )
                     except InboxError as exc:
                         self._inbox._outage(exc)
                         unreachable = True
@@ -66,6 +68,8 @@ class _Worker:
                     task = asyncio.ensure_future(self._handle(claim))
                     self._running.add(task)
                     task.add_done_callback(self._finished)
+                    if claim.alone:
+                        self._alone = task  # nothing else is claimed until it ends
                 if room > 0 and len(claimed) == room:
                     continue  # a backlog: claim again as soon as there is room
                 self._wake.clear()
@@ -101,6 +105,8 @@ class _Worker:
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._running.discard(task)
+        if task is self._alone:
+            self._alone = None
         self._wake.set()
         if not task.cancelled() and task.exception() is not None:
             logger.error("an inbox worker task failed", exc_info=task.exception())
@@ -108,19 +114,17 @@ class _Worker:
     async def _handle(self, claim: _Claim) -> None:
         renewal = asyncio.ensure_future(self._renew_while_running(claim))
         error: str | None = None
-        final = True
+        final = claim.attempts >= self._max_attempts
         try:
             try:
                 event = from_dict(WebhookEvent, loads(claim.body))
             except ValueError as exc:
                 # stored after it was verified and parsed: only a body from another version
                 error = f"the stored body cannot be read: {exc}"
+                final = True
             else:
-                try:
-                    await self._router.dispatch(event)
-                except Exception as exc:
-                    error = _describe(exc, self._inbox._db.secrets)
-                    final = claim.attempts >= self._max_attempts
+                error = await self._run_handlers(event)
+                if error is not None:
                     logger.warning(
                         "a handler of event %s failed (attempt %d of %d%s): %s",
                         claim.event_id,
@@ -134,6 +138,37 @@ class _Worker:
             renewal.cancel()
             await asyncio.wait([renewal])
         await self._settle(claim, error, final=final)
+
+    async def _run_handlers(self, event: WebhookEvent) -> str | None:
+        """Run the router's handlers within its ``handler_timeout``: their error, or None.
+
+        In a task of their own, so that a handler's own ``TimeoutError`` is its error and
+        not taken for the timeout's; past the timeout they are cancelled and the slot is
+        free again.
+        """
+        timeout = self._router.handler_timeout
+        handlers = asyncio.ensure_future(self._router.dispatch(event))
+        try:
+            await asyncio.wait([handlers], timeout=timeout)
+        finally:
+            late = not handlers.done()  # past the timeout, or this worker cancelled
+            if late:
+                handlers.cancel()
+                await asyncio.wait([handlers])
+                if not handlers.cancelled():
+                    handlers.exception()  # what it raised while cancelled: retrieved
+        if late:
+            return (
+                f"TimeoutError: the handlers took longer than handler_timeout ({timeout:g} s) "
+                "and were cancelled"
+            )
+        try:
+            handlers.result()
+        except asyncio.CancelledError:
+            return "CancelledError: a handler was cancelled"
+        except Exception as exc:
+            return _describe(exc, self._inbox._db.secrets)
+        return None
 
     async def _renew_while_running(self, claim: _Claim) -> None:
         pause = self._inbox._lease / 3
@@ -154,20 +189,15 @@ class _Worker:
 
     async def _settle(self, claim: _Claim, error: str | None, *, final: bool) -> None:
         """Write the outcome; while the database is down, try again every ``_RETRY``."""
-        values: dict[str, Any] = {}  # none: done, written with the others done (batched)
-        if error is not None and final:
-            values = {"status": DEAD, "handled_at": _now(), "next_attempt_at": None}
-        elif error is not None:
-            values = {"next_attempt_at": self._inbox._retry_at(claim.attempts)}
-        if error is not None:
-            values["last_error"] = error
         # Written as soon as the database answers (the write is fenced, so it is safe even
         # after the lease ended); given up only after ten leases without a database.
         deadline = asyncio.get_running_loop().time() + 10 * self._inbox._lease
         while True:
             try:
                 written = await (
-                    self._inbox._fenced(claim, **values) if values else self._inbox._done(claim)
+                    self._inbox._done(claim)  # with the others done (batched)
+                    if error is None
+                    else self._inbox._failed(claim, error, final=final)
                 )
             except InboxError as exc:
                 self._inbox._outage(exc)

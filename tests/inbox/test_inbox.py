@@ -14,7 +14,7 @@ import logging
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,7 @@ from payroll_async.inbox import Inbox, InboxError, InboxStats, InboxURLError
 from tests._postgres import query
 from tests.conftest import Serve
 
-from .conftest import SECRET, PostgresServer, notification, until
-
-FAST = {"lease": 2.0, "backoff": 0.05, "backoff_max": 0.2, "poll_interval": 0.02}
+from .conftest import FAST, SECRET, PostgresServer, notification, until
 
 
 def event(event_id: str) -> tuple[WebhookEvent, bytes]:
@@ -41,21 +39,6 @@ def event(event_id: str) -> tuple[WebhookEvent, bytes]:
         occurred_at=datetime.datetime(2026, 11, 22, 5, tzinfo=datetime.timezone.utc),
         data=document["data"],
     ), body
-
-
-@pytest.fixture
-async def open_inbox(into: str) -> AsyncIterator[Callable[..., Inbox]]:
-    """Inboxes on ``into`` (each its own engine, as another process's); closed after."""
-    opened: list[Inbox] = []
-
-    def make(**options: Any) -> Inbox:
-        inbox = Inbox(into, **{**FAST, **options})
-        opened.append(inbox)
-        return inbox
-
-    yield make
-    for inbox in opened:
-        await inbox.close()
 
 
 async def fill(inbox: Inbox, *event_ids: str) -> None:
@@ -466,6 +449,8 @@ async def test_the_database_password_never_reaches_last_error(
         (lambda: Inbox("not a url"), "not a database URL"),
         (lambda: Inbox("sqlite:///x.db", lease=0), "lease must be"),
         (lambda: Inbox("sqlite:///x.db", backoff=1, backoff_max=0.5), "backoff_max"),
+        (lambda: Inbox("sqlite:///x.db", lease=1e12), "lease must be at most"),
+        (lambda: Inbox("sqlite:///x.db", backoff_max=1e12), "backoff_max must be at most"),
         (lambda: EventRouter(insecure=True, inbox=object()), "inbox must have async accept"),  # type: ignore[arg-type]
     ],
 )

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import signal
-import sys
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,9 +24,9 @@ import pytest
 
 from payroll_async.inbox import Inbox, InboxError
 from tests._postgres import query
-from tests.cli._run import ROOT, start
+from tests.cli._run import start
 
-from .conftest import SECRET, PostgresServer, notification, until
+from .conftest import SECRET, PostgresServer, notification, script, until
 
 WORKER = Path(__file__).with_name("_worker.py")
 # Some 800 deliveries: the kill and the restart come at a share of them (10%, 40%), in
@@ -65,15 +63,10 @@ class Fleet:
         """A worker process, started but not working until ``go()``."""
         lease_arg = [] if lease is None else [str(lease)]
         with log.open("wb") as stderr:
-            process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                str(WORKER),
+            process = await script(
+                WORKER,
                 *(self.url, str(self.handled), str(concurrency), "1" if hold else "0"),
                 *lease_arg,
-                cwd=ROOT,
-                env={**os.environ, "PYTHONPATH": str(ROOT)},
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
                 stderr=stderr,
             )
         self.processes.append(process)
