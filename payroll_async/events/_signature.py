@@ -197,10 +197,8 @@ def _raw_public(key: Ed25519PrivateKey) -> bytes:
 
 
 def secret_key(secret: str) -> bytes:
-    """The HMAC key of a ``whsec_<base64>`` secret (the prefix is optional, as elsewhere).
-
-    The secret itself never appears in the error: it may be a real one with a typo.
-    """
+    """The HMAC key of a ``whsec_<base64>`` secret (the prefix optional), remembered as a
+    secret; never in the error (it may be a real one with a typo)."""
     if not isinstance(secret, str):
         raise InvalidArgumentError(
             f"a webhook secret is a 'whsec_...' string, not {type(secret).__name__}"
