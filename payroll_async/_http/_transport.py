@@ -42,7 +42,7 @@ from ._gate import Gate, GateClosed, GatedConnector, LocalGate
 from ._options import FinalOptions
 from ._response import Response
 from ._retry import Retries
-from ._wire import debug_traces
+from ._wire import session_traces
 
 __all__ = ["DEFAULT_HEADERS", "Transport"]
 
@@ -88,7 +88,8 @@ class Transport:
         self.shared_gate: Gate | None = None if gate is None or gate is self.local_gate else gate
         self._retry_plans: dict[RetryPolicy, Retries] = {}
         self.tracing: bool = False
-        """Whether sends are traced (debug logging was on as the session started)."""
+        """Whether sends are traced (debug logging was on as the session started, or aiohttp
+        counts a request's sends no other way: before 3.12)."""
 
     @property
     def gate(self) -> Gate:
@@ -123,7 +124,7 @@ class Transport:
             if self.owns_session:
                 self._watch = loop.create_task(self._close_with_loop(), name="payroll_async")
                 self._watch._log_destroy_pending = False  # type: ignore[attr-defined]
-            traces = debug_traces()
+            traces = session_traces()
             self.tracing = bool(traces)
             self._session = aiohttp.ClientSession(
                 connector=GatedConnector(self.local_gate, limit=self.concurrency),
