@@ -14,6 +14,8 @@ import pytest
 from payroll_async.emulator import Emulator
 from tests.cli._run import ROOT
 
+pytestmark = pytest.mark.slow  # real export processes, interrupted and resumed
+
 TOTAL = 3000
 
 
