@@ -18,6 +18,7 @@ import asyncio
 import builtins
 import contextlib
 import datetime
+import inspect
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,15 @@ logger.addFilter(EscapingFilter())  # event ids and handlers' errors are outside
 _SCHEMA_LOCK = 0x7061_7972_6F6C_6C01  # the PostgreSQL lock of the inbox's table creation
 
 
+# The first wait of tenacity's exponential backoff: `multiplier` in newer tenacity (which
+# warns for the old name), `initial` in 8.2, the floor. The same number either way.
+_FIRST_WAIT = (
+    "multiplier"
+    if "multiplier" in inspect.signature(tenacity.wait_exponential_jitter).parameters
+    else "initial"
+)
+
+
 class Inbox(InboxOperations):
     """A durable inbox of verified notifications: SQLite by default, PostgreSQL for a fleet.
 
@@ -100,7 +110,7 @@ class Inbox(InboxOperations):
             raise InvalidArgumentError("backoff_max must be at least backoff")
         # tenacity's own strategy, asked for the wait after attempt n (below, _retry_at)
         self._wait = tenacity.wait_exponential_jitter(
-            multiplier=backoff, max=backoff_max, jitter=backoff
+            **{_FIRST_WAIT: backoff}, max=backoff_max, jitter=backoff
         )
         try:
             self._db: Database = open_database(url)
