@@ -1,7 +1,13 @@
-"""How each process of a test run starts: compiled modules kept, and collection without
-the cyclic garbage collector.
+"""How each process of a test run starts: on every core when pytest-xdist is there,
+compiled modules kept, and collection without the cyclic garbage collector.
 
 Loaded before any other plugin (``-p tests._start`` in pytest's ``addopts``).
+
+Every core: ``-n auto --dist worksteal`` is added to the command (as pytest's guide adds
+``-n`` from a plugin, in ``pytest_load_initial_conftests``) when pytest-xdist is loaded and
+the command says nothing of workers itself. Not in ``addopts``: there a run without xdist
+(``-p no:xdist``, or not installed) would stop at an unknown ``-n``, and ``-n 0``,
+``-n 2`` or ``--dist load`` of a contributor would have to undo it.
 
 Bytecode: where ``PYTHONDONTWRITEBYTECODE`` is set, every process compiles each module it
 imports from source, and pytest rewrites the asserts of every plugin's package
@@ -49,6 +55,17 @@ os.environ["SSL_CERT_FILE"] = os.devnull
 _TURNED_OFF = gc.isenabled()  # one that a program turned off itself stays off
 if _TURNED_OFF:
     gc.disable()
+
+
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    given = early_config.known_args_namespace
+    if (
+        early_config.pluginmanager.has_plugin("xdist")
+        and "PYTEST_XDIST_WORKER" not in os.environ  # a worker is told by its controller
+        and getattr(given, "numprocesses", None) is None
+        and getattr(given, "dist", "no") == "no"
+    ):
+        args[:] = ["-n", "auto", "--dist", "worksteal", *args]
 
 
 @pytest.hookimpl(wrapper=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import inspect
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any
@@ -13,6 +14,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aioresponses import aioresponses
+from yarl import URL
 
 from payroll_async import PayrollClient, RetryPolicy
 from payroll_async._core._clock import Clock
@@ -21,9 +23,9 @@ from tests import factories
 from tests._postgres import into, postgres_server, postgres_url  # noqa: F401 (fixtures)
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(wrapper=True, optionalhook=True)  # a run without pytest-xdist has no such hook
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> Generator[None, int, int]:
-    """``-n auto`` (addopts): half again as many workers as cores (the cores xdist counts;
+    """``-n auto`` (tests/_start.py): half again as many workers as cores (the cores xdist counts;
     3 on 2). Much of the suite waits on real processes, servers and time (a kill, a lease,
     a Retry-After), and another worker runs meanwhile; more than that costs more in
     collection and contention than it saves. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still rules."""
@@ -31,6 +33,22 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> Generator[None, int,
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return cores
     return max(cores + 1, 3 * cores // 2)
+
+
+# A test is `slow` (pyproject's markers; `pytest -m "not slow"` is the inner loop) when it
+# starts a real server: these fixtures, or a database parameter that is PostgreSQL. A test
+# file whose tests run real processes (the command, workers) says so itself (pytestmark).
+_SERVERS = frozenset({"postgres_server", "redis_server"})
+_ON_POSTGRES = {"into": "postgresql", "destination": "postgres"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if _SERVERS.intersection(getattr(item, "fixturenames", ())) or any(
+            params.get(name) == value for name, value in _ON_POSTGRES.items()
+        ):
+            item.add_marker(pytest.mark.slow)
 
 
 BASE = "https://api.example.test"
@@ -45,8 +63,23 @@ NOW = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.timezone.utc)
 ONCE = RetryPolicy(max_attempts=1)
 
 
+if tuple(int(part) for part in aiohttp.__version__.split(".")[:2]) < (3, 11):
+    # aiohttp 3.9 and 3.10 build a server request's URL with URL.build(host="host:port"),
+    # which yarl 1.10 and later refuse: every loopback server of the suite answered 500 at
+    # the floors. The URL as newer aiohttp builds it (the SDK's emulator does the same).
+    web.BaseRequest.url = property(  # type: ignore[assignment]
+        lambda request: URL.build(scheme=request.scheme, authority=request.host).join(
+            request.rel_url
+        )
+    )
+
+
 class _NoStreamWriter:
     output_size = 0
+
+
+# Newer aiohttp (3.14) requires it; the floor's (3.9) has no such argument.
+_NEEDS_STREAM_WRITER = "stream_writer" in inspect.signature(aiohttp.ClientResponse).parameters
 
 
 class _ShimResponse(aiohttp.ClientResponse):
@@ -54,7 +87,8 @@ class _ShimResponse(aiohttp.ClientResponse):
     # aiohttp 3.14 requires (and reads `.output_size` from). A writer that reports nothing
     # written makes it work; the SDK itself never sees this class outside tests.
     def __init__(self, method: str, url: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("stream_writer", _NoStreamWriter())
+        if _NEEDS_STREAM_WRITER:
+            kwargs.setdefault("stream_writer", _NoStreamWriter())
         super().__init__(method, url, **kwargs)
 
 

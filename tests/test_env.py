@@ -20,6 +20,8 @@ from payroll_async._core._visible import VisibleFormatter
 from tests.conftest import Serve
 from tests.factories import connection, envelope
 
+pytestmark = pytest.mark.slow  # each case a fresh interpreter
+
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "tok_secret_never_logged_1234"
 

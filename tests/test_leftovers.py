@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a child pytest that starts PostgreSQL and redis-server
+
 psutil = pytest.importorskip("psutil")
 
 ROOT = Path(__file__).parents[1]

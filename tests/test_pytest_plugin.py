@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a user's pytest run, as a process
+
 pytest_plugins = ["pytester"]
 
 PAGE = Path(__file__).parents[1] / "docs" / "testing.md"

@@ -29,6 +29,8 @@ import pytest
 
 import payroll_async
 
+pytestmark = pytest.mark.slow  # the documented examples run, and mypy over them
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 CHECKED = "<!-- checked example -->"

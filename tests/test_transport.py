@@ -123,6 +123,10 @@ async def test_timeouts_are_per_attempt_and_typed(serve: Serve, clock: FakeClock
     assert hits == ["GET", "GET", "GET", "POST"]
 
 
+@pytest.mark.skipif(
+    tuple(int(part) for part in aiohttp.__version__.split(".")[:2]) < (3, 10),
+    reason="aiohttp 3.9 never sends a request again itself",
+)
 async def test_aiohttps_own_resend_on_a_stale_connection_is_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -267,6 +267,19 @@ def _build_converter() -> cattrs.Converter:
 
 converter = _build_converter()
 
+# cattrs 24.1 names the hook a type structures with (get_structure_hook); 23.2, the floor,
+# keeps it as the dispatch that structure() itself calls. The same function either way.
+_structure_hook: Callable[[Any], Callable[[Any, Any], Any]] = (
+    converter.get_structure_hook
+    if hasattr(converter, "get_structure_hook")
+    else converter._structure_func.dispatch  # type: ignore[assignment]
+)
+
+
+def structure_hook(model: type[Any]) -> Callable[[Any, Any], Any]:
+    """The function the converter structures ``model`` with (found once, called per item)."""
+    return _structure_hook(model)
+
 
 def to_dict(model: Any) -> dict[str, Any]:
     """A model as the service sends it: camelCase names, ISO 8601 timestamps, UUID strings.
@@ -311,7 +324,7 @@ def from_dict(model: type[T], data: Any) -> T:
     if not (isinstance(model, type) and attrs.has(model)):
         raise InvalidArgumentError(f"from_dict takes a payroll_async model class, not {model!r}")
     try:
-        result: T = converter.get_structure_hook(model)(data, model)
+        result: T = structure_hook(model)(data, model)
         return result
     except InvalidArgumentError:
         raise

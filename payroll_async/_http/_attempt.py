@@ -28,7 +28,7 @@ from ._failures import connection_error
 from ._options import FinalOptions
 from ._response import Links, Response
 from ._status import request_id, status_error
-from ._wire import read_body, read_links, send_counter
+from ._wire import count_sends, read_body, read_links
 
 __all__ = [
     "Exchange",
@@ -99,11 +99,11 @@ async def exchange(
     # aiohttp sends an idempotent request again by itself when the connection drops
     # before an answer. For a DELETE that matters (a 404 then means "deleted by the send
     # that got no answer"), so its sends are counted; other methods pay nothing.
-    sends: list[None] = []
+    sends: list[object] = []
     extra: dict[str, Any] = _NO_EXTRA
     if method == "DELETE":
-        extra = {"middlewares": (send_counter(sends),)}
-    if tracing:
+        extra = count_sends(sends)
+    if tracing and "trace_request_ctx" not in extra:
         extra = {**extra, "trace_request_ctx": []}
     with _otel.attempt(method, url, number, token) as span:
         if waited > _GATE_EVENT_MIN:

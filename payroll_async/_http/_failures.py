@@ -50,7 +50,7 @@ def _connection_error(
             f"{method} {where} timed out {_describe_timeout(exc, timeout)}",
             method=method,
             url=where,
-            request_sent=not isinstance(exc, aiohttp.ConnectionTimeoutError),
+            request_sent=not _connect_timeout(exc),
         )
     tunnel = proxy_failure(exc)
     if tunnel is not None:
@@ -85,6 +85,24 @@ def _connection_error(
     )
 
 
+# aiohttp 3.10 names its timeouts; 3.9 (the floor) raises ServerTimeoutError for both,
+# told apart by its text ("Connection timeout to host ...", "Timeout on reading data ...").
+_CONNECT_TIMEOUT = getattr(aiohttp, "ConnectionTimeoutError", None)
+_READ_TIMEOUT = getattr(aiohttp, "SocketTimeoutError", None)
+
+
+def _connect_timeout(exc: BaseException) -> bool:
+    if _CONNECT_TIMEOUT is not None:
+        return isinstance(exc, _CONNECT_TIMEOUT)
+    return isinstance(exc, aiohttp.ServerTimeoutError) and str(exc).startswith("Connection")
+
+
+def _read_timeout(exc: BaseException) -> bool:
+    if _READ_TIMEOUT is not None:
+        return isinstance(exc, _READ_TIMEOUT)
+    return isinstance(exc, aiohttp.ServerTimeoutError) and str(exc).startswith("Timeout on")
+
+
 def _describe(exc: BaseException) -> str:
     """What an aiohttp exception says, without its request info (headers, token)."""
     if isinstance(exc, aiohttp.ClientResponseError):
@@ -96,9 +114,9 @@ def _describe(exc: BaseException) -> str:
 def _describe_timeout(exc: BaseException, timeout: aiohttp.ClientTimeout) -> str:
     """Which of the timeout's limits ran out, as far as aiohttp tells."""
     names: tuple[str, ...]
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+    if _connect_timeout(exc):
         names = ("sock_connect", "connect", "total")
-    elif isinstance(exc, aiohttp.SocketTimeoutError):
+    elif _read_timeout(exc):
         names = ("sock_read", "total")
     else:
         names = ("total", "sock_read", "connect", "sock_connect")

@@ -44,7 +44,7 @@ from ._network import Route
 from ._options import FinalOptions
 from ._response import Response
 from ._retry import Retries
-from ._wire import debug_traces
+from ._wire import session_traces
 
 __all__ = ["DEFAULT_HEADERS", "Transport"]
 
@@ -93,7 +93,8 @@ class Transport:
         self.shared_gate: Gate | None = None if gate is None or gate is self.local_gate else gate
         self._retry_plans: dict[RetryPolicy, Retries] = {}
         self.tracing: bool = False
-        """Whether sends are traced (debug logging was on as the session started)."""
+        """Whether sends are traced (debug logging was on as the session started, or aiohttp
+        counts a request's sends no other way: before 3.12)."""
 
     @property
     def gate(self) -> Gate:
@@ -128,7 +129,7 @@ class Transport:
             if self.owns_session:
                 self._watch = loop.create_task(self._close_with_loop(), name="payroll_async")
                 self._watch._log_destroy_pending = False  # type: ignore[attr-defined]
-            traces = debug_traces()
+            traces = session_traces()
             self.tracing = bool(traces)
             if self.route.proxy is not None:
                 logger.debug("through the proxy %s (%s)", self.route.shown, self.route.source)

@@ -11,6 +11,7 @@ import logging
 import re
 from collections.abc import Callable
 from types import SimpleNamespace
+from typing import Any
 
 import aiohttp
 from aiohttp.client_reqrep import ClientRequest
@@ -23,11 +24,11 @@ from ._status import excerpt
 
 __all__ = [
     "ERROR_BODY_MAX",
-    "debug_traces",
+    "count_sends",
     "plain_links",
     "read_body",
     "read_links",
-    "send_counter",
+    "session_traces",
 ]
 
 logger: logging.Logger = logging.getLogger("payroll_async")
@@ -132,9 +133,24 @@ def _plain_entry(origin: str) -> Callable[[str], re.Match[str] | None]:
     return re.compile(f'<({re.escape(origin)}{_URL_REST})>; rel="([a-z]+)"').fullmatch
 
 
-def send_counter(sends: list[None]) -> aiohttp.ClientMiddlewareType:
-    """A middleware counting the sends of one request (aiohttp may send it again itself)."""
+_MIDDLEWARES = hasattr(aiohttp, "ClientMiddlewareType")
+"""aiohttp 3.12 and later take middlewares per request; before, the sends of a request are
+counted by the trace of sent headers every session then carries (``session_traces``)."""
 
+
+def count_sends(sends: list[object]) -> dict[str, Any]:
+    """aiohttp's keywords that count the sends of one request into ``sends``.
+
+    aiohttp 3.10 and later send an idempotent request again themselves when a pooled
+    connection turns out to be closed (3.9 never does): a middleware of the request counts
+    each send, or, on aiohttp before 3.12, the trace of sent headers.
+    """
+    if _MIDDLEWARES:
+        return {"middlewares": (_send_counter(sends),)}
+    return {"trace_request_ctx": sends}
+
+
+def _send_counter(sends: list[object]) -> aiohttp.ClientMiddlewareType:
     async def count(
         request: ClientRequest, handler: aiohttp.ClientHandlerType
     ) -> aiohttp.ClientResponse:
@@ -163,12 +179,13 @@ async def _on_headers_sent(
             )
 
 
-def debug_traces() -> list[aiohttp.TraceConfig]:
-    """The trace of sends, when debug logging is on as a session starts (else none).
+def session_traces() -> list[aiohttp.TraceConfig]:
+    """The trace of sends, when debug logging is on as a session starts, or when aiohttp
+    has no middlewares to count a request's sends with (before 3.12); else none.
 
-    Tracing costs every request ~18 us; it only feeds a DEBUG line.
+    Tracing costs every request ~18 us; with middlewares it only feeds a DEBUG line.
     """
-    if not logger.isEnabledFor(logging.DEBUG):
+    if _MIDDLEWARES and not logger.isEnabledFor(logging.DEBUG):
         return []
     trace = aiohttp.TraceConfig()
     trace.on_request_headers_sent.append(_on_headers_sent)

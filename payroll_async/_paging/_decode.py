@@ -11,7 +11,7 @@ from typing import Any, Final, Generic, TypeVar
 
 import attrs
 
-from .._core._converter import converter, to_dict
+from .._core._converter import converter, structure_hook, to_dict
 from .._core._exceptions import InvalidArgumentError, ResponseDecodeError
 from .._core._json import dumps, loads
 from .._core._redact import redact, shown_url
@@ -31,7 +31,7 @@ __all__ = [
 
 T = TypeVar("T")
 
-_structure_meta = converter.get_structure_hook(ListMeta)
+_structure_meta = structure_hook(ListMeta)
 
 try:
     from . import _fastdecode as _FAST
@@ -167,7 +167,7 @@ class PageDecoder(Generic[T]):
     def __init__(self, model: type[T]) -> None:
         self._model = model
         self._structure: Callable[[Any, type[T]], T] = (
-            _plain_dict if model is dict else converter.get_structure_hook(model)  # type: ignore[assignment]
+            _plain_dict if model is dict else structure_hook(model)  # type: ignore[assignment]
         )
         self._fast = _fast(model)
 

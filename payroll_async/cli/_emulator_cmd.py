@@ -20,14 +20,14 @@ from payroll_async.emulator._shell import (
     serve,
 )
 
-from ._errors import BadInput, CommandError, ExitCode
+from ._errors import BadInput, CommandError, ExitCode, ParamType
 
 __all__ = ["emulator"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class _Checked(click.ParamType[Any]):
+class _Checked(ParamType[Any]):
     """An option's own type, whose error message is kept."""
 
     def __init__(self, option: Option) -> None:

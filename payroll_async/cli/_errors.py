@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import re
 import textwrap
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 from rich.text import Text
@@ -23,6 +23,7 @@ from payroll_async import (
 __all__ = [
     "CommandError",
     "ExitCode",
+    "ParamType",
     "error_for",
     "exit_codes_help",
     "in_cli_terms",
@@ -34,6 +35,17 @@ from payroll_async.export import ExportError
 from ._console import SafeConsole, visible
 
 stderr = SafeConsole(stderr=True, soft_wrap=True)  # one message, one line
+
+if TYPE_CHECKING or hasattr(click.ParamType, "__class_getitem__"):
+    ParamType = click.ParamType
+else:
+
+    class ParamType(click.ParamType):
+        """An option's own type, ``ParamType[T]`` as click 8.4 spells it: click 8.2 (the
+        floor) does not subscript its ParamType, which is generic only for checkers."""
+
+        def __class_getitem__(cls, _item: object) -> type[click.ParamType]:
+            return cls
 
 
 class ExitCode(enum.IntEnum):

@@ -17,7 +17,7 @@ from payroll_async._core._env import INBOX_URL
 from payroll_async.events import EventRouter, WebhookEvent
 
 from ._app import Settings, execute, stdout
-from ._errors import BadInput, stderr
+from ._errors import BadInput, ParamType, stderr
 from ._listen import (
     build_router,
     check_receiver_options,
@@ -55,7 +55,7 @@ def into_option(command: F) -> F:
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
-class Duration(click.ParamType[datetime.timedelta]):
+class Duration(ParamType[datetime.timedelta]):
     """``7d``, ``12h``, ``30m``, ``45s`` or ``2w``: a timedelta."""
 
     name = "duration"

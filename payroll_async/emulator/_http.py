@@ -1,4 +1,5 @@
-"""The service's answer shapes: JSON responses, the error body, and checked path UUIDs."""
+"""The service's answer shapes: JSON responses, the error body, checked path UUIDs, and the
+URL a request was sent to."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
+from yarl import URL
 
 from .._core._json import dumps
 from .._core._net import is_loopback
 
-__all__ = ["ApiError", "is_loopback", "json_response", "path_uuid"]
+__all__ = ["ApiError", "is_loopback", "json_response", "path_uuid", "request_url"]
 
 _PATH_UUID_RE = re.compile(
     r"(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}"
@@ -53,3 +55,12 @@ def path_uuid(request: web.Request, key: str, name: str) -> str:
             400, "Invalid request parameters", [f"{name}: must be a UUID, got {value!r}"]
         )
     return value.lower()
+
+
+def request_url(request: web.Request) -> URL:
+    """The absolute URL ``request`` was sent to, as aiohttp 3.10+ builds ``request.url``.
+
+    aiohttp 3.9 (the floor) builds it with ``URL.build(host=...)``, which yarl 1.10 and
+    later refuse for a host with a port ("cannot contain ':'"): every request to a port.
+    """
+    return URL.build(scheme=request.scheme, authority=request.host).join(request.rel_url)

@@ -12,7 +12,7 @@ from yarl import URL
 
 from .._core._assumed import EMULATOR_MAX_SORT_ITEMS, LIMIT_MAX, OFFSET_MAX
 from ._data import Collection, SortSpec
-from ._http import ApiError, json_response
+from ._http import ApiError, json_response, request_url
 from ._state import STATE
 
 __all__ = ["LIST_PAGE_DEFAULT", "ListQuery", "collection_page", "envelope", "parse_query"]
@@ -113,7 +113,7 @@ def envelope(
     }
     headers = None
     if request.app[STATE].link_headers:
-        headers = {"Link": _link_header(request.url, query.offset, query.limit, total)}
+        headers = {"Link": _link_header(request_url(request), query.offset, query.limit, total)}
     return json_response(body, headers=headers)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ._http import ApiError, json_response, path_uuid
+from ._http import ApiError, json_response, path_uuid, request_url
 from ._listing import collection_page
 from ._state import STATE
 
@@ -41,7 +41,7 @@ async def create_invite_session(request: web.Request) -> web.Response:
     if invite != state.data.invite_id(employer):
         raise ApiError(404, "Invite not found", [f"no invite {invite} for this employer"])
     token = state.links.make(invite)
-    link = request.url.with_path("/onboarding").with_query(token=token)
+    link = request_url(request).with_path("/onboarding").with_query(token=token)
     return json_response({"onboardingLink": str(link)})
 
 

@@ -329,8 +329,8 @@ class EventRouter:
         [`handle()`][payroll_async.events.EventRouter.handle].
 
         Whatever server runs it, a request's headers must arrive within ``read_timeout``
-        (aiohttp's ``keepalive_timeout``, set here), as its body must after them; a body
-        over 1 MiB gets 413.
+        (aiohttp's ``keepalive_timeout``, set here; aiohttp bounds headers with it from
+        3.14.4 on), as its body must after them; a body over 1 MiB gets 413.
         """
         application = web.Application(
             client_max_size=MAX_BODY, handler_args={"keepalive_timeout": self._read_timeout}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import inspect
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
@@ -84,6 +85,15 @@ def _refused_for_its_values(exc: BaseException) -> bool:
     return isinstance(exc, StatementError)
 
 
+# The first wait of tenacity's exponential backoff: `multiplier` in newer tenacity (which
+# warns for the old name), `initial` in 8.2, the floor. The same number either way.
+_FIRST_WAIT = (
+    "multiplier"
+    if "multiplier" in inspect.signature(tenacity.wait_exponential_jitter).parameters
+    else "initial"
+)
+
+
 class Inbox(InboxOperations, ClaimStatements):
     """A durable inbox of verified notifications: SQLite by default, PostgreSQL for a fleet.
 
@@ -131,7 +141,7 @@ class Inbox(InboxOperations, ClaimStatements):
                 )
         # tenacity's own strategy, asked for the wait after attempt n (below, _failed)
         self._wait = tenacity.wait_exponential_jitter(
-            multiplier=backoff, max=backoff_max, jitter=backoff
+            **{_FIRST_WAIT: backoff}, max=backoff_max, jitter=backoff
         )
         try:
             self._db: Database = open_database(url)

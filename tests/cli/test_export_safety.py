@@ -24,6 +24,8 @@ from tests.checkpoints import forge
 from tests.cli._run import invoke
 from tests.conftest import Asked
 
+pytestmark = pytest.mark.slow  # real export processes racing for one file
+
 N = 400
 
 

@@ -15,6 +15,8 @@ from payroll_async.cli._demo import DEMO_DATA
 from payroll_async.emulator import Emulator
 from tests.cli._run import ROOT
 
+pytestmark = pytest.mark.slow  # real export processes, interrupted and resumed
+
 TOTAL = 3000
 
 

@@ -19,6 +19,8 @@ from payroll_async.events import sign
 from tests.cli._run import start
 from tests.conftest import Serve
 
+pytestmark = pytest.mark.slow  # the command as a real process
+
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 # A hidden hyperlink (OSC 8), a bell, a screen clear (CSI, and its one-byte C1 form), a
 # bare CR that rewrites the line, and a right-to-left override.

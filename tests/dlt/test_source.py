@@ -21,7 +21,7 @@ from payroll_async.emulator import Emulator
 
 from .conftest import EMULATOR, FirstLoad, MakePipeline, rows, service_items
 
-pytestmark = pytest.mark.payroll_emulator(**EMULATOR)
+pytestmark = [pytest.mark.payroll_emulator(**EMULATOR), pytest.mark.slow]  # dlt pipelines
 
 CONNECTIONS = (
     "SELECT id, employer_identifier_id, payroll_platform_id, created_at, status, product "

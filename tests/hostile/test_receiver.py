@@ -190,7 +190,19 @@ async def _body_trickle(port: int, head: bytes, body: bytes, closed: list[bool])
         writer.close()
 
 
-@pytest.mark.parametrize("part", ["headers", "body"])
+@pytest.mark.parametrize(
+    "part",
+    [
+        pytest.param(
+            "headers",
+            marks=pytest.mark.skipif(
+                tuple(int(n) for n in aiohttp.__version__.split(".")[:3]) < (3, 14, 4),
+                reason="aiohttp before 3.14.4 bounds no request's headers (docs/webhooks.md)",
+            ),
+        ),
+        "body",
+    ],
+)
 async def test_200_trickling_uploads_are_closed(
     part: str, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -17,6 +17,8 @@ from tests.cli._run import invoke, start
 from .conftest import SECRET, notification
 from .test_inbox import FAST, event, fill, work_until
 
+pytestmark = pytest.mark.slow  # the command's receivers served, one as a process
+
 
 async def _prepare(url: str) -> None:
     """evt-1 and evt-2 done, evt-bad dead, evt-new pending."""

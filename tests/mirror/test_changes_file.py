@@ -28,6 +28,8 @@ from payroll_async.testing import EmulatorThread
 from tests._postgres import query
 from tests.cli._run import ROOT, invoke, start
 
+pytestmark = pytest.mark.slow  # real mirror processes, SIGKILLed; PostgreSQL
+
 # The command, in a process whose mirror stops itself (SIGSTOP) once it has told the
 # command of STOP_AT committed changes: the test kills it there, mid-run, for certain.
 STOPPING = """

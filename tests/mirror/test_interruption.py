@@ -16,6 +16,8 @@ from tests._postgres import query
 from tests.cli._run import start
 from tests.conftest import Asked
 
+pytestmark = pytest.mark.slow  # real mirror processes, SIGKILLed
+
 
 @pytest.mark.parametrize("kill_at", [2, 9, 30, 60])
 async def test_sigkill_at_any_point_then_the_next_run_finishes(into: str, kill_at: int) -> None:

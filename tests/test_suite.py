@@ -1,0 +1,60 @@
+"""The suite as a contributor runs it (CONTRIBUTING.md): one file alone with plain pytest,
+with or without pytest-xdist; the inner loop (``-m "not slow"``) leaves out every test
+that starts a real server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow  # child pytest runs
+
+ROOT = Path(__file__).parents[1]
+ONE_FILE = "tests/test_errors.py"  # small, and writes nothing (no hypothesis database)
+
+
+def _pytest(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest ARGS`` in the checkout, as a contributor types it (no cache)."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("PYTEST_XDIST", "PYTEST_ADDOPTS"))
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_one_file_runs_alone_without_xdist() -> None:
+    run = _pytest("-p", "no:xdist", ONE_FILE)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert " passed" in run.stdout
+    assert "workers" not in run.stdout
+
+
+def test_one_file_runs_on_every_core_with_xdist() -> None:
+    # What addopts did before: the -n auto moved to tests/_start.py is still there.
+    run = _pytest(ONE_FILE)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "workers [" in run.stdout  # -n auto, added by tests/_start.py
+
+
+def test_the_inner_loop_leaves_out_the_tests_that_start_servers() -> None:
+    collected = {}
+    for marks in ("slow", "not slow"):
+        run = _pytest("-p", "no:xdist", "-q", "--co", "-m", marks, "tests/mirror/test_mirror.py")
+        assert run.returncode == 0, run.stdout + run.stderr
+        collected[marks] = [line for line in run.stdout.splitlines() if "::" in line]
+    assert collected["slow"]
+    assert all("postgresql" in test for test in collected["slow"])
+    assert collected["not slow"]
+    assert not any("postgresql" in test for test in collected["not slow"])
