@@ -39,9 +39,9 @@ def demo_emulator(**options: Any) -> Emulator:
 
 
 EPHEMERAL_NOTE = (
-    "note: the --emulator service lived only for this command, so what it just made is gone "
-    "(the next command starts a fresh one); for one that stays, run payroll-async emulator "
-    "and use the PAYROLL_BASE_URL and PAYROLL_TOKEN it prints"
+    "note: the --emulator service lived only for this command, so this change does not last "
+    "(the next command starts a fresh one, from the same seed); for one that stays, run "
+    "payroll-async emulator and use the PAYROLL_BASE_URL and PAYROLL_TOKEN it prints"
 )
 
 

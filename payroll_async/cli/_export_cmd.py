@@ -15,6 +15,7 @@ from payroll_async.export import (
     ExportProgress,
     ExportResult,
     OutputWriteError,
+    ResumeMismatchError,
     export_to_file,
     is_streamed,
 )
@@ -22,7 +23,7 @@ from payroll_async.export import (
 from .._collections import COLLECTIONS, Collection
 from ._app import Settings, run
 from ._demo import DEMO_SERVICE
-from ._errors import BadInput, CommandError, stderr
+from ._errors import BadInput, CommandError, in_cli_terms, stderr
 from ._progress import progress_bar, show_progress
 
 __all__ = ["export"]
@@ -160,6 +161,13 @@ def export(
                     # the emulator's data is the same on every run: so is its export's
                     service=DEMO_SERVICE if settings.emulator else None,
                 )
+            except ResumeMismatchError as exc:
+                # --emulator's export is resumed by --emulator, whatever its port
+                raise BadInput(
+                    in_cli_terms(str(exc)).replace(
+                        f"--resume against {DEMO_SERVICE}", "--emulator and --resume"
+                    )
+                ) from None
             except OutputWriteError as exc:
                 if to_stdout or not exc.saved:
                     raise CommandError(exc.reason) from None

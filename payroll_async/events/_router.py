@@ -305,7 +305,9 @@ class EventRouter:
         try:
             stored = await bounded(inbox.accept(event, body), self._handler_timeout)
         except Exception as exc:
-            if not self._inbox_failing:  # once per outage, with no message: it may hold a URL
+            # The SDK's Inbox logs its own failures with their reason (an outage once);
+            # another InboxLike's once per outage here, by type: its text may hold a URL.
+            if not getattr(inbox, "_logs_its_failures", False) and not self._inbox_failing:
                 self._inbox_failing = True
                 logger.error(
                     "the inbox could not store notification %s (%s): answering 503 with "

@@ -117,6 +117,8 @@ class Inbox(InboxOperations, ClaimStatements):
     seconds an idle worker waits before looking for due events again.
     """
 
+    _logs_its_failures = True  # EventRouter adds no line of its own to an outage's ERROR
+
     def __init__(
         self,
         url: str,

@@ -50,6 +50,7 @@ def test_a_write_against_the_emulator_says_in_one_line_that_it_is_gone(
     assert result.exit_code == 0, result.stderr
     (line,) = notes(result.stderr)
     assert line.startswith(NOTE)
+    assert "so this change does not last" in line  # a deletion too: nothing said to be "made"
     assert "run payroll-async emulator" in line
     assert NOTE not in result.stdout  # what a script reads stays the service's answer
 

@@ -154,6 +154,14 @@ async def test_an_emulator_export_stopped_by_ctrl_c_resumes_from_the_emulator(
     assert "pass --resume to continue it" in refusal
     assert f"delete {checkpoint} and {partial} to start over" in refusal
 
+    async with Emulator(payroll_connections=TOTAL) as other:  # a service with an address
+        elsewhere = await export(other, target, "--resume")
+        _, err = await asyncio.wait_for(elsewhere.communicate(), 60)
+    assert elsewhere.returncode == 2
+    refusal = err.decode().strip()
+    assert len(refusal.splitlines()) == 1
+    assert "to continue it, run it with --emulator and --resume, or delete" in refusal
+
     second = await telling("--emulator", target, "--concurrency", "2", "--resume")
     _, err = await asyncio.wait_for(second.communicate(), 120)
     assert second.returncode == 0, err.decode()

@@ -243,13 +243,36 @@ async def test_an_inbox_that_cannot_be_written_answers_503_without_the_password(
             assert response.status == 503
             assert response.headers["Retry-After"]
     assert ran == []
-    assert "the inbox could not store notification" in caplog.text
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert [r.name for r in errors] == ["payroll_async.inbox"]  # one line, the reason in it
+    assert "the inbox cannot be used" in errors[0].getMessage()
+    assert "ConnectionRefusedError" in errors[0].getMessage()
     assert password not in caplog.text
     with pytest.raises(InboxError) as raised:
         await inbox.stats()
     assert password not in str(raised.value)
     assert password not in repr(inbox)
     await inbox.close()
+
+
+async def test_another_inbox_that_cannot_store_is_logged_by_the_router_once_by_type(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Down:
+        async def accept(self, event: WebhookEvent, body: bytes) -> bool:
+            raise RuntimeError("postgresql://u:hunter2-Secret@db/x is down")
+
+    url = await serve(EventRouter(secret=SECRET, inbox=Down()).app(path="/hooks")) + "/hooks"
+    async with aiohttp.ClientSession() as session:
+        for event_id in ("evt-1", "evt-2"):
+            body, headers = notification(event_id)
+            async with session.post(url, data=body, headers=headers) as response:
+                assert response.status == 503
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [
+        "the inbox could not store notification evt-1 (RuntimeError): answering 503 with "
+        "Retry-After until it can"
+    ]
 
 
 async def test_a_failing_handler_is_retried_with_backoff_until_it_succeeds(
