@@ -101,6 +101,25 @@ async def test_a_next_link_that_echoes_the_token_is_shown_without_it(
     _assert_clean(caplog.text, TOKEN)
 
 
+async def test_a_page_whose_link_echoes_the_token_does_not_show_it_in_its_repr(
+    serve: Serve,
+) -> None:
+    async def first(request: web.Request) -> web.Response:
+        nxt = f"{request.url.origin()}/v1/payroll-connections/next?access_token={TOKEN}&t={TOKEN}"
+        return web.json_response(_page(), headers={"Link": f'<{nxt}>; rel="next"'})
+
+    app = web.Application()
+    app.router.add_get("/v1/payroll-connections", first)
+    base = await serve(app)
+    async with PayrollClient(base_url=base, token=TOKEN, retry=ONCE) as client:
+        page = await client.payroll_connections.list()
+        walked = [p async for p in client.payroll_connections.list(max_items=1).pages()]
+    for shown in (repr(page), repr(walked[0]), str(page)):
+        _assert_clean(shown, TOKEN)
+        assert f"access_token={REDACTED}&t={REDACTED}" in shown
+    assert page.links["next"].endswith(f"t={TOKEN}")  # the data itself, as the server sent it
+
+
 async def test_a_looping_link_that_echoes_the_token_is_refused_without_showing_it(
     serve: Serve,
 ) -> None:
