@@ -439,12 +439,19 @@ async def test_no_certificate_check_on_loopback_reaches_a_self_made_certificate(
         ("socks5://u:SECRETPW@proxy:1080", "http:// or https:// proxy"),
         ("http://u:SECRETPW@proxy:3128/path", "origin only"),
         ("http://u:SECRETPW@:3128", "not a valid proxy URL"),
+        # a password not percent-encoded: its "/", "?" or "#" ends yarl's authority
+        ("http://u:SECRET/PW@proxy:3128", "not a valid proxy URL"),
+        ("http://u:SECRET?PW@proxy:3128", "not a valid proxy URL"),
+        ("http://u:SECRET#PW@proxy:3128", "not a valid proxy URL"),
+        ("u:SECRET/PW@proxy:3128", "not a valid proxy URL"),
+        ("socks5://u:SECRET@PW@proxy:1080", "http:// or https:// proxy"),
     ],
 )
 def test_a_bad_proxy_is_refused_without_its_password(proxy: str, message: str) -> None:
     with pytest.raises(InvalidArgumentError, match=message) as caught:
         PayrollClient(SERVICE, "tok", proxy=proxy)
-    assert "SECRETPW" not in str(caught.value)
+    assert "SECRET" not in str(caught.value)
+    assert "PW" not in str(caught.value)
 
 
 def test_a_bad_proxy_variable_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
