@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import pytest
 
@@ -334,6 +335,33 @@ async def test_no_secret_the_sdk_knows_is_stored_in_last_error_or_shown(
     result = await asyncio.to_thread(invoke, None, "inbox", "list", "--into", into, "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["lastError"] == "old: *** ***"
+
+
+async def test_a_secret_a_url_spells_percent_encoded_is_not_stored_in_last_error(
+    into: str, caplog: pytest.LogCaptureFixture, open_inbox: Any
+) -> None:
+    """A handler's error quotes a URL it built: the token and the secret percent-encoded
+    (``/`` as ``%2F``, ``=`` as ``%3D``, a space as ``+``) are kept out as well."""
+    secret = "whsec_c2VjcmV0LW9mLXRoZS1yb3V0ZXItNDI="
+    token = "tok/live+9f8e 7d6c=5b4a"
+    inbox = open_inbox()
+    router = EventRouter(secret=secret, inbox=inbox)
+    async with PayrollClient("https://payroll.example.com", token):
+
+        @router.on()
+        async def leaky(event: WebhookEvent) -> None:
+            raise RuntimeError(
+                f"GET https://ledger.example/v1?t={quote(token, safe='')}&q={quote_plus(token)}"
+                f"&s={quote(secret, safe='')}"
+            )
+
+        await fill(inbox, "evt-1")
+        with caplog.at_level(logging.WARNING, "payroll_async.inbox"):
+            await work_until(inbox, router, lambda s: s.dead == 1, max_attempts=1)
+    ((stored,),) = await query(into, "SELECT last_error FROM inbox_events")
+    assert stored == "RuntimeError: GET https://ledger.example/v1?t=***&q=***&s=***"
+    assert "9f8e" not in caplog.text
+    assert "c2VjcmV0" not in caplog.text
 
 
 V1 = {  # the first release's table, as it made it
