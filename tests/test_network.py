@@ -8,6 +8,7 @@ are ProxyErrors, and the environment's variables are read as httpx and requests 
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import os
 import socket
@@ -108,12 +109,14 @@ async def test_an_explicit_proxy_with_credentials_overrides_the_environment(
     assert proxy.tunnels == 1
 
 
+@pytest.mark.parametrize("echo", [False, True])
 async def test_a_407_is_a_proxy_error_without_the_proxys_password_or_the_token(
-    ca: PrivateCA, tls_service: ServiceFactory, caplog: pytest.LogCaptureFixture
+    ca: PrivateCA, tls_service: ServiceFactory, caplog: pytest.LogCaptureFixture, echo: bool
 ) -> None:
+    """With ``echo``, the proxy's reason phrase repeats the credentials it was sent."""
     service = await tls_service()
     caplog.set_level(logging.DEBUG, logger="payroll_async")
-    async with TunnelProxy(service.port, credentials="me:right") as proxy:
+    async with TunnelProxy(service.port, credentials="me:right", echo=echo) as proxy:
         given = proxy.url.replace("://", "://me:WRONGPASS@")
         client = PayrollClient(SERVICE, service.emulator.token, proxy=given, ssl=str(ca.bundle))
         async with client:
@@ -130,8 +133,10 @@ async def test_a_407_is_a_proxy_error_without_the_proxys_password_or_the_token(
     assert len(proxy.heads) == 1  # a refusal is not retried
     assert error.__cause__ is None
     assert error.__context__ is None
+    assert "407 Proxy Authentication Required" in str(error)
     shown = " ".join([str(error), repr(error), repr(client), caplog.text])
     assert "WRONGPASS" not in shown
+    assert base64.b64encode(b"me:WRONGPASS").decode() not in shown
     assert service.emulator.token not in shown
     assert not service.authorizations  # nothing reached the service
 
