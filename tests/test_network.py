@@ -419,6 +419,9 @@ def test_a_bad_ca_bundle_is_refused_before_any_request(tmp_path: Path) -> None:
     junk.write_text("not a certificate\n")
     with pytest.raises(InvalidArgumentError, match="no PEM certificate"):
         PayrollClient(SERVICE, "tok", ssl=junk)
+    for empty in ("", " "):  # not the default trust in disguise
+        with pytest.raises(InvalidArgumentError, match="an empty path is no CA bundle"):
+            PayrollClient(SERVICE, "tok", ssl=empty)
     with pytest.raises(InvalidArgumentError, match="ssl must be"):
         PayrollClient(SERVICE, "tok", ssl=1.5)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="proxy= must be a string URL"):
