@@ -38,7 +38,7 @@ try:
     from sqlalchemy import Engine, Text, create_engine, func, select, type_coerce
 
     from .mirror import COLLECTIONS, mirror
-    from .mirror._guard import MaxDeletions, check_max_deletions
+    from .mirror._guard import MaxDeletions, check_max_deletions, refusal
     from .mirror._schema import CHANGES, RUNS, TABLES
 except ImportError as _missing:  # pragma: no cover - exercised by an install without the extra
     raise ImportError(
@@ -232,6 +232,10 @@ def _feed(
                     CHANGES.c.collection == collection
                 )
             ).scalar_one()
+            table = TABLES[collection].table
+            live = conn.execute(
+                select(func.count()).where(table.c.mirror_deleted_at.is_(None))
+            ).scalar_one()
         mirror_id = str(first_run)
         after = int(state.get("change_id", 0))
         # A cursor of another state database (this one was lost, or made anew): reload
@@ -244,6 +248,13 @@ def _feed(
                 pipeline.working_dir,
             )
             after = 0
+            # The reload replaces the table: the rows it leaves out are deleted, under the
+            # same bound as the mirror's (a sandbox's token answering 5 items of 300).
+            before = state.get("live")
+            if type(before) is int:
+                refused = refusal(collection, max(0, before - live), before, max_deletions)
+                if refused is not None:
+                    raise refused
         if upto <= after and not fresh:
             return  # nothing changed: no row, and the state is left as it is
         # A reload replaces the table; it has no tombstone, and dlt applies ``hard_delete``
@@ -258,6 +269,7 @@ def _feed(
             hints = None  # once is enough: the rest of the load follows it
         state["mirror"] = mirror_id
         state["change_id"] = upto
+        state["live"] = live  # the rows at the destination: a reload's deletions are bounded
     finally:
         engine.dispose()
 

@@ -112,7 +112,8 @@ class TunnelProxy(_LoopbackServer):
 
     ``answer``: ``None`` to tunnel, a status (407, 403, 502) to refuse with, or ``"drop"``
     to close the connection once the ``CONNECT`` is read. ``credentials``: the
-    ``user:password`` it requires (answering 407 otherwise). ``heads`` are the requests'
+    ``user:password`` it requires (answering 407 otherwise; with ``echo``, a reason phrase
+    that repeats the ``Proxy-Authorization`` it was sent). ``heads`` are the requests'
     heads as read; ``seen`` every byte the clients sent it, tunnelled ones included.
     """
 
@@ -122,8 +123,10 @@ class TunnelProxy(_LoopbackServer):
         *,
         answer: int | str | None = None,
         credentials: str | None = None,
+        echo: bool = False,
     ) -> None:
         super().__init__()
+        self.echo = echo  # a 407's reason phrase repeats the Proxy-Authorization it got
         self.upstream = upstream
         self.answer = answer
         self.credentials = credentials
@@ -167,7 +170,15 @@ class TunnelProxy(_LoopbackServer):
         if self.credentials is not None:
             expected = base64.b64encode(self.credentials.encode()).decode()
             if f"proxy-authorization: basic {expected}".lower().encode() not in head.lower():
-                return '407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="x"'
+                sent = [
+                    line.split(b":", 1)[1].strip().decode()
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"proxy-authorization:")
+                ]
+                reason = (
+                    f"Denied {sent[0]}" if self.echo and sent else "Proxy Authentication Required"
+                )
+                return f'407 {reason}\r\nProxy-Authenticate: Basic realm="x"'
         return None
 
 

@@ -8,6 +8,7 @@ are ProxyErrors, and the environment's variables are read as httpx and requests 
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import os
 import socket
@@ -108,12 +109,14 @@ async def test_an_explicit_proxy_with_credentials_overrides_the_environment(
     assert proxy.tunnels == 1
 
 
+@pytest.mark.parametrize("echo", [False, True])
 async def test_a_407_is_a_proxy_error_without_the_proxys_password_or_the_token(
-    ca: PrivateCA, tls_service: ServiceFactory, caplog: pytest.LogCaptureFixture
+    ca: PrivateCA, tls_service: ServiceFactory, caplog: pytest.LogCaptureFixture, echo: bool
 ) -> None:
+    """With ``echo``, the proxy's reason phrase repeats the credentials it was sent."""
     service = await tls_service()
     caplog.set_level(logging.DEBUG, logger="payroll_async")
-    async with TunnelProxy(service.port, credentials="me:right") as proxy:
+    async with TunnelProxy(service.port, credentials="me:right", echo=echo) as proxy:
         given = proxy.url.replace("://", "://me:WRONGPASS@")
         client = PayrollClient(SERVICE, service.emulator.token, proxy=given, ssl=str(ca.bundle))
         async with client:
@@ -130,8 +133,10 @@ async def test_a_407_is_a_proxy_error_without_the_proxys_password_or_the_token(
     assert len(proxy.heads) == 1  # a refusal is not retried
     assert error.__cause__ is None
     assert error.__context__ is None
+    assert "407 Proxy Authentication Required" in str(error)
     shown = " ".join([str(error), repr(error), repr(client), caplog.text])
     assert "WRONGPASS" not in shown
+    assert base64.b64encode(b"me:WRONGPASS").decode() not in shown
     assert service.emulator.token not in shown
     assert not service.authorizations  # nothing reached the service
 
@@ -414,6 +419,9 @@ def test_a_bad_ca_bundle_is_refused_before_any_request(tmp_path: Path) -> None:
     junk.write_text("not a certificate\n")
     with pytest.raises(InvalidArgumentError, match="no PEM certificate"):
         PayrollClient(SERVICE, "tok", ssl=junk)
+    for empty in ("", " "):  # not the default trust in disguise
+        with pytest.raises(InvalidArgumentError, match="an empty path is no CA bundle"):
+            PayrollClient(SERVICE, "tok", ssl=empty)
     with pytest.raises(InvalidArgumentError, match="ssl must be"):
         PayrollClient(SERVICE, "tok", ssl=1.5)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="proxy= must be a string URL"):
@@ -439,12 +447,19 @@ async def test_no_certificate_check_on_loopback_reaches_a_self_made_certificate(
         ("socks5://u:SECRETPW@proxy:1080", "http:// or https:// proxy"),
         ("http://u:SECRETPW@proxy:3128/path", "origin only"),
         ("http://u:SECRETPW@:3128", "not a valid proxy URL"),
+        # a password not percent-encoded: its "/", "?" or "#" ends yarl's authority
+        ("http://u:SECRET/PW@proxy:3128", "not a valid proxy URL"),
+        ("http://u:SECRET?PW@proxy:3128", "not a valid proxy URL"),
+        ("http://u:SECRET#PW@proxy:3128", "not a valid proxy URL"),
+        ("u:SECRET/PW@proxy:3128", "not a valid proxy URL"),
+        ("socks5://u:SECRET@PW@proxy:1080", "http:// or https:// proxy"),
     ],
 )
 def test_a_bad_proxy_is_refused_without_its_password(proxy: str, message: str) -> None:
     with pytest.raises(InvalidArgumentError, match=message) as caught:
         PayrollClient(SERVICE, "tok", proxy=proxy)
-    assert "SECRETPW" not in str(caught.value)
+    assert "SECRET" not in str(caught.value)
+    assert "PW" not in str(caught.value)
 
 
 def test_a_bad_proxy_variable_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

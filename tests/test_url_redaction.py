@@ -74,7 +74,7 @@ async def test_a_next_link_that_echoes_the_token_is_shown_without_it(
     serve: Serve, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The server puts the token in its Link (``?access_token=``, and under a name of its
-    own): the failing page's error, the loop's error and the debug lines never show it."""
+    own): the failing page's error, the debug lines and the page's repr never show it."""
 
     async def first(request: web.Request) -> web.Response:
         nxt = f"{request.url.origin()}/v1/payroll-connections/next?access_token={TOKEN}&t={TOKEN}"
@@ -99,6 +99,10 @@ async def test_a_next_link_that_echoes_the_token_is_shown_without_it(
         _assert_clean(_everything(error), TOKEN)
         assert f"access_token={REDACTED}&t={REDACTED}" in error.url
     _assert_clean(caplog.text, TOKEN)
+    # the page's repr too (its links and headers); its links keep the URL as it came
+    _assert_clean(repr(page), TOKEN)
+    assert f"access_token={REDACTED}&t={REDACTED}" in repr(page)
+    assert page.links["next"].endswith(f"t={TOKEN}")
 
 
 async def test_a_looping_link_that_echoes_the_token_is_refused_without_showing_it(

@@ -28,6 +28,8 @@ def check_ca_bundle(path: str, name: str) -> ssl.SSLContext:
     """A context that trusts the certificate authorities of the bundle at ``path`` (a PEM
     file, or a directory of hashed certificates as ``c_rehash`` makes): ``name``'s value."""
     problem = None
+    if not path.strip():  # create_default_context(cafile="") would trust the default store
+        raise InvalidArgumentError(f"{name}: an empty path is no CA bundle")
     try:
         if os.path.isdir(path):
             return ssl.create_default_context(capath=path)

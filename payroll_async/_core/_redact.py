@@ -30,11 +30,11 @@ _NAMES = "|".join(sorted(re.escape(name).replace("_", "[-_]") for name in CREDEN
 _CREDENTIAL = re.compile(rf"([?&#](?:{_NAMES})=)[^&#\s<>\"]+", re.IGNORECASE)
 
 
-def redact(text: str, *secrets: str | None) -> str:
-    """``text`` with each of ``secrets`` replaced by ``[REDACTED]``, in any percent-encoding."""
+def redact(text: str, *secrets: str | None, marker: str = REDACTED) -> str:
+    """``text`` with each of ``secrets`` replaced by ``marker``, in any percent-encoding."""
     for secret in secrets:
         if secret:
-            text = _spelling(secret).sub(REDACTED, text)
+            text = _spelling(secret).sub(marker, text)
     return text
 
 

@@ -5,12 +5,14 @@ signing secret. Where the SDK keeps or shows such text (an inbox's ``last_error`
 takes out every secret it was given: the tokens of the clients (a fixed one when the client
 is made, a provider's as it hands them out), the routers' and ``verify``'s ``whsec_``
 secrets, and those of the environment (``PAYROLL_TOKEN``, ``PAYROLL_WEBHOOK_SECRET``);
-each of at least 8 characters (a shorter one would take words out of every error).
+each of at least 8 characters (a shorter one would take words out of every error), as
+written and as a URL writes it (percent-encoded, a space as ``+``).
 """
 
 from __future__ import annotations
 
 from . import _env
+from ._redact import redact
 
 __all__ = ["HIDDEN", "remember", "scrub"]
 
@@ -36,7 +38,10 @@ def scrub(text: str, also: tuple[str, ...] = ()) -> str:
     """``text`` with every secret known (and ``also``) replaced by ``***``, longest first."""
     from_env = (_env.read(_env.TOKEN), _env.read(_env.WEBHOOK_SECRET))
     secrets = {*_known, *also, *(s for s in from_env if s and len(s) >= _SHORTEST)}
-    for secret in sorted(secrets, key=len, reverse=True):
+    longest_first = sorted(secrets, key=len, reverse=True)
+    if "%" in text or "+" in text:  # a URL's spelling of one too (``%2F`` for "/", "+" for " ")
+        return redact(text, *longest_first, marker=HIDDEN)
+    for secret in longest_first:
         if secret and secret in text:
             text = text.replace(secret, HIDDEN)
     return text

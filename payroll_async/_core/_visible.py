@@ -99,7 +99,8 @@ def _continued(text: str) -> str:
     return "".join(f"\n  {line}" for line in visible(text, keep="\n").split("\n"))
 
 
-_USERINFO_RE = re.compile(r"(//)[^/?#@]*@")
+# Up to the last "@": a password a user did not percent-encode may hold "/", "?", "#", "@".
+_USERINFO_RE = re.compile(r"(//).*@")
 _FRAGMENT_RE = re.compile(r"#.*", re.S)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import http
 import ipaddress
 import os
 import ssl
@@ -256,7 +257,9 @@ def tunnel_failure(exc: aiohttp.ClientError, proxy: URL | None) -> aiohttp.Clien
 
 def _tunnel_failed(exc: aiohttp.ClientError, shown: str) -> TunnelFailed:
     if isinstance(exc, aiohttp.ClientHttpProxyError):
-        reason = exc.message if isinstance(exc.message, str) else ""
+        # The status's own phrase, not the proxy's: a proxy may echo the Proxy-Authorization
+        # it was sent (the credentials, in base64) in its reason phrase.
+        reason = _phrase(exc.status)
         return TunnelFailed(shown, exc.status, f"refused the tunnel: {exc.status} {reason}".strip())
     if isinstance(exc, aiohttp.ClientProxyConnectionError):
         return TunnelFailed(shown, None, f"cannot be reached ({exc.os_error})")
@@ -273,6 +276,13 @@ def proxy_failure(exc: BaseException) -> TunnelFailed | None:
     if isinstance(exc, aiohttp.ClientHttpProxyError):
         return _tunnel_failed(exc, "")
     return None
+
+
+def _phrase(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return ""
 
 
 def _said(exc: BaseException) -> str:

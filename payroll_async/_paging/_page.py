@@ -101,7 +101,7 @@ class Sender(Protocol):
     ) -> Coroutine[Any, Any, Response]: ...
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Page(Generic[T]):
     """One page of a listing.
 
@@ -121,6 +121,16 @@ class Page(Generic[T]):
     headers: Mapping[str, str]
     """The response headers."""
     _turn: _Turn | None = attrs.field(default=None, init=False, eq=False, repr=False)
+
+    def __repr__(self) -> str:
+        """Its fields, with the token's text and credential-like query values redacted
+        wherever they appear (a Link header may echo the token in its next URL)."""
+        secret = None if self._turn is None else self._turn.secret
+        fields = (
+            f"items={self.items!r}, meta={self.meta!r}, links={self.links!r}, "
+            f"headers={self.headers!r}"
+        )
+        return shown_url(f"Page({fields})", secret)
 
     def has_next_page(self) -> bool:
         """Whether the listing goes on after this page, as its walk would decide.

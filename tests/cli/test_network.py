@@ -76,7 +76,7 @@ async def test_proxy_option_and_its_refusal(ca: PrivateCA, tls_service: ServiceF
 def test_a_bad_ca_bundle_is_bad_input(tmp_path: Path) -> None:
     junk = tmp_path / "junk.pem"
     junk.write_text("not a certificate\n")
-    for path in (junk, tmp_path / "missing.pem"):
+    for path in (junk, tmp_path / "missing.pem", ""):
         result = invoke(None, "--ca-bundle", str(path), "--emulator", "webhooks", "list")
         assert result.exit_code == ExitCode.BAD_INPUT
         assert "--ca-bundle" in result.output

@@ -461,3 +461,33 @@ def test_an_empty_answer_deletes_nothing_at_the_destination(
         pipeline.run(source(emptied, collections=("payroll-connections",), max_deletions=None))
         assert loaded(pipeline) == {"payroll_connections": 300}  # 300 tombstones
         assert rows(pipeline, "SELECT count(*) FROM payroll_connections") == [(0,)]
+
+
+@pytest.mark.parametrize("answered", [0, 5])
+def test_a_lost_state_and_a_short_answer_delete_nothing_at_the_destination(
+    make_pipeline: MakePipeline, first_load: FirstLoad, answered: int
+) -> None:
+    """An ephemeral container (no state database: a reload that replaces the table) and a
+    sandbox's token that lists 5 items (or none): without the guard, the reload would
+    replace the 300 rows loaded with those 5."""
+    from dlt.pipeline.exceptions import PipelineStepFailed
+
+    from payroll_async.mirror import MirrorDeletionsError
+    from payroll_async.testing import EmulatorThread
+
+    first_load(("payroll-connections",))
+    shutil.rmtree(make_pipeline().working_dir)
+    with EmulatorThread(seed=9, payroll_connections=answered) as sandbox:
+        pipeline = make_pipeline()
+        with pytest.raises(PipelineStepFailed) as failed:
+            pipeline.run(source(sandbox, collections=("payroll-connections",)))
+        refused = failed.value
+        while refused.__cause__ is not None:
+            refused = refused.__cause__
+        assert isinstance(refused, MirrorDeletionsError)
+        assert f"would mark {300 - answered} of the 300 live rows deleted" in str(refused)
+        assert rows(make_pipeline(), "SELECT count(*) FROM payroll_connections") == [(300,)]
+        if answered:  # told so, the reload replaces them
+            pipeline = make_pipeline()
+            pipeline.run(source(sandbox, collections=("payroll-connections",), max_deletions=None))
+            assert rows(pipeline, "SELECT count(*) FROM payroll_connections") == [(answered,)]

@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import pytest
 
@@ -307,8 +308,10 @@ async def test_a_hung_handler_is_cancelled_after_handler_timeout_and_frees_its_s
 async def test_no_secret_the_sdk_knows_is_stored_in_last_error_or_shown(
     into: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, open_inbox: Any
 ) -> None:
+    """As written, and as a URL the handler built spells them (percent-encoded: ``/`` as
+    ``%2F``, ``=`` as ``%3D``; a space as ``+``)."""
     secret = "whsec_c2VjcmV0LW9mLXRoZS1yb3V0ZXItNDI="
-    token = "tok_live_9f8e7d6c5b4a"
+    token = "tok/live+9f8e 7d6c=5b4a"
     inbox = open_inbox()
     router = EventRouter(secret=secret, inbox=inbox)
     async with PayrollClient("https://payroll.example.com", token):
@@ -316,7 +319,9 @@ async def test_no_secret_the_sdk_knows_is_stored_in_last_error_or_shown(
         @router.on()
         async def leaky(event: WebhookEvent) -> None:
             raise RuntimeError(
-                f"rejected: Authorization: Bearer {token}, signed with {secret} ({secret[6:]})"
+                f"rejected: Authorization: Bearer {token}, signed with {secret} ({secret[6:]}); "
+                f"GET https://ledger.example/v1?t={quote(token, safe='')}&q={quote_plus(token)}"
+                f"&s={quote(secret, safe='')}"
             )
 
         await fill(inbox, "evt-1")
@@ -324,9 +329,12 @@ async def test_no_secret_the_sdk_knows_is_stored_in_last_error_or_shown(
             await work_until(inbox, router, lambda s: s.dead == 1, max_attempts=1)
     ((stored,),) = await query(into, "SELECT last_error FROM inbox_events")
     for shown in (stored, caplog.text):
-        assert token not in shown
-        assert secret[6:] not in shown
-    assert stored == "RuntimeError: rejected: Authorization: Bearer ***, signed with *** (***)"
+        assert "9f8e" not in shown
+        assert "c2VjcmV0" not in shown
+    assert stored == (
+        "RuntimeError: rejected: Authorization: Bearer ***, signed with *** (***); "
+        "GET https://ledger.example/v1?t=***&q=***&s=***"
+    )
     # an error stored by an earlier version: shown without the secrets this process knows
     await query(into, f"UPDATE inbox_events SET last_error = 'old: {secret} {token}'")
     monkeypatch.setenv("PAYROLL_WEBHOOK_SECRET", secret)
