@@ -16,7 +16,7 @@ from payroll_async._core._validation import check_id
 
 from .._collections import COLLECTIONS
 from ._app import Settings, run
-from ._errors import BadInput, ServiceFailed, error_for, in_cli_terms, stderr
+from ._errors import BadInput, ParamType, ServiceFailed, error_for, in_cli_terms, stderr
 from ._progress import progress_bar, show_progress
 
 __all__ = ["mirror"]
@@ -24,7 +24,7 @@ __all__ = ["mirror"]
 DEFAULT_INTO = "sqlite:///payroll.db"
 
 
-class MaxDeletions(click.ParamType[int | NotGiven | None]):
+class MaxDeletions(ParamType[int | NotGiven | None]):
     """``--max-deletions``: a count of rows (0 or more), or ``all`` (None: no bound); left
     out, NOT_GIVEN (the mirror's default bound)."""
 
