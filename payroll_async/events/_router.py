@@ -8,7 +8,6 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
@@ -39,9 +38,6 @@ from ._signature import (
 from ._unwrap import _ID_MISMATCH, _parse, _raw
 
 logger: logging.Logger = logging.getLogger("payroll_async.events")
-# aiohttp applies keepalive_timeout to a request's headers from 3.14.4 on
-_AIOHTTP = tuple(int(part) for part in aiohttp.__version__.split(".")[:3] if part.isdigit())
-_HEADERS_UNBOUNDED = _AIOHTTP < (3, 14, 4)
 # What a sender wrote (ids, types) is escaped in every record of this logger, so no log
 # line of the receiver carries a terminal escape sequence, whoever adds the next one.
 logger.addFilter(EscapingFilter())
@@ -338,12 +334,6 @@ class EventRouter:
         (aiohttp's ``keepalive_timeout``, set here; aiohttp bounds headers with it from
         3.14.4 on), as its body must after them; a body over 1 MiB gets 413.
         """
-        if _HEADERS_UNBOUNDED:
-            logger.warning(
-                "aiohttp %s does not bound the time of a request's headers (3.14.4 does): "
-                "put the receiver behind a proxy that does, or upgrade aiohttp",
-                aiohttp.__version__,
-            )
         application = web.Application(
             client_max_size=MAX_BODY, handler_args={"keepalive_timeout": self._read_timeout}
         )
