@@ -38,6 +38,7 @@ SSLLike: TypeAlias = "ssl.SSLContext | str | os.PathLike[str] | bool"
 
 _PROXY_SCHEMES = ("http", "https")
 _NOTHING: Mapping[str, Any] = {}
+_AIOHTTP = tuple(int(p) for p in aiohttp.__version__.split(".")[:2] if p.isdigit())
 _OWN_STORE_PLATFORMS = ("darwin", "win32")  # a trust store of the system's, not OpenSSL's
 
 
@@ -216,8 +217,14 @@ def _default_tls() -> ssl.SSLContext | bool:
     if any(named):
         return _openssl(*named)
     if sys.platform in _OWN_STORE_PLATFORMS:
-        return _truststore() or True
-    return True
+        return _truststore() or _verified()
+    return _verified()
+
+
+def _verified() -> ssl.SSLContext | bool:
+    """aiohttp's default, verified context: ``True`` from aiohttp 3.10 on; before it
+    ``ssl=True`` meant no verification at all, so a context of OpenSSL's default trust."""
+    return True if _AIOHTTP >= (3, 10) else _openssl(None, None)
 
 
 @functools.lru_cache(maxsize=4)
