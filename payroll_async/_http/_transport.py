@@ -164,6 +164,7 @@ class Transport:
             watch.cancel()
         if self.owns_session and self._session is not None:
             await self._session.close()
+            await asyncio.sleep(0)  # a TLS transport's close runs its callback (aiohttp 3.9)
 
     def url(self, path: str) -> URL:
         """The URL of ``path`` under the base URL (paths are built of checked parts)."""
