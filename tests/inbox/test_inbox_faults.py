@@ -109,9 +109,7 @@ async def work_through_crashes(
             return (await inbox.stats()).pending == 0
 
         for _ in range(max_attempts + 3):
-            # a lease long enough that a loaded machine's worker renews it in time (a
-            # lapsed lease lets a claim be made again, which would count an attempt more)
-            worker = await Faulty.start(into, tmp_path, lease=1.0, max_attempts=max_attempts)
+            worker = await Faulty.start(into, tmp_path, lease=0.3, max_attempts=max_attempts)
             processes.append(worker)
             exited = asyncio.ensure_future(worker.process.wait())
             waiting = asyncio.ensure_future(until(settled))
