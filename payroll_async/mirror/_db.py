@@ -76,9 +76,11 @@ def _create_private(path: Path) -> None:
 
 
 SQLITE_PRAGMAS = (
+    # First: the switch to WAL below waits for another process's lock (two processes
+    # opening a new database at once) as long as every other statement does.
+    "busy_timeout=60000",
     "journal_mode=WAL",
     "synchronous=NORMAL",
-    "busy_timeout=60000",
     # Checkpoint (copy the WAL into the database, and sync) every 40 MB rather than every
     # 4: a first mirror writes hundreds of MB, and each checkpoint waits on disk.
     "wal_autocheckpoint=10000",
