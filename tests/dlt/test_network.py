@@ -5,12 +5,19 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from payroll_async import InvalidArgumentError
 from tests._network import SERVICE_HOST, PrivateCA, ServiceFactory, TunnelProxy
 
 from .conftest import MakePipeline, rows
+
+# aiohttp before 3.10 may leave a proxy tunnel's socket to the garbage collector when the
+# source's own event loop ends right after the client closes (aiohttp's leak, not one of
+# the source's: the client closes its session); at the floors' run that warning is let be.
+if tuple(int(n) for n in aiohttp.__version__.split(".")[:2]) < (3, 10):
+    pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
 
 @pytest.mark.parametrize("destination", ["duckdb"], indirect=True)
