@@ -6,6 +6,7 @@ import asyncio
 import json
 import signal
 import time
+from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
@@ -16,12 +17,28 @@ from tests.cli._run import invoke, start
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
+_started: list[asyncio.subprocess.Process] = []
+
+
+@pytest.fixture(autouse=True)
+async def _no_listener_left() -> AsyncIterator[None]:
+    """A test that fails half-way leaves no ``listen`` process running."""
+    yield
+    while _started:
+        proc = _started.pop()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
 async def listen(
     *args: str, env: dict[str, str | None] | None = None
 ) -> asyncio.subprocess.Process:
-    return await start(
+    proc = await start(
         None, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
+    _started.append(proc)
+    return proc
 
 
 async def test_with_the_emulator_it_subscribes_itself_and_prints_emitted_events() -> None:
