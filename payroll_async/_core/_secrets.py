@@ -38,10 +38,5 @@ def scrub(text: str, also: tuple[str, ...] = ()) -> str:
     """``text`` with every secret known (and ``also``) replaced by ``***``, longest first."""
     from_env = (_env.read(_env.TOKEN), _env.read(_env.WEBHOOK_SECRET))
     secrets = {*_known, *also, *(s for s in from_env if s and len(s) >= _SHORTEST)}
-    longest_first = sorted(secrets, key=len, reverse=True)
-    if "%" in text or "+" in text:  # a URL's spelling of one too (``%2F`` for "/", "+" for " ")
-        return redact(text, *longest_first, marker=HIDDEN)
-    for secret in longest_first:
-        if secret and secret in text:
-            text = text.replace(secret, HIDDEN)
-    return text
+    # redact: also a URL's spelling of one (``%2F`` for "/", "+" for " ")
+    return redact(text, *sorted(secrets, key=len, reverse=True), marker=HIDDEN)
