@@ -91,8 +91,8 @@ def bare_upsert(source: str, target: str) -> dict[str, Any]:
     file as the mirror's close does): wall and CPU of that alone."""
     import sqlite3
 
+    from payroll_async._sql import MIRROR_PRAGMAS
     from payroll_async.mirror._commits import COMMIT_ROWS
-    from payroll_async.mirror._db import MIRROR_PRAGMAS
 
     every = COMMIT_ROWS["sqlite"]
 

@@ -37,9 +37,16 @@ try:
     from dlt.extract import DltResource
     from sqlalchemy import Engine, Text, create_engine, func, select, type_coerce
 
-    from .mirror import COLLECTIONS, mirror
-    from .mirror._guard import MaxDeletions, check_max_deletions, refusal
-    from .mirror._schema import CHANGES, RUNS, TABLES
+    from .mirror import (
+        CHANGES,
+        COLLECTIONS,
+        RUNS,
+        TABLES,
+        MaxDeletions,
+        check_max_deletions,
+        mirror,
+        refusal,
+    )
 except ImportError as _missing:  # pragma: no cover - exercised by an install without the extra
     raise ImportError(
         "payroll_async.dlt needs the 'dlt' extra: python3 -m pip install 'payroll-async[dlt]'"

@@ -26,6 +26,7 @@ __all__ = [
     "cast_body",
     "check_cast",
     "decode_error",
+    "fast_decoder",
     "structure_body",
 ]
 
@@ -67,7 +68,7 @@ def _json(response: Response) -> Any:
 
 def structure_body(model: type[T], response: Response) -> T:
     """The body of a single-object response as ``model``."""
-    fast = _fast(model)
+    fast = fast_decoder(model)
     if fast is not None:
         result: T | None = fast.decode_body(response.body)
         if result is not None:
@@ -144,7 +145,7 @@ def _plain_dict(data: Any, model: Any) -> dict[str, Any]:
     return data
 
 
-def _fast(model: type[Any]) -> Any:
+def fast_decoder(model: type[Any]) -> Any:
     """The msgspec decoder of ``model`` when msgspec is installed (else None), made once."""
     if _FAST is None:
         return None
@@ -169,7 +170,7 @@ class PageDecoder(Generic[T]):
         self._structure: Callable[[Any, type[T]], T] = (
             _plain_dict if model is dict else structure_hook(model)  # type: ignore[assignment]
         )
-        self._fast = _fast(model)
+        self._fast = fast_decoder(model)
 
     def decode(self, response: Response) -> tuple[list[T], ListMeta]:
         if self._fast is not None:
@@ -205,7 +206,7 @@ class RawPageDecoder(Generic[T]):
 
     def __init__(self, model: type[T]) -> None:
         self._models = PageDecoder(model)
-        self._fast = _fast(model)
+        self._fast = fast_decoder(model)
         self._plain = model is dict  # a listing of dict (get_api_list): items as they came
 
     def decode(self, response: Response) -> tuple[list[Any], ListMeta]:

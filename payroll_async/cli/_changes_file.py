@@ -34,18 +34,18 @@ from pathlib import Path
 
 import attrs
 
-from payroll_async.export._checkpoint import (
+from payroll_async.export import (
     MAX_CHECKPOINT_BYTES,
     CheckpointError,
     OutputLockedError,
     checked_open,
     count,
+    lock_output,
     not_alone,
     replace_file,
+    unlock_output,
 )
-from payroll_async.export._output import lock_output, unlock_output
-from payroll_async.mirror import Change, MirrorError
-from payroll_async.mirror._feed import Feed
+from payroll_async.mirror import Change, Feed, MirrorError
 
 from ._errors import BadInput
 

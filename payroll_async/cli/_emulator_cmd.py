@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from payroll_async.emulator._shell import (
+from payroll_async.emulator import (
     LINK_HEADERS_SWITCH_HELP,
     OPTIONS,
     BadValue,

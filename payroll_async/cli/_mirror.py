@@ -108,15 +108,17 @@ def mirror(
     payroll-async mirror update-groups --into postgresql://me@db/payroll --changes c.jsonl
     """
     try:
+        from payroll_async._sql import redact
         from payroll_async.mirror import (
             MirrorBusyError,
             MirrorDeletionsError,
             MirrorProgress,
             MirrorURLError,
+            open_feed,
         )
-        from payroll_async.mirror import mirror as run_mirror
-        from payroll_async.mirror._feed import open_feed
-        from payroll_async.mirror._url import redact
+        from payroll_async.mirror import (
+            mirror as run_mirror,
+        )
 
         from ._changes_file import open_changes
     except ImportError:

@@ -12,5 +12,15 @@ cannot agree by accident.
 """
 
 from ._emulator import Churn, Delivery, Emulator
+from ._shell import LINK_HEADERS_SWITCH_HELP as LINK_HEADERS_SWITCH_HELP
+from ._shell import OPTIONS as OPTIONS
+from ._shell import BadValue as BadValue
+from ._shell import Option as Option
+from ._shell import cannot_listen as cannot_listen
+from ._shell import emulator_from_options as emulator_from_options
+from ._shell import serve as serve
+
+# Beyond __all__, the face offers the command (`payroll-async emulator`) the options and
+# the serving loop that `python -m payroll_async.emulator` uses.
 
 __all__ = ["Churn", "Delivery", "Emulator"]

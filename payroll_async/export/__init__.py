@@ -56,9 +56,20 @@ from ._checkpoint import (
     ResumeMismatchError,
     Writer,
 )
+from ._checkpoint import MAX_CHECKPOINT_BYTES as MAX_CHECKPOINT_BYTES
+from ._checkpoint import checked_open as checked_open
+from ._checkpoint import count as count
+from ._checkpoint import not_alone as not_alone
+from ._checkpoint import replace_file as replace_file
 from ._exporter import Exporter, ExportProgress
 from ._formats import FORMATS, Format, format_for
-from ._output import FileWriter, StreamWriter, is_streamed, lock_output, open_target, unlock_output
+from ._output import FileWriter, StreamWriter, is_streamed, open_target
+from ._output import lock_output as lock_output
+from ._output import unlock_output as unlock_output
+
+# Beyond __all__ (the `as` names above), the face offers the command what its changes file
+# shares with a checkpoint: a private file read within its bound and replaced whole, and
+# the output's lock.
 
 __all__ = [
     "CHECKPOINT_VERSION",

@@ -18,7 +18,7 @@ from ._records import DIED, _Claim
 from ._schema import DEAD, DONE, EVENTS, PENDING, database_now
 
 if TYPE_CHECKING:
-    from ..mirror._db import Database
+    from .._sql import Database
 
 __all__ = ["ClaimStatements"]
 

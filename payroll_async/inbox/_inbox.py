@@ -1,6 +1,6 @@
 """The inbox: notifications committed before the 200, handled by workers that may die.
 
-One table (``_schema.EVENTS``) on the mirror's database layer (``mirror._db``: the URL,
+One table (``_schema.EVENTS``) on the storage package (``_sql``: the URL,
 the engine, SQLite's ``BEGIN IMMEDIATE`` and 0600 file, errors without the password).
 
 - ``accept``: ``INSERT ... ON CONFLICT (event_id) DO NOTHING RETURNING``, one statement for
@@ -20,7 +20,7 @@ import builtins
 import contextlib
 import inspect
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import tenacity
@@ -32,10 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from .._core._exceptions import InvalidArgumentError
 from .._core._validation import check_concurrency, check_seconds
 from .._core._visible import EscapingFilter
-from ..mirror._db import Database, open_database
-from ..mirror._driver import _compiled
-from ..mirror._errors import MirrorError, MirrorURLError
-from ..mirror._values import converter, row_converter
+from .._sql import Database, ErrorKinds, compiled, converter, open_database, row_converter
 from ..models import WebhookEvent
 from ._batch import Batched, Failed
 from ._claims import ClaimStatements
@@ -63,6 +60,7 @@ _LONGEST = 365 * 86400.0  # seconds of a lease or a backoff
 _STAMPED = ("received_at", "next_attempt_at")  # an accept's times: the database's
 _GIVEN = [column for column in EVENTS.c if column.name not in _STAMPED]
 _SENDERS = ("event_type", "occurred_at")  # the typed columns of the sender's values
+_ERRORS = ErrorKinds(InboxError, InboxURLError, InboxError, "inbox")  # what _sql raises
 
 
 class _RowRefused(InboxError):
@@ -145,12 +143,7 @@ class Inbox(InboxOperations, ClaimStatements):
         self._wait = tenacity.wait_exponential_jitter(
             **{_FIRST_WAIT: backoff}, max=backoff_max, jitter=backoff
         )
-        try:
-            self._db: Database = open_database(url)
-        except MirrorURLError as exc:
-            raise InboxURLError(str(exc).replace("into: ", "inbox: ", 1)) from None
-        except MirrorError as exc:
-            raise InboxError(str(exc)) from None
+        self._db: Database = open_database(url, _ERRORS)
         postgres = self._db.dialect == "postgresql"
         insert: Any = (postgresql.insert if postgres else sqlite.insert)(EVENTS)
         # when it came, and so when it is due, on the database's clock (not the receiver's)
@@ -161,8 +154,8 @@ class Inbox(InboxOperations, ClaimStatements):
         )
         # One notification (a receiver's usual case): the same statement compiled once,
         # its row sent to the driver as a tuple in stored form, as the mirror's hot path
-        # does (mirror._driver): no per-call compilation or type processing.
-        self._storing_one, order = _compiled(
+        # does (_sql.compiled): no per-call compilation or type processing.
+        self._storing_one, order = compiled(
             self._storing.values({c.name: bindparam(c.name) for c in _GIVEN}),
             self._db.engine.dialect,
         )
@@ -174,7 +167,7 @@ class Inbox(InboxOperations, ClaimStatements):
         self._accepting = Batched(self._insert_rows)
         self._done = Batched(self._mark_done)  # likewise the workers' events handled
         # One INSERT is its own transaction: on PostgreSQL in autocommit (one round trip
-        # instead of three); SQLite's BEGIN IMMEDIATE is kept (mirror._db).
+        # instead of three); SQLite's BEGIN IMMEDIATE is kept (_sql).
         self._writer = (
             self._db.engine.execution_options(isolation_level="AUTOCOMMIT")
             if postgres
@@ -209,13 +202,8 @@ class Inbox(InboxOperations, ClaimStatements):
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    @contextlib.contextmanager
-    def _errors(self, doing: str) -> Iterator[None]:
-        try:
-            with self._db.errors(doing):
-                yield
-        except MirrorError as exc:
-            raise InboxError(str(exc)) from None
+    def _errors(self, doing: str) -> contextlib.AbstractContextManager[None]:
+        return self._db.errors(doing)
 
     @contextlib.asynccontextmanager
     async def _begin(self) -> AsyncIterator[AsyncConnection]:

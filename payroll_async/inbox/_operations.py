@@ -22,7 +22,7 @@ from ._records import (
 from ._schema import DEAD, DONE, EVENTS, PENDING, STATUSES, database_now
 
 if TYPE_CHECKING:
-    from ..mirror._db import Database
+    from .._sql import Database
 
 __all__ = ["InboxOperations"]
 

@@ -11,7 +11,7 @@ from .._core._exceptions import InvalidArgumentError, PayrollError
 from .._core._secrets import scrub
 
 if TYPE_CHECKING:
-    from ..mirror._db import Database
+    from .._sql import Database
     from ._batch import Batched
 
 __all__ = ["Claims", "InboxEntry", "InboxError", "InboxStats", "InboxURLError"]

@@ -39,7 +39,7 @@ from sqlalchemy.schema import CreateColumn
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import FunctionElement
 
-from ..mirror._schema import UTCDateTime
+from .._sql import UTCDateTime
 
 __all__ = [
     "DEAD",

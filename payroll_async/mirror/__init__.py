@@ -15,7 +15,18 @@ gone, and a run that would mark more than ``max_deletions`` marks none; see
 
 from ._change import Change
 from ._errors import MirrorBusyError, MirrorDeletionsError, MirrorError, MirrorURLError
+from ._feed import Feed as Feed
+from ._feed import open_feed as open_feed
+from ._guard import MaxDeletions as MaxDeletions
+from ._guard import check_max_deletions as check_max_deletions
+from ._guard import refusal as refusal
 from ._run import COLLECTIONS, MirrorProgress, MirrorResult, mirror
+from ._schema import CHANGES as CHANGES
+from ._schema import RUNS as RUNS
+from ._schema import TABLES as TABLES
+
+# Beyond __all__, the face offers the apps built on the mirror what they share with it:
+# the change feed (the command's --changes), the deletion guard and the tables (dlt).
 
 __all__ = [
     "COLLECTIONS",

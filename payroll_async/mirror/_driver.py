@@ -2,7 +2,7 @@
 
 SQLAlchemy builds and compiles every statement (one upsert construct,
 ``insert().on_conflict_do_update``, for both dialects); the rows then go to the driver as
-plain values in the form the database stores (``_values``), so that a page costs no
+plain values in the form the database stores (``_sql``'s ``_values``), so that a page costs no
 per-value type processing: in SQLite as multi-row INSERTs, in PostgreSQL as one statement
 whose rows are one JSON parameter. Rows read back through SQLAlchemy are the same values.
 """
@@ -27,9 +27,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._json import loads
+from .._sql import column_converter, compiled, converter, id_text, row_converter
 from ._schema import BOOKKEEPING, CHANGES, RUNS
 from ._seen import KnownDigests
-from ._values import column_converter, converter, id_text, row_converter
 
 if TYPE_CHECKING:
     import sqlite3
@@ -70,11 +70,6 @@ def _execute_all(statements: list[tuple[str, Any]], connection: sqlite3.Connecti
         connection.execute(statement, params)
 
 
-def _compiled(statement: Any, dialect: Dialect) -> tuple[str, list[str]]:
-    compiled = statement.compile(dialect=dialect)
-    return compiled.string, list(compiled.positiontup or [])
-
-
 class Statements:
     """The page statements of one table in one dialect, and the driver form of its rows."""
 
@@ -102,11 +97,11 @@ class Statements:
             index_elements=[key],
             set_={c.name: upsert.excluded[c.name] for c in table.c if c.name not in kept},
         )
-        self.upsert, order = _compiled(upsert, dialect)
+        self.upsert, order = compiled(upsert, dialect)
         if order != [*fields, *BOOKKEEPING]:
             raise AssertionError(f"unexpected column order of the upsert: {order}")
         names = ["run_id", "collection", "item_id", "change", "at", "before", "after"]
-        self.change, order = _compiled(
+        self.change, order = compiled(
             insert_changes := CHANGES.insert().values({n: bindparam(n) for n in names}), dialect
         )
         del insert_changes
@@ -115,7 +110,7 @@ class Statements:
         self.change = self.change.partition(" RETURNING ")[0]  # change_id is never read
         self.change_row = row_converter([CHANGES.c[n] for n in names], self.dialect)
         counted = ("items", "inserted", "updated", "deleted")
-        self._progress, order = _compiled(
+        self._progress, order = compiled(
             update(RUNS)
             .where(RUNS.c.run_id == bindparam("run"))
             .values({name: bindparam(name) for name in counted}),

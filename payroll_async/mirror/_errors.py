@@ -5,11 +5,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._core._exceptions import InvalidArgumentError, PayrollError
+from .._sql import ErrorKinds
 
 if TYPE_CHECKING:
     from ._result import MirrorResult
 
-__all__ = ["MirrorBusyError", "MirrorDeletionsError", "MirrorError", "MirrorURLError"]
+__all__ = [
+    "MIRROR_ERRORS",
+    "MirrorBusyError",
+    "MirrorDeletionsError",
+    "MirrorError",
+    "MirrorURLError",
+]
 
 
 class MirrorError(PayrollError):
@@ -57,3 +64,7 @@ class MirrorDeletionsError(MirrorError):
         self.deletions = deletions
         self.live = live
         self.result = result
+
+
+MIRROR_ERRORS = ErrorKinds(MirrorError, MirrorURLError, MirrorBusyError, "into")
+"""What the mirror's database failures are raised as (``_sql``'s `ErrorKinds`)."""

@@ -18,9 +18,10 @@ import attrs
 from sqlalchemy import ColumnElement, Text, cast, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from .._sql import Database, open_database
 from ._change import Change
-from ._db import Database, open_database
-from ._errors import MirrorError
+from ._errors import MIRROR_ERRORS, MirrorError
+from ._migrate import ensure_schema
 from ._schema import CHANGES, SCHEMA, TABLES
 
 __all__ = ["Feed", "open_feed"]
@@ -97,10 +98,10 @@ async def open_feed(
 ) -> AsyncIterator[Feed]:
     """The feed of ``collection`` in the database ``into`` (its tables created if new)."""
     try:
-        db = open_database(into)
+        db = open_database(into, MIRROR_ERRORS)
         try:
             async with db.connect() as conn:
-                await db.ensure_schema(conn)
+                await ensure_schema(db, conn)
                 with db.errors(f"reading {db.shown}"):
                     async with conn.begin():
                         installed = await conn.scalar(

@@ -12,16 +12,69 @@ import datetime
 import logging
 from typing import Any
 
-from sqlalchemy import Column, Table, Text, func, insert, inspect, select
+from sqlalchemy import Column, Table, Text, func, insert, inspect, select, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.schema import CreateColumn
 
-from ._schema import METADATA, SCHEMA, SCHEMA_VERSION, ItemId, made_in_sqlite
+from .._sql import Database, ItemId
+from ._errors import MirrorError
+from ._schema import (
+    METADATA,
+    SCHEMA,
+    SCHEMA_VERSION,
+    differences,
+    made_in_sqlite,
+    sqlite_as_made,
+)
 
-__all__ = ["install"]
+__all__ = ["ensure_schema", "install"]
 
 logger = logging.getLogger("payroll_async")
+
+_SCHEMA_LOCK = 0x7061_7972_6F6C_6C00  # "payroll\0": the PostgreSQL lock of schema creation
+
+
+async def ensure_schema(db: Database, connection: AsyncConnection) -> None:
+    """Create the mirror's tables on first use, migrate those of an earlier version (one
+    transaction); refuse a schema newer than this release's."""
+    if db.dialect == "sqlite" and await _as_made(db, connection):
+        return
+    with db.errors("creating the mirror's tables"):
+        async with connection.begin():
+            if db.dialect == "postgresql":
+                await connection.execute(
+                    text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_SCHEMA_LOCK)
+                )
+            stored = await connection.run_sync(install)
+            if stored is not None and stored > SCHEMA_VERSION:
+                raise MirrorError(
+                    f"the mirror tables in {db.shown} are schema version {stored}; this "
+                    f"release of payroll-async knows versions up to {SCHEMA_VERSION}: "
+                    "upgrade it"
+                )
+            differ = await connection.run_sync(differences)
+    if differ:
+        # Writing into them would go wrong (without the key, a row per item per run).
+        raise MirrorError(
+            f"the mirror tables in {db.shown} are not as the mirror made them: "
+            f"{'; '.join(differ)}. Restore them, or mirror into a new database"
+        )
+
+
+async def _as_made(db: Database, connection: AsyncConnection) -> bool:
+    """SQLite: whether every table and index is exactly as this release makes them (its
+    ``CREATE`` statement in ``sqlite_master``) at this release's version: one read,
+    where the full check reflects every table. Anything else (a first run, an earlier
+    or later version, a table changed by hand) takes the full check."""
+    with db.errors("reading the mirror's tables"):
+        version = None
+        if await connection.run_sync(sqlite_as_made):
+            found = await connection.exec_driver_sql("SELECT max(version) FROM mirror_schema")
+            version = found.scalar()
+        await connection.commit()
+    return version == SCHEMA_VERSION
 
 
 def install(conn: Connection) -> int | None:

@@ -20,9 +20,10 @@ from .._core._env import MIRROR_URL, read
 from .._core._exceptions import InvalidArgumentError, NotFoundError
 from .._core._types import NOT_GIVEN
 from .._core._validation import check_id
-from ._db import MIRROR_PRAGMAS, open_database
-from ._errors import MirrorDeletionsError, MirrorError, MirrorURLError
+from .._sql import MIRROR_PRAGMAS, open_database
+from ._errors import MIRROR_ERRORS, MirrorDeletionsError, MirrorError, MirrorURLError
 from ._guard import MaxDeletions, check_max_deletions, refusal
+from ._migrate import ensure_schema
 from ._plan import column_maker
 from ._result import MirrorProgress, MirrorResult
 from ._schema import TABLES, MirrorTable
@@ -146,15 +147,17 @@ async def _mirror(
 ) -> MirrorResult:
     page_size, concurrency, max_passes, max_deletions = sizes
     refused: MirrorDeletionsError | None = None
-    db = open_database(url, pragmas=MIRROR_PRAGMAS)
+    db = open_database(url, MIRROR_ERRORS, pragmas=MIRROR_PRAGMAS)
     mirrored = TABLES[collection]
     try:
         async with db.connect() as conn:
             notify = on_wait or (lambda message: logger.warning("%s", message))
             # The run lock first: a run that waits for another of its collection says so
             # (the schema's check would wait for that run's write lock in SQLite, silently).
-            async with db.run_lock(conn, mirrored.table.name, wait, notify):
-                await db.ensure_schema(conn)
+            name = mirrored.table.name
+            busy = f"another mirror of {name} into {db.shown} is running"
+            async with db.run_lock(conn, f"mirror:{name}", busy, wait, notify):
+                await ensure_schema(db, conn)
                 run_id = uuid.uuid4()
                 started = datetime.datetime.now(datetime.timezone.utc)
                 store = Store(

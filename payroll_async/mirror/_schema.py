@@ -10,34 +10,28 @@ that a row read back compares equal to the item it was written from.
 
 from __future__ import annotations
 
-import datetime
 import functools
 import logging
-import uuid
 from typing import Any
 
 import attrs
 from sqlalchemy import (
-    CHAR,
     JSON,
     BigInteger,
     Boolean,
     Column,
-    DateTime,
-    Dialect,
     Index,
     Integer,
     MetaData,
     Table,
     Text,
-    TypeDecorator,
-    Uuid,
     inspect,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.schema import CreateIndex, CreateTable
-from sqlalchemy.types import TypeEngine
+
+from .._sql import ItemId, UTCDateTime
 
 __all__ = [
     "CHANGES",
@@ -46,7 +40,6 @@ __all__ = [
     "SCHEMA",
     "SCHEMA_VERSION",
     "TABLES",
-    "ItemId",
     "MirrorTable",
     "differences",
     "made_in_sqlite",
@@ -63,52 +56,6 @@ writes them (``8-4-4-4-12``); ``mirror_item`` and ``mirror_digest`` on each coll
 table, ``before`` and ``after`` on ``mirror_changes``; the model's columns other than the
 id nullable (a value the database cannot hold).
 """
-
-
-class ItemId(TypeDecorator[uuid.UUID]):
-    """``uuid`` in PostgreSQL; in SQLite the lower-case ``8-4-4-4-12`` text of the id."""
-
-    impl = Uuid
-    cache_ok = True
-
-    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "postgresql":
-            return dialect.type_descriptor(Uuid())
-        return dialect.type_descriptor(CHAR(36))
-
-    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
-        if value is None or dialect.name == "postgresql":
-            return value
-        return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
-
-    def process_result_value(self, value: Any, dialect: Dialect) -> uuid.UUID | None:
-        if value is None or isinstance(value, uuid.UUID):
-            return value
-        return uuid.UUID(str(value))
-
-
-class UTCDateTime(TypeDecorator[datetime.datetime]):
-    """``timestamptz`` in PostgreSQL; in SQLite UTC text that reads back timezone-aware."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(
-        self, value: datetime.datetime | None, dialect: Dialect
-    ) -> datetime.datetime | None:
-        if value is None:
-            return None
-        value = value.astimezone(datetime.timezone.utc)
-        return value if dialect.name == "postgresql" else value.replace(tzinfo=None)
-
-    def process_result_value(
-        self, value: datetime.datetime | None, dialect: Dialect
-    ) -> datetime.datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=datetime.timezone.utc)
-        return value.astimezone(datetime.timezone.utc)
 
 
 TEXT_LIST = JSON().with_variant(postgresql.ARRAY(Text), "postgresql")

@@ -35,11 +35,11 @@ import xxhash
 from .._core._converter import to_dict
 from .._core._json import dumps
 from .._http._response import Response
-from .._paging._decode import PageDecoder, _fast
+from .._paging._decode import PageDecoder, fast_decoder
+from .._sql import has_upper
 from ..models import ListMeta
 from ._driver import id_text
 from ._seen import KnownDigests
-from ._values import has_upper
 
 __all__ = ["SentPage", "SentPageDecoder", "digest", "digest_seed", "digests", "sent_listing"]
 
@@ -124,7 +124,7 @@ class SentPageDecoder:
         known: KnownDigests | None = None,
     ) -> None:
         self._models = PageDecoder(model)
-        self._fast = _fast(model)
+        self._fast = fast_decoder(model)
         self._key = key
         self._get_key = operator.attrgetter(key)
         self._few = tuple(dict.fromkeys((key, order or key)))

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from payroll_async import PayrollClient, PayrollError
+from payroll_async._sql import open_database
 from payroll_async.cli._errors import ExitCode
 from payroll_async.mirror import MirrorError, mirror
-from payroll_async.mirror._db import open_database
+from payroll_async.mirror._errors import MIRROR_ERRORS
 from tests._postgres import PostgresServer
 from tests.cli._run import start
 from tests.conftest import StartEmulator
@@ -112,7 +113,7 @@ async def test_a_password_in_the_query_is_in_no_message_log_chain_or_repr(
     caplog.set_level(logging.DEBUG)  # SQLAlchemy's and asyncpg's loggers too
     url = await query_url(case, postgres_server, tmp_path)
     emu = await start_emulator(seed=1, payroll_connections=5)
-    database = open_database(url)
+    database = open_database(url, MIRROR_ERRORS)
     try:
         assert_nowhere(SECRET, repr(database), str(database.engine.sync_engine))
         assert "?password=***" in database.shown
@@ -167,7 +168,8 @@ async def test_the_command_never_shows_a_password_of_the_query(
 def test_every_credential_of_a_url_is_hidden_and_paths_are_kept() -> None:
     shown = open_database(
         "postgresql://me:S3CRET@db.internal/payroll"
-        "?sslpassword=S3CRET&password=S3CRET&passfile=/home/me/.pgpass&ssl=require"
+        "?sslpassword=S3CRET&password=S3CRET&passfile=/home/me/.pgpass&ssl=require",
+        MIRROR_ERRORS,
     ).shown
     assert shown == (
         "postgresql://me:***@db.internal/payroll"

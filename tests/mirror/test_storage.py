@@ -642,12 +642,17 @@ async def test_a_mirror_run_has_a_large_page_cache_and_the_inbox_sqlites_default
 ) -> None:
     # 32 MiB for a run's connection (its id index stays cached between commits); an
     # inbox keeps SQLite's default on each connection of its pool.
-    from payroll_async.mirror._db import MIRROR_PRAGMAS, open_database
+    from payroll_async._sql import MIRROR_PRAGMAS, open_database
+    from payroll_async.mirror._errors import MIRROR_ERRORS
 
     found = {}
     for name, pragmas in (("run", MIRROR_PRAGMAS), ("inbox", None)):
         url = f"sqlite:///{tmp_path / name}.db"
-        db = open_database(url) if pragmas is None else open_database(url, pragmas=pragmas)
+        db = (
+            open_database(url, MIRROR_ERRORS)
+            if pragmas is None
+            else open_database(url, MIRROR_ERRORS, pragmas=pragmas)
+        )
         try:
             async with db.connect() as conn:
                 found[name] = (await conn.exec_driver_sql("PRAGMA cache_size")).scalar()
@@ -663,8 +668,9 @@ async def test_the_live_digests_are_read_with_sqlites_default_cache_and_the_runs
 ) -> None:
     # The read passes every page of the table once: with the run's 32 MiB each page would
     # take new memory. The run's cache is back for its writes, even when the read fails.
-    from payroll_async.mirror._db import MIRROR_PRAGMAS, open_database
+    from payroll_async._sql import MIRROR_PRAGMAS, open_database
     from payroll_async.mirror._driver import Statements
+    from payroll_async.mirror._errors import MIRROR_ERRORS
     from payroll_async.mirror._schema import TABLES
 
     emu = await start_emulator(seed=53, payroll_connections=321)
@@ -676,7 +682,7 @@ async def test_the_live_digests_are_read_with_sqlites_default_cache_and_the_runs
             d for (d,) in plain.execute("SELECT mirror_digest FROM payroll_connections")
         )
     table = TABLES["payroll-connections"]
-    db = open_database(url, pragmas=MIRROR_PRAGMAS)
+    db = open_database(url, MIRROR_ERRORS, pragmas=MIRROR_PRAGMAS)
     try:
         async with db.connect() as conn:
             sql = Statements(table.table, table.key, table.fields, conn.dialect)

@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 from sqlalchemy import BigInteger, Boolean, Column, Text
 
-from ._schema import ItemId, UTCDateTime
+from ._types import ItemId, UTCDateTime
 
 __all__ = ["Convert", "column_converter", "converter", "has_upper", "id_text", "row_converter"]
 

@@ -4,7 +4,8 @@ SQLAlchemy's URL and the driver's arguments (libpq's parameters mapped to asyncp
 Every credential (the user-info's password, a secret of the query such as ``?password=``)
 is only ever shown as ``***`` and reaches the driver outside the engine's URL. A
 parameter the driver cannot take, a bad value, a port out of range or a certificate file
-that is not there is a MirrorURLError when the URL is read, never a failure at run time.
+that is not there is refused (``URLRefused``, which the database's owner raises as its own
+bad-URL error) when the URL is read, never a failure at run time.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from urllib.parse import quote, quote_plus, urlencode
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from ._errors import MirrorURLError
+__all__ = ["URLRefused", "for_the_driver", "parse", "redact", "secrets_of", "shown_url"]
 
-__all__ = ["for_the_driver", "parse", "redact", "secrets_of", "shown_url"]
+
+class URLRefused(ValueError):
+    """A URL the storage cannot use; its text says why, without the URL's secrets."""
 
 
 # A query parameter that carries a credential (libpq's and asyncpg's ``password``,
@@ -118,7 +121,7 @@ _TAKEN = ("host", "port", "password", "connect_timeout", *sorted(_LIBPQ), *_KEYW
 
 
 def _refuse(message: str) -> NoReturn:
-    raise MirrorURLError(f"into: {message}")
+    raise URLRefused(message)
 
 
 def _port(value: object) -> None:
@@ -128,7 +131,7 @@ def _port(value: object) -> None:
 
 def _postgres_arguments(parsed: URL, pairs: dict[str, str]) -> dict[str, Any]:
     """asyncpg's keywords for the URL's parameters (``pairs``, each name's last value);
-    MirrorURLError naming one that PostgreSQL's driver cannot take, or a bad value."""
+    URLRefused naming one that PostgreSQL's driver cannot take, or a bad value."""
     unknown = sorted(set(pairs) - set(_TAKEN))
     if unknown:
         _refuse(
@@ -172,9 +175,7 @@ def _postgres_arguments(parsed: URL, pairs: dict[str, str]) -> dict[str, Any]:
             try:
                 arguments[name] = make(pairs[name])
             except ValueError:
-                raise MirrorURLError(
-                    f"into: {name} must be a number, got {pairs[name]!r}"
-                ) from None
+                _refuse(f"{name} must be a number, got {pairs[name]!r}")
     return arguments
 
 
@@ -200,21 +201,19 @@ def for_the_driver(parsed: URL) -> tuple[URL, dict[str, Any]]:
 
 
 def parse(url: str) -> URL:
-    """``into`` as SQLAlchemy's URL with the async driver, or MirrorURLError."""
+    """``url`` as SQLAlchemy's URL with the async driver, or URLRefused."""
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
-        raise MirrorURLError(
-            "into: not a database URL (sqlite:///PATH or postgresql://USER@HOST/DB)"
-        ) from None
+        _refuse("not a database URL (sqlite:///PATH or postgresql://USER@HOST/DB)")
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         if not parsed.database or parsed.database == ":memory:":
-            raise MirrorURLError("into: sqlite:///PATH needs the path of a database file")
+            _refuse("sqlite:///PATH needs the path of a database file")
         return parsed.set(drivername="sqlite+aiosqlite")
     if backend in ("postgresql", "postgres"):
         return parsed.set(drivername="postgresql+asyncpg")
-    raise MirrorURLError(
-        f"into: {parsed.drivername!r} databases are not supported; "
+    _refuse(
+        f"{parsed.drivername!r} databases are not supported; "
         "use sqlite:///PATH or postgresql://USER@HOST/DB"
     )

@@ -1,0 +1,64 @@
+"""Column types both databases share: ids and UTC timestamps, stored alike everywhere.
+
+In PostgreSQL ``uuid`` and ``timestamptz``; in SQLite the closest it has (an id as the
+service writes it, lower-case ``8-4-4-4-12`` text; a timestamp as UTC text). A timestamp
+always comes back timezone-aware UTC, so that a row read back compares equal to the value
+it was written from.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+from sqlalchemy import CHAR, DateTime, Dialect, TypeDecorator, Uuid
+from sqlalchemy.types import TypeEngine
+
+__all__ = ["ItemId", "UTCDateTime"]
+
+
+class ItemId(TypeDecorator[uuid.UUID]):
+    """``uuid`` in PostgreSQL; in SQLite the lower-case ``8-4-4-4-12`` text of the id."""
+
+    impl = Uuid
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(Uuid())
+        return dialect.type_descriptor(CHAR(36))
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None or dialect.name == "postgresql":
+            return value
+        return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> uuid.UUID | None:
+        if value is None or isinstance(value, uuid.UUID):
+            return value
+        return uuid.UUID(str(value))
+
+
+class UTCDateTime(TypeDecorator[datetime.datetime]):
+    """``timestamptz`` in PostgreSQL; in SQLite UTC text that reads back timezone-aware."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(
+        self, value: datetime.datetime | None, dialect: Dialect
+    ) -> datetime.datetime | None:
+        if value is None:
+            return None
+        value = value.astimezone(datetime.timezone.utc)
+        return value if dialect.name == "postgresql" else value.replace(tzinfo=None)
+
+    def process_result_value(
+        self, value: datetime.datetime | None, dialect: Dialect
+    ) -> datetime.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=datetime.timezone.utc)
+        return value.astimezone(datetime.timezone.utc)
