@@ -18,9 +18,9 @@ import contextlib
 import errno
 import hashlib
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import attrs
 from sqlalchemy import event, select, text
@@ -152,19 +152,14 @@ class Database:
             "big",
             signed=True,
         )
-        waited = False
-        while True:
+
+        async def take() -> bool:
             with self.errors("taking the run lock"):
                 got = (await connection.execute(select(_try_lock(key)))).scalar()
                 await connection.commit()
-            if got:
-                break
-            if not wait:
-                self._busy(busy)
-            if not waited:
-                on_wait(f"{busy}; waiting for it to finish")
-                waited = True
-            await asyncio.sleep(_LOCK_POLL)
+            return bool(got)
+
+        await self._take(take, busy, wait, on_wait)
         try:
             yield
         finally:
@@ -184,26 +179,50 @@ class Database:
         assert self.path is not None
         lock_path = self.path.with_name(f"{self.path.name}.{name}.lock")
         fd = open_lock_file(lock_path, self.kinds.failed)
+
+        async def take() -> bool:
+            try:
+                return try_lock(fd)
+            except OSError as exc:
+                raise self.kinds.failed(f"cannot lock {lock_path}: {exc.strerror}") from None
+
         try:
-            waited = False
-            while True:
-                try:
-                    if try_lock(fd):
-                        break
-                except OSError as exc:
-                    raise self.kinds.failed(f"cannot lock {lock_path}: {exc.strerror}") from None
-                if not wait:
-                    self._busy(busy)
-                if not waited:
-                    on_wait(f"{busy}; waiting for it to finish")
-                    waited = True
-                await asyncio.sleep(_LOCK_POLL)
+            await self._take(take, busy, wait, on_wait)
             yield
         finally:
             os.close(fd)  # releases the flock
 
-    def _busy(self, message: str) -> NoReturn:
-        raise self.kinds.busy(f"{message}; try again later, or wait for it (wait=True)")
+    async def _take(
+        self,
+        take: Callable[[], Awaitable[bool]],
+        busy: str,
+        wait: bool,
+        on_wait: Callable[[str], None],
+    ) -> None:
+        """Try ``take`` until it gets the lock (``wait``), saying once that it waits; or
+        raise ``kinds.busy``."""
+        waited = False
+        while not await take():
+            if not wait:
+                raise self.kinds.busy(f"{busy}; try again later, or wait for it (wait=True)")
+            if not waited:
+                on_wait(f"{busy}; waiting for it to finish")
+                waited = True
+            await asyncio.sleep(_LOCK_POLL)
+
+    @contextlib.asynccontextmanager
+    async def schema_transaction(
+        self, connection: AsyncConnection, lock: int
+    ) -> AsyncIterator[AsyncConnection]:
+        """A transaction on ``connection`` that creates or migrates an app's tables: in
+        PostgreSQL under the advisory lock ``lock`` (two processes starting at once make
+        them once); SQLite's ``BEGIN IMMEDIATE`` already serialises writers."""
+        async with connection.begin():
+            if self.dialect == "postgresql":
+                await connection.execute(
+                    text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=lock)
+                )
+            yield connection
 
 
 def _try_lock(key: int) -> Any:

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import tenacity
-from sqlalchemy import bindparam, text
+from sqlalchemy import bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -214,11 +214,10 @@ class Inbox(InboxOperations, ClaimStatements):
         if self._ready:
             return
         with self._errors(f"creating the inbox's table in {self._db.shown}"):
-            async with self._begin() as connection:
-                if self._db.dialect == "postgresql":
-                    await connection.execute(
-                        text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_SCHEMA_LOCK)
-                    )
+            async with (
+                self._db.engine.connect() as connection,
+                self._db.schema_transaction(connection, _SCHEMA_LOCK),
+            ):
                 found = await connection.run_sync(install)
         if found is not None and found > SCHEMA_VERSION:
             raise InboxError(

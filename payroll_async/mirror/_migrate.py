@@ -12,7 +12,7 @@ import datetime
 import logging
 from typing import Any
 
-from sqlalchemy import Column, Table, Text, func, insert, inspect, select, text
+from sqlalchemy import Column, Table, Text, func, insert, inspect, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -42,11 +42,7 @@ async def ensure_schema(db: Database, connection: AsyncConnection) -> None:
     if db.dialect == "sqlite" and await _as_made(db, connection):
         return
     with db.errors("creating the mirror's tables"):
-        async with connection.begin():
-            if db.dialect == "postgresql":
-                await connection.execute(
-                    text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_SCHEMA_LOCK)
-                )
+        async with db.schema_transaction(connection, _SCHEMA_LOCK):
             stored = await connection.run_sync(install)
             if stored is not None and stored > SCHEMA_VERSION:
                 raise MirrorError(
