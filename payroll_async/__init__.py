@@ -52,21 +52,24 @@ if _TYPE_CHECKING:
     from ._core._types import RetryPolicy
     from ._http._auth import TokenProvider
     from ._http._options import CallOptions, ListOptions
-    from ._http._raw import RawResponse
+    from ._http._seam import AsyncTransport, RawResponse, TransportRequest, TransportResponse
     from ._paging._pagination import AsyncPaginator, Page
 
 # The client and what it needs (aiohttp sessions, tenacity, cattrs) load on first use, so
 # that `payroll_async.emulator` and `payroll_async.events` do not load the transport.
 _LAZY = {
     "AsyncPaginator": "._paging._pagination",
+    "AsyncTransport": "._http._seam",
     "CallOptions": "._http._options",
     "ClientState": "._client",
     "ListOptions": "._http._options",
     "Page": "._paging._pagination",
     "PayrollClient": "._client",
-    "RawResponse": "._http._raw",
+    "RawResponse": "._http._seam",
     "RetryPolicy": "._core._types",
     "TokenProvider": "._http._auth",
+    "TransportRequest": "._http._seam",
+    "TransportResponse": "._http._seam",
     "from_dict": "._core._converter",
     "to_dict": "._core._converter",
     "to_json": "._core._converter",
@@ -97,6 +100,7 @@ __all__ = [
     "APIStatusError",
     "APITimeoutError",
     "AsyncPaginator",
+    "AsyncTransport",
     "AuthenticationError",
     "BadRequestError",
     "CallOptions",
@@ -131,6 +135,8 @@ __all__ = [
     "ServerError",
     "SortLike",
     "TokenProvider",
+    "TransportRequest",
+    "TransportResponse",
     "UpdateGroup",
     "WebhookSubscription",
     "__version__",

@@ -19,9 +19,10 @@ from ._http._auth import Auth, TokenProvider
 from ._http._gate import Gate
 from ._http._network import SSLLike, route
 from ._http._options import SINGLE_ATTEMPT, ClientOptions, FinalOptions, Unpack, parse_client
+from ._http._seam import AsyncTransport
 from ._http._transport import DEFAULT_HEADERS, Transport
 from .resources import EmployerIdentifiers, PayrollConnections, Webhooks
-from .resources._base import Binding
+from .resources._base import Binding, Closing
 from .resources._generic import Generic
 from .resources._generic_calls import GenericCalls
 
@@ -101,6 +102,12 @@ class PayrollClient(GenericCalls):
             the system's, or True: the system's trust store (``SSL_CERT_FILE`` or
             ``SSL_CERT_DIR`` when set; on macOS and Windows through ``truststore`` where
             installed). False (no check at all) is refused except for loopback hosts.
+        transport: What carries each request to the service and back (an
+            [`AsyncTransport`][payroll_async.AsyncTransport]): aiohttp's when left out;
+            ``payroll_async.testing.MockTransport`` in tests. Retries, the token, the
+            gates, the response bound, typed errors and tracing work the same over any
+            transport; ``session``, ``proxy``, ``trust_env`` and ``ssl`` are aiohttp's
+            and cannot be given with it. The client closes it when it closes.
 
     With ``session=``, the session is yours: its own ``trust_env`` decides whether the
     environment's proxy is used, and its connector's TLS applies; an explicit ``proxy=``
@@ -131,6 +138,7 @@ class PayrollClient(GenericCalls):
         proxy: str | None = None,
         trust_env: bool = True,
         ssl: SSLLike = True,
+        transport: AsyncTransport | None = None,
     ) -> None:
         base_url = base_url if base_url is not None else _env.require(_env.BASE_URL, "base_url")
         token = token if token is not None else _env.require(_env.TOKEN, "token")
@@ -145,8 +153,22 @@ class PayrollClient(GenericCalls):
             raise InvalidArgumentError(
                 f"gate must have async acquire() and pause(seconds), got {type(gate).__name__}"
             )
+        if transport is not None:
+            if not isinstance(transport, AsyncTransport):
+                raise InvalidArgumentError(
+                    "transport must have async handle_async_request(request) and aclose(), "
+                    f"got {type(transport).__name__}"
+                )
+            aiohttps = {"session": session is not None, "proxy": proxy is not None}
+            aiohttps.update(trust_env=trust_env is not True, ssl=ssl is not True)
+            given_too = [name for name, given_ in aiohttps.items() if given_]
+            if given_too:
+                raise InvalidArgumentError(
+                    f"{', '.join(given_too)} cannot be given with transport=: they configure "
+                    "aiohttp's transport, which a transport of yours replaces"
+                )
         root = check.check_base_url(base_url)
-        transport = Transport(
+        sender = Transport(
             base_url=root,
             auth=Auth(token),
             concurrency=check.check_concurrency(concurrency),
@@ -156,16 +178,17 @@ class PayrollClient(GenericCalls):
             ),
             clock=clock,
             gate=gate,
+            wire=transport,
         )
         defaults = FinalOptions(
             timeout=check.check_timeout(timeout),
             retry=policy or SINGLE_ATTEMPT,
             page_size=None if page_size is None else check.check_page_size(page_size),
-            concurrency=transport.concurrency,
+            concurrency=sender.concurrency,
             max_response_size=check.check_max_response_size(max_response_size),
             headers={**DEFAULT_HEADERS, **check.check_extra_headers(headers)},
         )
-        self._setup(transport, defaults, parent=None)
+        self._setup(sender, defaults, parent=None)
 
     def _setup(
         self, transport: Transport, options: FinalOptions, parent: PayrollClient | None
@@ -174,7 +197,8 @@ class PayrollClient(GenericCalls):
         self._options = options
         self._parent = parent  # a copy shares its parent's transport and never closes it
         self._state = ClientState.UNOPENED
-        binding = Binding(transport, options=options, closed=self._closed)
+        self._closing = Closing()
+        binding = Binding(transport, options=options, closing=self._closing)
         self.webhooks = Webhooks(binding)
         self.employer_identifiers = EmployerIdentifiers(binding)
         self.payroll_connections = PayrollConnections(binding)
@@ -231,7 +255,7 @@ class PayrollClient(GenericCalls):
         return self._closed()
 
     def _transport_state(self) -> ClientState:
-        if self._transport.closed:
+        if self._transport.is_closed:
             return ClientState.CLOSED
         return ClientState.OPEN if self._transport.session_started else ClientState.UNOPENED
 
@@ -245,6 +269,7 @@ class PayrollClient(GenericCalls):
         itself.
         """
         self._state = ClientState.CLOSED
+        self._closing.closed = True
         if self._parent is None:
             await self._transport.close()
 
@@ -272,7 +297,7 @@ class PayrollClient(GenericCalls):
             and getattr(self, "_parent", self) is None
             and transport.owns_session
             and transport.session_started
-            and not transport.closed
+            and not transport.is_closed
         ):
             warnings.warn(
                 f"unclosed {self!r}: use 'async with PayrollClient(...)' or 'await client.close()'",

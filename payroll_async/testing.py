@@ -23,21 +23,108 @@ Fixtures:
   do anyway).
 - ``payroll_emulator_factory``: ``start(**options) -> Emulator``, for several emulators
   or options known only in the test.
+
+Without a server at all, [`MockTransport`][payroll_async.testing.MockTransport] answers a
+client's requests from a function of yours, as httpx's ``MockTransport`` does:
+
+```python
+def handler(request: TransportRequest) -> TransportResponse:
+    return page_response([])
+
+client = PayrollClient("https://api.example.com", "token", transport=MockTransport(handler))
+```
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from types import TracebackType
 from typing import Any
 
 import pytest
 
+from ._core._json import dumps
+from ._http._seam import TransportRequest, TransportResponse
 from .emulator import Emulator
 
-__all__ = ["EmulatorThread"]
+__all__ = ["EmulatorThread", "MockTransport", "json_response", "page_response"]
+
+Handler = Callable[[TransportRequest], "TransportResponse | Awaitable[TransportResponse]"]
+
+
+class MockTransport:
+    """A transport that answers every request with ``handler(request)``: no network.
+
+    ``handler`` (a function or a coroutine function) gets each
+    [`TransportRequest`][payroll_async.TransportRequest] (the whole URL, the headers,
+    ``Authorization`` included, and the body) and returns a
+    [`TransportResponse`][payroll_async.TransportResponse] (``json_response`` makes one
+    from data). Raise [`APIConnectionError`][payroll_async.APIConnectionError] (or an
+    ``OSError``) from it for a send that got no answer. Everything above the transport
+    is the client's own: retries and Retry-After, the token's refresh on a 401, the
+    gates, the response bound, typed errors, pagination.
+
+    ```pycon
+    >>> seen = MockTransport(lambda request: json_response({"id": "p1"}))
+    >>> async with PayrollClient("https://api.example.com", "tok", transport=seen) as client:
+    ...     await client.get("/v1/payroll-platforms/p1", cast_to=dict)
+    {'id': 'p1'}
+    >>> seen.requests[0].url.path
+    '/v1/payroll-platforms/p1'
+    ```
+    """
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.requests: list[TransportRequest] = []
+        """Every request sent, in order."""
+        self.closed: bool = False
+
+    async def handle_async_request(self, request: TransportRequest) -> TransportResponse:
+        self.requests.append(request)
+        answer = self.handler(request)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return answer
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def page_response(
+    items: list[Any],
+    *,
+    offset: int = 0,
+    limit: int = 100,
+    total: int | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> TransportResponse:
+    """A listing's page in the service's envelope (``data`` and ``meta``): ``items`` (JSON
+    objects as the service writes them) from ``offset``, of ``total`` in all (left out: as
+    many as ``items``)."""
+    meta = {
+        "currentCount": len(items),
+        "filters": {},
+        "limit": limit,
+        "offset": offset,
+        "sort": "createdAt",
+        "totalCount": len(items) if total is None else total,
+    }
+    return json_response({"data": items, "meta": meta}, headers=headers)
+
+
+def json_response(
+    data: Any, status: int = 200, headers: Mapping[str, str] | None = None
+) -> TransportResponse:
+    """A `TransportResponse` whose body is ``data`` as JSON (``Content-Type`` set)."""
+    return TransportResponse(
+        status=status,
+        headers={"Content-Type": "application/json", **(headers or {})},
+        body=dumps(data),
+    )
 
 
 class EmulatorThread:

@@ -120,7 +120,7 @@ async def test_unclosed_client_warns(mock_api: aioresponses) -> None:
     mock_api.get(URL, payload=factories.envelope([]))
     client = PayrollClient(BASE, TOKEN)
     await client.payroll_connections.list().collect()
-    session = client._transport._session
+    session = client._transport.wire._session  # type: ignore[attr-defined]
     assert session is not None
     with pytest.warns(ResourceWarning, match="unclosed <PayrollClient"):
         del client

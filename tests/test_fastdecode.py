@@ -21,7 +21,7 @@ from payroll_async import (
     WebhookSubscription,
     to_dict,
 )
-from payroll_async._http._response import Response
+from payroll_async._http._seam import Response
 from payroll_async._paging import _decode
 from payroll_async._paging._decode import PageDecoder, structure_body, structure_body_slow
 from tests import factories

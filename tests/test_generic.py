@@ -29,7 +29,7 @@ from payroll_async import (
     RetryPolicy,
     ServerError,
 )
-from payroll_async._http._response import Response
+from payroll_async._http._seam import Response
 from payroll_async._paging._decode import cast_body
 from tests import factories
 from tests.conftest import BASE, TOKEN, FakeClock, Serve

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from yarl import URL
 
 from payroll_async import PayrollClient
-from payroll_async._http._wire import plain_links, read_links
+from payroll_async._http._seam import plain_links, read_links
 from tests import factories
 from tests.conftest import TOKEN, StartEmulator, _Aioresponses, loopback
 
@@ -77,7 +77,7 @@ async def _both(header: str) -> tuple[dict[str, str], dict[str, URL], dict[str, 
                 theirs = None
             else:
                 theirs = {rel: str(url) for rel, url in urls.items()}
-            links, error = read_links(response, ORIGIN)
+            links, error = read_links(response.headers, response.url, ORIGIN)
     ours = None if error is not None else dict(links.texts)
     assert theirs is not None or ours is None, "a header aiohttp cannot parse is an error"
     return theirs or {}, urls, ours

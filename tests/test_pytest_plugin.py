@@ -16,10 +16,13 @@ PAGE = Path(__file__).parents[1] / "docs" / "testing.md"
 NOT_A_USERS = ("-p", "no:schemathesis")
 
 
-def guide_example() -> str:
-    """The "Testing your code" example of the guide: the suite runs what users read."""
+def guide_example(which: int = 0) -> str:
+    """Example ``which`` of the "Testing your code" guide: the suite runs what users read
+    (0: the fixtures; 1: MockTransport)."""
     text = PAGE.read_text()
-    start = text.index("<!-- plugin example -->")
+    start = -1
+    for _ in range(which + 1):
+        start = text.index("<!-- plugin example -->", start + 1)
     block = text[text.index("```python\n", start) + len("```python\n") :]
     return block[: block.index("```")]
 
@@ -47,6 +50,22 @@ def test_the_fixtures_work_with_no_setting_at_all(pytester: pytest.Pytester) -> 
     pytester.makepyfile(test_users_code=guide_example())
     result = pytester.runpytest_subprocess(*NOT_A_USERS, "-p", "no:cacheprovider")
     result.assert_outcomes(passed=4)
+
+
+def test_the_mock_transport_example_runs_in_a_users_test_run(pytester: pytest.Pytester) -> None:
+    example = guide_example(1)
+    assert "MockTransport" in example
+    pytester.makepyfile(test_users_code=example)
+    result = pytester.runpytest_subprocess(
+        *NOT_A_USERS,
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        "-W",
+        "error",
+    )
+    result.assert_outcomes(passed=1)
 
 
 def test_the_marker_is_registered(pytester: pytest.Pytester) -> None:

@@ -5,7 +5,7 @@ becomes its typed error); ``succeeded``/``response`` make a 2xx a ``Response``;
 ``already_gone`` is the DELETE-404 rule; ``failure`` types any other answer and
 ``pause_for`` says how long a 429 holds the whole client back. The order of the steps,
 the gates, the token and its refresh, and the retries are the transport's
-(``Transport.attempt``, ``Transport.send``); the bytes on the wire are ``_wire``'s.
+(``Transport.attempt``, ``Transport.send``); the bytes on the wire are the transport's (``_seam``).
 """
 
 from __future__ import annotations
@@ -18,17 +18,30 @@ from typing import Any
 
 import aiohttp
 import attrs
+from multidict import MultiDict
 from yarl import URL
 
 from .._core import _assumed
-from .._core._exceptions import APIConnectionError, PayrollError, RateLimitError
+from .._core._exceptions import (
+    APIConnectionError,
+    PayrollError,
+    RateLimitError,
+    ResponseDecodeError,
+)
 from .._core._redact import shown_url
 from . import _otel
 from ._failures import connection_error
 from ._options import FinalOptions
-from ._response import Links, Response
-from ._status import request_id, status_error
-from ._wire import count_sends, read_body, read_links
+from ._seam import (
+    ERROR_BODY_MAX,
+    AsyncTransport,
+    Links,
+    Response,
+    TransportRequest,
+    TransportResponse,
+    read_links,
+)
+from ._status import excerpt, request_id, status_error
 
 __all__ = [
     "Exchange",
@@ -45,7 +58,6 @@ __all__ = [
 logger: logging.Logger = logging.getLogger("payroll_async")
 
 _GATE_EVENT_MIN = 0.001  # seconds at the gate worth an event on the attempt's span
-_NO_EXTRA: dict[str, Any] = {}  # read only: what most requests add to aiohttp's keywords
 
 
 @attrs.frozen(slots=True)
@@ -73,82 +85,108 @@ class Exchange:
     link_error: str | None
     started: float
     sends: int
-    """How many times aiohttp put the request on the wire (a DELETE's are counted)."""
+    """How many times the transport put the request on the wire (aiohttp's DELETEs are
+    counted)."""
 
 
 async def exchange(
-    session: aiohttp.ClientSession,
+    wire: AsyncTransport,
     request: Request,
     token: str,
     number: int,
     *,
-    tracing: bool,
     waited: float,
     origin: str,
-    route: Mapping[str, Any],
 ) -> Exchange:
-    """Send once and read the answer within its bound; a connection failure is typed.
+    """Send once through the transport and read what came back; a failed send is typed.
 
-    ``route`` is what the client's route adds to each request (the proxy, its
-    credentials). Raises ``GateClosed`` when the gated connector holds the request back
-    (nothing was sent), ``APIConnectionError`` (``APITimeoutError``, ``ProxyError``) when
-    no answer came.
+    The transport gets the whole URL, every header (the token's too) and the body bound;
+    what it answers is held to the bound here too, whatever transport it is. Raises
+    ``GateClosed`` when the transport held the request back at the gate (nothing was
+    sent), ``APIConnectionError`` (``APITimeoutError``, ``ProxyError``) when no answer
+    came.
     """
     method, url, params = request.method, request.url, request.params
     timeout = request.options.timeout
-    # aiohttp sends an idempotent request again by itself when the connection drops
-    # before an answer. For a DELETE that matters (a 404 then means "deleted by the send
-    # that got no answer"), so its sends are counted; other methods pay nothing.
-    sends: list[object] = []
-    extra: dict[str, Any] = _NO_EXTRA
-    if method == "DELETE":
-        extra = count_sends(sends)
-    if tracing and "trace_request_ctx" not in extra:
-        extra = {**extra, "trace_request_ctx": []}
+    limit = request.options.max_response_size
+    sent = TransportRequest(
+        method=method,
+        url=_with_params(url, params),
+        headers={**request.headers, "Authorization": "Bearer " + token},
+        content=request.data,
+        timeout=timeout,
+        max_response_size=limit,
+    )
     with _otel.attempt(method, url, number, token) as span:
         if waited > _GATE_EVENT_MIN:
             _otel.event("payroll_async.gate_wait", wait_s=waited)
         started = time.perf_counter()
-        failure: APIConnectionError | None = None
+        failure: PayrollError | None = None
         try:
-            async with session.request(
-                method,
-                url,
-                params=params,
-                data=request.data,
-                headers={**request.headers, "Authorization": "Bearer " + token},
-                timeout=timeout,
-                allow_redirects=False,
-                raise_for_status=False,
-                **extra,
-                **route,
-            ) as response:
-                body = await read_body(response, method, request.options.max_response_size, token)
-                links, link_error = read_links(response, origin)
-        except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
+            answer = await wire.handle_async_request(sent)
+        except APIConnectionError as exc:
+            failure = exc
+        except (asyncio.TimeoutError, OSError) as exc:  # another transport's failed send
             failure = connection_error(exc, method, url, params, timeout, token)
         elapsed = time.perf_counter() - started
+        if failure is None:
+            try:
+                body = _within(answer, method, limit, token, url)
+            except ResponseDecodeError as exc:
+                failure = exc
         if failure is not None:
             _otel.finish(span, method, None, elapsed, type(failure).__name__)
-            # Raised here, outside the except block, so that aiohttp's exception (whose
-            # request info holds the Authorization header) is not chained.
+            # Raised here, outside the except block: a transport's exception (whose
+            # request may hold the Authorization header) is not chained.
             raise failure
-        status = response.status
+        status = answer.status
         _otel.finish(span, method, status, elapsed, None if status < 400 else str(status))
+    answered = answer.url or sent.url
+    links, link_error = read_links(answer.headers, answered, origin)
     result = Exchange(
         status=status,
-        reason=response.reason,
-        url=response.url,
-        headers=response.headers,
+        reason=answer.reason,
+        url=answered,
+        headers=answer.headers,
         body=body,
         links=links,
         link_error=link_error,
         started=started,
-        sends=len(sends),
+        sends=answer.sends,
     )
     if logger.isEnabledFor(logging.DEBUG):
         _log(method, result, number, token)
     return result
+
+
+def _with_params(url: URL, params: Mapping[str, Any] | None) -> URL:
+    """``url`` with ``params`` added to its query, as aiohttp adds a request's params."""
+    if not params:
+        return url
+    query = MultiDict(url.query)
+    query.extend(url.with_query(params).query)
+    return url.with_query(query)
+
+
+def _within(
+    answer: TransportResponse, method: str, limit: int | None, token: str, url: URL
+) -> bytes:
+    """The answer's body held to the bound: a 2xx body past ``limit`` is refused, an error
+    body is kept only as far as its message needs."""
+    body = answer.body
+    if not _assumed.SUCCESS_MIN <= answer.status <= _assumed.SUCCESS_MAX:
+        return body[:ERROR_BODY_MAX]
+    if limit is not None and len(body) > limit:
+        raise ResponseDecodeError(
+            f"the response body is larger than max_response_size ({limit:,} bytes); "
+            "reading stopped. Raise it with PayrollClient(max_response_size=...) "
+            "(None for no limit)",
+            status=answer.status,
+            url=str(answer.url or url),
+            body_excerpt=excerpt(body[:limit], token),
+            method=method,
+        )
+    return body
 
 
 def succeeded(answer: Exchange) -> bool:

@@ -76,6 +76,7 @@ class LocalGate:
         self._interval = 0.0 if self.rate is None else 1.0 / self.rate
         self._clock = clock
         self._resume_at = 0.0
+        """When the pause ends, on the clock (0: never paused)."""
         self._next_slot = 0.0
 
     def __repr__(self) -> str:
@@ -83,11 +84,11 @@ class LocalGate:
 
     def is_open(self) -> bool:
         """Whether no pause is in force now."""
-        return self._resume_at <= self._clock.now()
+        return not self._resume_at or self._resume_at <= self._clock.now()
 
     def open_now(self) -> bool:
         """Whether ``acquire()`` would return at once and take nothing: no rate, no pause."""
-        return not self._interval and self._resume_at <= self._clock.now()
+        return not self._interval and self.is_open()
 
     async def acquire(self) -> None:
         """Wait until no pause is in force and, with a rate, until this request's slot."""

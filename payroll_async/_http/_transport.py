@@ -1,11 +1,11 @@
-"""One request, done properly: the session, the loop over attempts, and each attempt's steps.
+"""One request, done properly: the loop over attempts, and each attempt's steps.
 
 Everything above this module (pagination, resources, the client's generic calls) calls
 ``Transport.send()`` and gets back a ``Response`` (status, URL, headers, links, body) for a
-2xx, or a typed ``PayrollError``. No aiohttp object leaves this module. Read it top down:
-``send`` (the loop over attempts; ``_retry.Retries`` decides) -> ``attempt`` (admission,
-token, exchange, meaning, as named steps) -> ``_attempt.exchange`` (one send, the body read
-within its bound by ``_wire``).
+2xx, or a typed ``PayrollError``. Read it top down: ``send`` (the loop over attempts;
+``_retry.Retries`` decides) -> ``attempt`` (admission, token, exchange, meaning, as named
+steps) -> ``_attempt.exchange`` -> the transport seam (``_seam.AsyncTransport``: aiohttp's
+by default, ``_aiohttp.AiohttpTransport``, or the user's ``transport=``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from .._core._json import dumps
 from .._core._redact import shown_url
 from .._core._types import RetryPolicy
 from .._core._version import __version__
+from ._aiohttp import AiohttpTransport
 from ._attempt import (
     Exchange,
     Request,
@@ -39,12 +40,11 @@ from ._attempt import (
 )
 from ._auth import Auth
 from ._failures import display_url
-from ._gate import Gate, GateClosed, GatedConnector, LocalGate
+from ._gate import Gate, GateClosed, LocalGate
 from ._network import Route
 from ._options import FinalOptions
-from ._response import Response
 from ._retry import Retries
-from ._wire import session_traces
+from ._seam import AsyncTransport, Response
 
 __all__ = ["DEFAULT_HEADERS", "Transport"]
 
@@ -54,10 +54,11 @@ USER_AGENT = (
     f"payroll-async/{__version__} python/{platform.python_version()} aiohttp/{aiohttp.__version__}"
 )
 DEFAULT_HEADERS: Mapping[str, str] = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+_RETRY_PLANS = 64  # retry policies whose decisions a client keeps built
 
 
 class Transport:
-    """Owns (or borrows) the aiohttp session; sends requests with their retry policy."""
+    """Sends requests with their retry policy through the transport below the seam."""
 
     def __init__(
         self,
@@ -69,6 +70,7 @@ class Transport:
         route: Route,
         clock: Clock = SYSTEM_CLOCK,
         gate: Gate | None = None,
+        wire: AsyncTransport | None = None,
     ) -> None:
         self.base_url: URL = base_url
         self.route: Route = route
@@ -79,22 +81,19 @@ class Transport:
         self.clock: Clock = clock
         self.concurrency: int = concurrency
         self._base = str(base_url)
-        self._session = session
-        self.owns_session: bool = session is None
         self.closed: bool = False
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_ended = False
-        self._watch: asyncio.Task[None] | None = None
         self.semaphore: asyncio.Semaphore = asyncio.Semaphore(concurrency)
         """Caps this client's requests in flight (its copies' too)."""
         # The in-process pause always applies: a process that got the 429 does not wait
         # for a shared gate to tell it. A shared gate (e.g. RedisGate) comes on top.
         self.local_gate: LocalGate = gate if isinstance(gate, LocalGate) else LocalGate(clock=clock)
         self.shared_gate: Gate | None = None if gate is None or gate is self.local_gate else gate
-        self._retry_plans: dict[RetryPolicy, Retries] = {}
-        self.tracing: bool = False
-        """Whether sends are traced (debug logging was on as the session started, or aiohttp
-        counts a request's sends no other way: before 3.12)."""
+        self._retry_plans: dict[int, tuple[RetryPolicy, Retries]] = {}
+        self.wire: AsyncTransport = wire or AiohttpTransport(
+            session=session, route=route, gate=self.local_gate, concurrency=concurrency
+        )
+        """The transport below the seam: aiohttp's, or the one given (``transport=``)."""
+        self._started = False
 
     @property
     def gate(self) -> Gate:
@@ -102,69 +101,34 @@ class Transport:
         return self.shared_gate if self.shared_gate is not None else self.local_gate
 
     @property
+    def owns_session(self) -> bool:
+        """Whether closing the client closes an aiohttp session it made."""
+        return isinstance(self.wire, AiohttpTransport) and self.wire.owns_session
+
+    @property
     def session_started(self) -> bool:
-        return self._session is not None
+        """Whether a request was started (aiohttp's: whether its session was made)."""
+        if isinstance(self.wire, AiohttpTransport):
+            return self.wire.session_started
+        return self._started
 
     def closed_error(self) -> ClientClosedError:
         """Why this client can send no more: closed, or closed with its event loop."""
-        if self._loop_ended:
+        if isinstance(self.wire, AiohttpTransport) and self.wire.loop_ended:
             return ClientClosedError(
                 "this PayrollClient belonged to an event loop that has ended (an earlier "
                 "asyncio.run()), and was closed with it; create a client in each event loop"
             )
         return ClientClosedError("this PayrollClient is closed; create a new one")
 
-    def session(self) -> aiohttp.ClientSession:
-        """The session, made on first use in the running loop (the loop it belongs to)."""
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop and self._loop is not None and not self._loop_ended:
-            raise ClientClosedError(
-                "this PayrollClient belongs to another event loop (the one it was first "
-                "used in); create a client in each event loop"
-            )
-        if self.closed:
-            raise self.closed_error()
-        if self._session is None:
-            self._loop = loop
-            if self.owns_session:
-                self._watch = loop.create_task(self._close_with_loop(), name="payroll_async")
-                self._watch._log_destroy_pending = False  # type: ignore[attr-defined]
-            traces = session_traces()
-            self.tracing = bool(traces)
-            if self.route.proxy is not None:
-                logger.debug("through the proxy %s (%s)", self.route.shown, self.route.source)
-            self._session = aiohttp.ClientSession(
-                connector=GatedConnector(
-                    self.local_gate, limit=self.concurrency, ssl=self.route.ssl
-                ),
-                trace_configs=traces,
-            )
-        return self._session
-
-    async def _close_with_loop(self) -> None:
-        """Close the session when its event loop ends (``asyncio.run`` cancels this task).
-
-        A client used in one ``asyncio.run()`` and then in another would otherwise hold a
-        session of a closed loop: the second run fails inside aiohttp, and the session is
-        reported unclosed when it is collected.
-        """
-        try:
-            await asyncio.get_running_loop().create_future()
-        except asyncio.CancelledError:
-            if not self.closed:
-                self.closed = self._loop_ended = True
-                if self._session is not None:
-                    await self._session.close()
-            raise
+    @property
+    def is_closed(self) -> bool:
+        """Whether the client was closed (or its transport with its event loop)."""
+        return self.closed or (isinstance(self.wire, AiohttpTransport) and self.wire.closed)
 
     async def close(self) -> None:
         self.closed = True
-        watch, self._watch = self._watch, None
-        if watch is not None and watch.get_loop() is asyncio.get_running_loop():
-            watch.cancel()
-        if self.owns_session and self._session is not None:
-            await self._session.close()
-            await asyncio.sleep(0)  # a TLS transport's close runs its callback (aiohttp 3.9)
+        await self.wire.aclose()
 
     def url(self, path: str) -> URL:
         """The URL of ``path`` under the base URL (paths are built of checked parts)."""
@@ -221,7 +185,9 @@ class Transport:
         DELETE's 404 after a lost answer is done; any other answer is its typed error, a
         429 pausing the whole client first.
         """
-        session = self.session()
+        if self.is_closed:
+            raise self.closed_error()
+        self._started = True
         limit = time_limit(request.options.timeout)
         token: str | None = None
         refreshed = False
@@ -234,14 +200,7 @@ class Transport:
                     token = self.auth.static or await self._token(request, limit)
                 try:
                     answer = await exchange(
-                        session,
-                        request,
-                        token,
-                        number,
-                        tracing=self.tracing,
-                        waited=waited,
-                        origin=self._origin,
-                        route=self.route.request,
+                        self.wire, request, token, number, waited=waited, origin=self._origin
                     )
                 except GateClosed:
                     continue  # not sent: a pause began meanwhile; wait for it to end
@@ -309,7 +268,10 @@ class Transport:
 
     def _retries(self, policy: RetryPolicy) -> Retries:
         """The retry decisions of ``policy`` (built once per policy, then shared)."""
-        retries = self._retry_plans.get(policy)
-        if retries is None:
-            retries = self._retry_plans[policy] = Retries(policy)
-        return retries
+        # By identity (a policy is frozen): no hash of the policy at every request.
+        plan = self._retry_plans.get(id(policy))
+        if plan is None or plan[0] is not policy:
+            if len(self._retry_plans) >= _RETRY_PLANS:  # a policy made for every call
+                self._retry_plans.clear()
+            plan = self._retry_plans[id(policy)] = (policy, Retries(policy))
+        return plan[1]

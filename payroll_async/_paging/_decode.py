@@ -15,7 +15,7 @@ from .._core._converter import converter, structure_hook, to_dict
 from .._core._exceptions import InvalidArgumentError, ResponseDecodeError
 from .._core._json import dumps, loads
 from .._core._redact import redact, shown_url
-from .._http._response import Response
+from .._http._seam import Response
 from .._http._status import excerpt, request_id
 from ..models import ListMeta
 

@@ -44,11 +44,10 @@ from .._core._exceptions import InvalidArgumentError
 from .._http import _otel
 from .._http._auth import Identity
 from .._http._options import FinalOptions
-from .._http._response import Response
+from .._http._seam import Response
 from ..models import ListMeta
 from ._decode import PageDecoder
-from ._links import offset_link
-from ._page import Listing, Page, Quota, Sender, download, with_items
+from ._page import Listing, Page, Quota, Sender, download, offset_link, with_items
 from ._walks import LinkWalk, OffsetWalk, more, step
 
 __all__ = ["AsyncPaginator", "Page", "Sender"]

@@ -15,9 +15,18 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from yarl import URL
 
-from .._http._response import Response
-from ._links import LinkKey, link_key, offset_link
-from ._page import Listing, Page, Quota, follow, trusted, with_items
+from .._http._seam import Response
+from ._page import (
+    LinkKey,
+    Listing,
+    Page,
+    Quota,
+    follow,
+    link_key,
+    offset_link,
+    trusted,
+    with_items,
+)
 
 if TYPE_CHECKING:
     pass

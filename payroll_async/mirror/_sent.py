@@ -34,7 +34,7 @@ import xxhash
 
 from .._core._converter import to_dict
 from .._core._json import dumps
-from .._http._response import Response
+from .._http._seam import Response
 from .._paging._decode import PageDecoder, fast_decoder
 from .._sql import has_upper
 from ..models import ListMeta

@@ -24,8 +24,7 @@ from .._core._types import NotGiven, SortLike
 from .._http import _otel
 from .._http._auth import Identity
 from .._http._options import FinalOptions, ListOptions, Options, parse, parse_list
-from .._http._raw import RawResponse, call_raw, record
-from .._http._response import Response
+from .._http._seam import RawResponse, Response, call_raw, record
 from .._http._transport import Transport
 from .._paging._decode import structure_body
 from .._paging._pagination import AsyncPaginator
@@ -37,6 +36,16 @@ P = ParamSpec("P")
 R = TypeVar("R", bound="Resource")
 
 
+class Closing:
+    """Whether one client (or one copy of it) was closed: set by its ``close()``, read by
+    every request of it here, without asking the client."""
+
+    __slots__ = ("closed",)
+
+    def __init__(self) -> None:
+        self.closed: bool = False
+
+
 class Binding:
     """One client as its resources and paginators see it: transport, options, state.
 
@@ -45,14 +54,12 @@ class Binding:
     complete record; a call's options are laid over it once, by ``resolve()``.
     """
 
-    __slots__ = ("_closed", "options", "transport")
+    __slots__ = ("_closing", "options", "transport")
 
-    def __init__(
-        self, transport: Transport, *, options: FinalOptions, closed: Callable[[], bool]
-    ) -> None:
+    def __init__(self, transport: Transport, *, options: FinalOptions, closing: Closing) -> None:
         self.transport: Transport = transport
         self.options: FinalOptions = options
-        self._closed = closed
+        self._closing = closing
 
     @property
     def origin(self) -> URL:
@@ -78,7 +85,7 @@ class Binding:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
     ) -> Response:
-        if self._closed():
+        if self._closing.closed or self.transport.is_closed:
             raise self.transport.closed_error()
         response = await self.transport.send(method, url, options=options, params=params, json=json)
         record(response)

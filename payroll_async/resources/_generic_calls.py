@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
 
 from .._core._types import QueryLike
 from .._http._options import CallOptions, ListOptions, Unpack
-from .._http._raw import RawResponse, call_raw
+from .._http._seam import RawResponse, call_raw
 from .._paging._pagination import AsyncPaginator
 from ._generic import Generic
 

@@ -1,0 +1,325 @@
+"""The transport seam, and the answers that come back up through it.
+
+The seam: what carries one request to the service and brings its answer back.
+
+Everything that makes a request a good one sits above it and works the same over any
+transport: the retry loop, the token and its refresh, the gates, the response bound,
+typed errors, redaction, tracing and ``PAYROLL_LOG``. Below it, one method: a
+`TransportRequest` in, a `TransportResponse` with its whole body out. The client's own is
+aiohttp's (``_http/_aiohttp.py``); ``payroll_async.testing.MockTransport`` answers from a
+function of yours, as httpx's ``MockTransport`` does.
+
+Above it: a 2xx becomes a `Response` (plain data: nothing needs the connection any more),
+and a call ``with_raw_response`` a `RawResponse` (its parsed result with that Response).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import re
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+import aiohttp
+import attrs
+from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
+
+from .._core._redact import shown_url
+from ._status import request_id
+
+__all__ = [
+    "ERROR_BODY_MAX",
+    "NO_LINKS",
+    "AsyncTransport",
+    "Links",
+    "RawResponse",
+    "Response",
+    "TransportRequest",
+    "TransportResponse",
+    "call_raw",
+    "plain_links",
+    "read_links",
+    "record",
+]
+
+
+@attrs.frozen
+class TransportRequest:
+    """One send of one request, as the seam hands it to a transport."""
+
+    method: str
+    """``GET``, ``POST``, ``PUT``, ``PATCH`` or ``DELETE``."""
+    url: URL
+    """The whole URL, query included (always on the client's origin)."""
+    headers: Mapping[str, str]
+    """Every header to send, ``Authorization`` included: send it to ``url`` only."""
+    content: bytes | None
+    """The body (JSON), or None."""
+    timeout: aiohttp.ClientTimeout
+    """How long this send may take (``timeout`` of the call or the client)."""
+    max_response_size: int | None
+    """The largest body to read, in bytes (None: no limit). A transport may stop reading
+    past it; the seam refuses a larger 2xx body either way."""
+
+
+def _headers(value: Mapping[str, str]) -> CIMultiDictProxy[str]:
+    if isinstance(value, CIMultiDictProxy):
+        return value
+    return CIMultiDictProxy(CIMultiDict(value))
+
+
+@attrs.frozen
+class TransportResponse:
+    """What a transport brings back: the answer, read whole and closed."""
+
+    status: int
+    """The HTTP status, whatever it is (the seam decides what it means)."""
+    headers: CIMultiDictProxy[str] = attrs.field(converter=_headers, factory=dict)
+    """The response headers (any mapping; kept case-insensitive)."""
+    body: bytes = b""
+    """The whole body (for an error, as much of it as its message needs)."""
+    url: URL | None = None
+    """The URL that answered, when it differs from the request's (None: the request's)."""
+    reason: str | None = None
+    """The status line's reason phrase, if any."""
+    sends: int = 1
+    """How many times the request went on the wire for this answer (a transport that
+    sends again on a dropped connection says so: a DELETE's 404 then means done)."""
+
+
+@runtime_checkable
+class AsyncTransport(Protocol):
+    """What ``PayrollClient(transport=...)`` takes: one request in, its answer out.
+
+    Raise [`APIConnectionError`][payroll_async.APIConnectionError] (or
+    [`APITimeoutError`][payroll_async.APITimeoutError]) when no answer came; an
+    ``OSError`` or ``TimeoutError`` is typed as one too. Every answer, whatever its
+    status, is a `TransportResponse`: the retry loop above decides what to do with it.
+    """
+
+    async def handle_async_request(self, request: TransportRequest) -> TransportResponse:
+        """Send ``request`` once and return its answer."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the transport holds: the client calls it when it closes."""
+        ...
+
+
+class Links(Mapping[str, URL]):
+    """rel -> absolute URL of a Link header (the first link of each rel).
+
+    Kept as the links' text; each ``URL`` is made when it is first read, so that a walk
+    that only compares a page's next link with the request it expects makes none.
+    """
+
+    __slots__ = ("_texts", "_urls")
+
+    def __init__(self, texts: Mapping[str, str], urls: Mapping[str, URL] | None = None) -> None:
+        self._texts = texts
+        """rel -> the URL's text, each ``str(URL)`` of its link."""
+        self._urls: dict[str, URL] = dict(urls) if urls else {}
+
+    @classmethod
+    def of(cls, urls: Mapping[str, URL]) -> Links:
+        """The links of ``urls`` (rel -> URL), their texts printed once."""
+        return urls if isinstance(urls, Links) else cls({r: str(u) for r, u in urls.items()}, urls)
+
+    def text(self, rel: str) -> str | None:
+        """The text of the ``rel`` link (None: no such link), without making its URL."""
+        return self._texts.get(rel)
+
+    @property
+    def texts(self) -> Mapping[str, str]:
+        """rel -> text of every link."""
+        return self._texts
+
+    def __getitem__(self, rel: str) -> URL:
+        url = self._urls.get(rel)
+        if url is None:
+            # The text is a URL's own printing (see ``read_links``): no quoting to redo.
+            url = self._urls[rel] = URL(self._texts[rel], encoded=True)
+        return url
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __contains__(self, rel: object) -> bool:
+        return rel in self._texts
+
+    def __repr__(self) -> str:
+        return f"Links({self._texts!r})"
+
+
+NO_LINKS: Links = Links({})
+
+
+@attrs.frozen(repr=False)
+class Response:
+    """What ``Transport.send()`` returns: nothing in it needs the connection any more."""
+
+    method: str
+    """The method sent."""
+    status: int
+    """The HTTP status (a 2xx)."""
+    url: URL
+    """The URL answered, query included."""
+    headers: CIMultiDictProxy[str] | Mapping[str, str]
+    """The response headers (case-insensitive)."""
+    body: bytes
+    """The whole body, at most the client's ``max_response_size``."""
+    links: Links = NO_LINKS
+    """rel -> absolute URL from the Link header; the first link of each rel wins."""
+    link_error: str | None = None
+    """Why the Link header could not be parsed (it is then ignored in ``links``)."""
+    secret: str | None = attrs.field(default=None, eq=False)
+    """The token the request was sent with, to redact if the body echoes it."""
+
+    def __repr__(self) -> str:
+        shown = shown_url(self.url, self.secret)
+        return f"<Response {self.method} {shown} {self.status} {len(self.body)} bytes>"
+
+
+T = TypeVar("T")
+
+
+_CAPTURE: contextvars.ContextVar[list[Response] | None] = contextvars.ContextVar(
+    "payroll_async_raw_responses", default=None
+)
+
+
+def record(response: Response) -> None:
+    """Keep ``response`` for the raw-response call running in this task, if any."""
+    captured = _CAPTURE.get()
+    if captured is not None:
+        captured.append(response)
+
+
+@attrs.frozen(repr=False)
+class RawResponse(Generic[T]):
+    """The parsed result of a call, with the HTTP response it came from.
+
+    For a call that sends several requests (``webhooks.replace``, ``webhooks.ensure``)
+    the response is the last one.
+    """
+
+    parsed: T
+    """What the call returns normally (None for a delete)."""
+    status: int
+    """The HTTP status."""
+    headers: Mapping[str, str]
+    """The response headers (case-insensitive)."""
+    url: str
+    """The URL answered, as exceptions show it: the token's text and the values of
+    credential-like query parameters (``access_token``, ``api_key``, ...) redacted."""
+    method: str
+    """The method sent."""
+    request_id: str | None
+    """The service's request id or correlation header, when it sends one."""
+    _secret: str | None = attrs.field(default=None, eq=False, alias="secret")
+
+    def __repr__(self) -> str:
+        """Its fields, with the token's text and credential-like query values redacted
+        wherever they appear (a header may echo the token in a URL)."""
+        fields = (
+            f"parsed={self.parsed!r}, status={self.status!r}, headers={self.headers!r}, "
+            f"url={self.url!r}, method={self.method!r}, request_id={self.request_id!r}"
+        )
+        return shown_url(f"RawResponse({fields})", self._secret)
+
+    def parse(self) -> T:
+        """``parsed`` (as the Stainless SDKs spell it)."""
+        return self.parsed
+
+
+async def call_raw(call: Awaitable[T]) -> RawResponse[T]:
+    """Await an operation's call, and its result with the last response it received."""
+    captured: list[Response] = []
+    token = _CAPTURE.set(captured)
+    try:
+        parsed = await call
+    finally:
+        _CAPTURE.reset(token)
+    last = captured[-1]
+    return RawResponse(
+        parsed=parsed,
+        status=last.status,
+        headers=last.headers,
+        url=shown_url(last.url, last.secret),
+        method=last.method,
+        request_id=request_id(last.headers),
+        secret=last.secret,
+    )
+
+
+ERROR_BODY_MAX = 64 * 1024
+"""The most of an error body read: its excerpt and message need no more."""
+
+
+class _LinkHeader:
+    """aiohttp's own parse of a Link header (``ClientResponse.links``), run on the headers
+    and URL of an answer from any transport: one parser whatever carried the answer."""
+
+    links = aiohttp.ClientResponse.__dict__["links"]
+
+    def __init__(self, headers: Mapping[str, str], url: URL) -> None:
+        self.headers = headers
+        self.url = url
+        self._cache: dict[str, Any] = {}
+
+
+def read_links(headers: CIMultiDictProxy[str], url: URL, origin: str) -> tuple[Links, str | None]:
+    """rel -> URL from the Link header (the first of each rel), or why it cannot be read.
+
+    aiohttp parses the header and resolves each link against ``url`` (the URL answered).
+    A header made only of ``<URL>; rel="name"`` entries whose URLs are plain absolute URLs
+    on ``origin`` (the client's, as ``str(URL.origin())`` prints it) is read by one match
+    instead: for those aiohttp's parse gives the same links, each URL printing as its
+    text (``tests/test_link_header.py`` holds the two to it). Anything else goes to
+    aiohttp's parse.
+    """
+    values = headers.getall("Link", None)
+    if values is None:
+        return NO_LINKS, None
+    header = values[0] if len(values) == 1 else ", ".join(values)
+    texts = plain_links(header, origin)
+    if texts is not None:
+        return Links(texts), None
+    urls: dict[str, URL] = {}
+    try:
+        for rel, link in _LinkHeader(headers, url).links.items():
+            target = link["url"]
+            urls.setdefault(str(rel), target if isinstance(target, URL) else URL(str(target)))
+    except (ValueError, TypeError, KeyError):
+        return NO_LINKS, f"cannot be parsed: {header[:200]!r}"
+    return Links.of(urls), None
+
+
+def plain_links(header: str, origin: str) -> dict[str, str] | None:
+    """rel -> URL text of a Link header of plain entries only (see ``read_links``), else None."""
+    entry = _plain_entry(origin)
+    texts: dict[str, str] = {}
+    for part in header.split(", "):
+        match = entry(part)
+        if match is None:
+            return None
+        url, rel = match.groups()
+        if rel not in texts:
+            texts[rel] = url
+    return texts
+
+
+# A plain entry: a URL of unreserved characters (no "." in its path: no dot segments to
+# resolve, no "%": no escapes to normalise; no "," or space: the entries split at ", "
+# as aiohttp splits them) and a quoted lower-case rel.
+_URL_REST = r"/[A-Za-z0-9_~/\-]*(?:\?[A-Za-z0-9._~=&\-]+)?"
+
+
+@functools.lru_cache(maxsize=8)
+def _plain_entry(origin: str) -> Callable[[str], re.Match[str] | None]:
+    return re.compile(f'<({re.escape(origin)}{_URL_REST})>; rel="([a-z]+)"').fullmatch
