@@ -1,286 +1,24 @@
-"""The client's generic calls: ``client.request``, ``get``, ``post``, ``put``, ``patch``,
-``delete``, ``get_api_list`` and their ``with_raw_response`` view, any operation of the
-service through the same path as a built-in one.
-
-Each verb's overloads (what ``cast_to`` makes of the body) are written once, as a
-protocol: `Verb` and `Request` for the calls, `RawVerb` and `RawRequest` for their raw
-view; a verb is the one call with its method bound.
-"""
+"""The client's generic calls: ``client.request``, ``get``, ``delete`` and ``get_api_list``
+(``post``, ``put`` and ``patch`` are ``_generic_writes``'s), any operation of the service
+through the same path as a built-in one."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .._core._types import QueryLike
 from .._http._options import CallOptions, ListOptions, Unpack
-from .._http._seam import RawResponse, call_raw
 from .._paging._pagination import AsyncPaginator
 from ._generic import Generic
+from ._generic_raw import ClientWithRawResponse
+from ._generic_writes import GenericWrites
 
-__all__ = ["ClientWithRawResponse", "GenericCalls", "RawRequest", "RawVerb", "Request", "Verb"]
+__all__ = ["GenericCalls"]
 
 T = TypeVar("T")
 
 
-class Verb(Protocol):
-    """``client.get`` (and ``post``, ``put``, ``patch``, ``delete``): the body as ``cast_to``."""
-
-    @overload
-    def __call__(
-        self,
-        path: str,
-        *,
-        cast_to: type[dict[Any, Any]],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[dict[str, Any]]: ...
-    @overload
-    def __call__(
-        self,
-        path: str,
-        *,
-        cast_to: type[list[Any]],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[list[Any]]: ...
-    @overload
-    def __call__(
-        self,
-        path: str,
-        *,
-        cast_to: None,
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[None]: ...
-    @overload
-    def __call__(
-        self,
-        path: str,
-        *,
-        cast_to: type[T],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[T]: ...
-
-
-class Request(Protocol):
-    """``client.request``: any method, the body as ``cast_to``."""
-
-    @overload
-    def __call__(
-        self,
-        method: str,
-        path: str,
-        *,
-        cast_to: type[dict[Any, Any]],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[dict[str, Any]]: ...
-    @overload
-    def __call__(
-        self,
-        method: str,
-        path: str,
-        *,
-        cast_to: type[list[Any]],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[list[Any]]: ...
-    @overload
-    def __call__(
-        self,
-        method: str,
-        path: str,
-        *,
-        cast_to: None,
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[None]: ...
-    @overload
-    def __call__(
-        self,
-        method: str,
-        path: str,
-        *,
-        cast_to: type[T],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[T]: ...
-
-
-class RawVerb(Protocol):
-    """``client.with_raw_response.get`` (and the other verbs)."""
-
-    @overload
-    def __call__(
-        self,
-        path: str,
-        *,
-        cast_to: type[dict[Any, Any]],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[RawResponse[dict[str, Any]]]: ...
-    @overload
-    def __call__(
-        self,
-        path: str,
-        *,
-        cast_to: type[list[Any]],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[RawResponse[list[Any]]]: ...
-    @overload
-    def __call__(
-        self,
-        path: str,
-        *,
-        cast_to: None,
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[RawResponse[None]]: ...
-    @overload
-    def __call__(
-        self,
-        path: str,
-        *,
-        cast_to: type[T],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[RawResponse[T]]: ...
-
-
-class RawRequest(Protocol):
-    """``client.with_raw_response.request``."""
-
-    @overload
-    def __call__(
-        self,
-        method: str,
-        path: str,
-        *,
-        cast_to: type[dict[Any, Any]],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[RawResponse[dict[str, Any]]]: ...
-    @overload
-    def __call__(
-        self,
-        method: str,
-        path: str,
-        *,
-        cast_to: type[list[Any]],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[RawResponse[list[Any]]]: ...
-    @overload
-    def __call__(
-        self,
-        method: str,
-        path: str,
-        *,
-        cast_to: None,
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[RawResponse[None]]: ...
-    @overload
-    def __call__(
-        self,
-        method: str,
-        path: str,
-        *,
-        cast_to: type[T],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Awaitable[RawResponse[T]]: ...
-
-
-class _Calls:
-    """The one call every verb is, for the client or its raw view."""
-
-    def __init__(self, generic: Generic, raw: bool) -> None:
-        self._generic = generic
-        self._raw = raw
-
-    def __call__(
-        self,
-        method: str,
-        path: str,
-        *,
-        cast_to: Any,
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Any,
-    ) -> Awaitable[Any]:
-        call = self._generic.call(method, path, cast_to, params, json, options)
-        return call_raw(call) if self._raw else call
-
-    def verb(self, method: str) -> Any:
-        return functools.partial(self, method)
-
-
-class ClientWithRawResponse:
-    """``client.with_raw_response``: the generic calls, each returning a ``RawResponse``.
-
-    ```pycon
-    >>> raw = await client.with_raw_response.get("/v1/payroll-platforms", cast_to=dict)
-    >>> raw.status, raw.request_id, raw.parsed["meta"]["totalCount"]
-    (200, 'req-42', 7)
-    ```
-    """
-
-    def __init__(self, generic: Generic) -> None:
-        self._calls = _Calls(generic, raw=True)
-
-    @property
-    def request(self) -> RawRequest:
-        """[`request()`][payroll_async.PayrollClient.request], with its RawResponse."""
-        return cast(RawRequest, self._calls)
-
-    @property
-    def get(self) -> RawVerb:
-        """[`get()`][payroll_async.PayrollClient.get], with its RawResponse."""
-        return cast(RawVerb, self._calls.verb("GET"))
-
-    @property
-    def post(self) -> RawVerb:
-        """[`post()`][payroll_async.PayrollClient.post], with its RawResponse."""
-        return cast(RawVerb, self._calls.verb("POST"))
-
-    @property
-    def put(self) -> RawVerb:
-        """[`put()`][payroll_async.PayrollClient.put], with its RawResponse."""
-        return cast(RawVerb, self._calls.verb("PUT"))
-
-    @property
-    def patch(self) -> RawVerb:
-        """[`patch()`][payroll_async.PayrollClient.patch], with its RawResponse."""
-        return cast(RawVerb, self._calls.verb("PATCH"))
-
-    @property
-    def delete(self) -> RawVerb:
-        """[`delete()`][payroll_async.PayrollClient.delete], with its RawResponse."""
-        return cast(RawVerb, self._calls.verb("DELETE"))
-
-
-class GenericCalls:
+class GenericCalls(GenericWrites):
     """The client's generic calls (``PayrollClient`` has them; see its reference)."""
 
     if TYPE_CHECKING:
@@ -298,8 +36,60 @@ class GenericCalls:
         """
         return ClientWithRawResponse(self._generic)
 
-    @property
-    def request(self) -> Request:
+    @overload
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        cast_to: type[dict[Any, Any]],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> dict[str, Any]: ...
+    @overload
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        cast_to: type[list[Any]],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> list[Any]: ...
+    @overload
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        cast_to: None,
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> None: ...
+    @overload
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        cast_to: type[T],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> T: ...
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        cast_to: Any,
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> Any:
         """Any operation of the service, with everything a built-in operation gets.
 
         The token (refreshed on a 401), retries with Retry-After, the client's and the
@@ -327,49 +117,121 @@ class GenericCalls:
             **options: A call's options: ``timeout``, ``retry``, ``extra_query``,
                 ``extra_headers`` ([`CallOptions`][payroll_async.CallOptions]).
         """
-        return cast(Request, _Calls(self._generic, raw=False))
+        return await self._generic.call(method, path, cast_to, params, json, options)
 
-    @property
-    def get(self) -> Verb:
+    @overload
+    async def get(
+        self,
+        path: str,
+        *,
+        cast_to: type[dict[Any, Any]],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> dict[str, Any]: ...
+    @overload
+    async def get(
+        self,
+        path: str,
+        *,
+        cast_to: type[list[Any]],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> list[Any]: ...
+    @overload
+    async def get(
+        self,
+        path: str,
+        *,
+        cast_to: None,
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> None: ...
+    @overload
+    async def get(
+        self,
+        path: str,
+        *,
+        cast_to: type[T],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> T: ...
+    async def get(
+        self,
+        path: str,
+        *,
+        cast_to: Any,
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> Any:
         """GET ``path``: [`request("GET", ...)`][payroll_async.PayrollClient.request].
 
         ```pycon
         >>> platform = await client.get(f"/v1/payroll-platforms/{pid}", cast_to=Platform)
         ```
         """
-        return cast(Verb, _Calls(self._generic, raw=False).verb("GET"))
+        return await self._generic.call("GET", path, cast_to, params, json, options)
 
-    @property
-    def post(self) -> Verb:
-        """POST ``path``: [`request("POST", ...)`][payroll_async.PayrollClient.request].
-
-        Sent again only on a 429 or when nothing was sent: an answer lost after the
-        request went out raises [`APIConnectionError`][payroll_async.APIConnectionError]
-        with ``request_sent`` true, and whether the service did it is for you to find out.
-        """
-        return cast(Verb, _Calls(self._generic, raw=False).verb("POST"))
-
-    @property
-    def put(self) -> Verb:
-        """PUT ``path``: [`request("PUT", ...)`][payroll_async.PayrollClient.request]
-        (sent again as a POST is)."""
-        return cast(Verb, _Calls(self._generic, raw=False).verb("PUT"))
-
-    @property
-    def patch(self) -> Verb:
-        """PATCH ``path``: [`request("PATCH", ...)`][payroll_async.PayrollClient.request]
-        (sent again as a POST is)."""
-        return cast(Verb, _Calls(self._generic, raw=False).verb("PATCH"))
-
-    @property
-    def delete(self) -> Verb:
+    @overload
+    async def delete(
+        self,
+        path: str,
+        *,
+        cast_to: type[dict[Any, Any]],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> dict[str, Any]: ...
+    @overload
+    async def delete(
+        self,
+        path: str,
+        *,
+        cast_to: type[list[Any]],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> list[Any]: ...
+    @overload
+    async def delete(
+        self,
+        path: str,
+        *,
+        cast_to: None,
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> None: ...
+    @overload
+    async def delete(
+        self,
+        path: str,
+        *,
+        cast_to: type[T],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> T: ...
+    async def delete(
+        self,
+        path: str,
+        *,
+        cast_to: Any,
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> Any:
         """DELETE ``path``: [`request("DELETE", ...)`][payroll_async.PayrollClient.request].
 
         Sent again after a lost answer, as every delete is: a 404 on that second send
         counts as done (the first one deleted it), with an empty body, so ``cast_to=None``
         is the cast that always holds.
         """
-        return cast(Verb, _Calls(self._generic, raw=False).verb("DELETE"))
+        return await self._generic.call("DELETE", path, cast_to, params, json, options)
 
     @overload
     def get_api_list(
