@@ -220,7 +220,7 @@ def _verb(method: str | None, doc: str) -> Any:
         **options: Any,
     ) -> Any:
         method_and_path = args if method is None else (method, *args)
-        if len(method_and_path) != 2:  # noqa: PLR2004
+        if len(method_and_path) != 2:
             wanted = "a method and a path" if method is None else "a path"
             raise TypeError(f"{call.__name__}() takes {wanted} as positional arguments")
         verb, path = method_and_path
