@@ -1,7 +1,6 @@
 """main: the ``payroll-async`` console script's entry point, which needs the ``cli`` extra
 and loads the commands."""
 
-
 from __future__ import annotations
 
 import gc
