@@ -12,6 +12,7 @@ and relative.
 - (c) No module imports another package's underscore-private name (``from x import _y``
   where ``_y`` is not a module).
 - (d) No import cycle.
+- Faces only re-export: a package's ``__init__`` defines no function or class.
 - (e) One request is narrow: a ``payroll_connections.list(page_size=100)`` of 250 items
   runs code in at most ``MAX_BREADTH`` modules of the client (the emulator's excluded).
 
@@ -218,6 +219,21 @@ def test_the_checks_see_every_kind_of_import() -> None:
     assert ("payroll_async._collections", "payroll_async._client") in seen  # TYPE_CHECKING
     assert ("payroll_async._core._converter", "payroll_async.models") in seen  # relative ..
     assert ("payroll_async.cli._app", "payroll_async.export") in seen  # absolute
+
+
+def test_faces_only_re_export() -> None:
+    """A package's ``__init__`` holds its docstring and imports; its code is in modules
+    (the package's own face keeps only its lazy loader: ``__getattr__``, ``__dir__``)."""
+    lazy_loader = {"__getattr__", "__dir__"}
+    wrong = [
+        f"{name} (line {node.lineno}) defines {node.name}"
+        for name, (path, is_package) in sorted(MODULES.items())
+        if is_package
+        for node in ast.parse(path.read_text()).body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and not (name == ROOT and node.name in lazy_loader)
+    ]
+    assert wrong == [], "\n".join(wrong)
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
