@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import logging
 import math
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -12,14 +11,13 @@ from .._core._exceptions import CoordinationError, InvalidArgumentError
 from .._core._types import RetryPolicy
 from .._core._validation import check_redis_key, check_seconds
 from .._http._gate import LocalGate, check_rate
-from ._redis import redis_failures
+from ._redis import Outage, redis_failures
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
 __all__ = ["RedisGate", "default_key"]
 
-logger: logging.Logger = logging.getLogger("payroll_async")
 
 # KEYS: pause, tat. ARGV: interval in microseconds (0: no budget), max_wait in microseconds.
 # Returns the microseconds to wait before asking again, 0 when the request may go now, -1
@@ -50,7 +48,6 @@ if current < ms then redis.call('SET', KEYS[1], '1', 'PX', ms) end
 return current
 """
 
-_RETRY_REDIS_AFTER = 1.0  # seconds between tries of a Redis that is down
 _LONGEST_WAIT_US = 60_000_000  # a wait Redis asks for is checked again at least every minute
 
 
@@ -123,11 +120,10 @@ class RedisGate:
         self._acquire = redis.register_script(_ACQUIRE)
         self._pause = redis.register_script(_PAUSE)
         self._fallback = LocalGate(rate=self.rate, clock=clock)
-        self._down = False
-        self._retry_at = 0.0  # while down: when Redis is asked again
+        self._outage = Outage(clock, f"the fleet's gate {self.key!r}")
 
     def __repr__(self) -> str:
-        state = "down: using the local gate" if self._down else "up"
+        state = "down: using the local gate" if self._outage.down else "up"
         return f"<RedisGate key={self.key!r} rate={self.rate} {state}>"
 
     async def acquire(self) -> None:
@@ -161,7 +157,7 @@ class RedisGate:
             except _Unavailable:
                 await self._fallback.acquire()
                 return
-            self._answered()
+            self._outage.answered()
             wait_us = min(answer, _LONGEST_WAIT_US)  # asked again after that
             if wait_us <= 0:
                 return
@@ -175,12 +171,10 @@ class RedisGate:
             await self._call(self._pause, self._keys[:1], [milliseconds])
         except _Unavailable:
             return
-        self._answered()
+        self._outage.answered()
 
     async def _call(self, script: Any, keys: list[str], args: list[int]) -> Any:
-        if self._down and self._clock.now() < self._retry_at and self.on_error == "local":
-            # Down: ask again at most once a second, so that a Redis that hangs costs one
-            # timeout a second, not one per request.
+        if self._outage.waiting() and self.on_error == "local":
             raise _Unavailable
         failure: str | None = None
         try:
@@ -192,28 +186,14 @@ class RedisGate:
             raise _Unavailable
         return result
 
-    def _answered(self) -> None:
-        """Redis gave an answer that can be used."""
-        if self._down:
-            self._down = False
-            logger.info("Redis answers again: the fleet's gate %r is shared again", self.key)
-
     def _failed(self, reason: str, problem: str = "cannot reach Redis") -> None:
         if self.on_error == "raise":
             raise CoordinationError(
                 f"the fleet's gate {self.key!r} {problem} ({reason}); nothing was sent"
             )
-        self._retry_at = self._clock.now() + _RETRY_REDIS_AFTER
-        if not self._down:
-            self._down = True
-            logger.warning(
-                "the fleet's gate %r %s (%s): requests go on with this "
-                "process's own pause%s until it answers again",
-                self.key,
-                problem,
-                reason,
-                f" and {self.rate:g} requests/s" if self.rate else "",
-            )
+        budget = f" and {self.rate:g} requests/s" if self.rate else ""
+        meanwhile = f"requests go on with this process's own pause{budget}"
+        self._outage.failed(problem, reason, meanwhile)
 
 
 class _Unavailable(Exception):

@@ -19,7 +19,7 @@ from .._core._clock import SYSTEM_CLOCK, Clock, bounded
 from .._core._exceptions import CoordinationError
 from .._core._validation import check_redis_key, check_seconds
 from .._core._visible import visible
-from ._redis import redis_failures
+from ._redis import Outage, redis_failures
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -55,7 +55,6 @@ return 0
 """
 
 _CLAIMS: dict[int, Claim] = {0: "claimed", 1: "done", 2: "busy"}
-_RETRY_REDIS_AFTER = 1.0  # seconds between claims sent to a Redis that is down
 
 
 class RedisDedupe:
@@ -122,18 +121,15 @@ class RedisDedupe:
         self._renew = redis.register_script(_RENEW)
         self._release = redis.register_script(_RELEASE)
         self._held: dict[str, str] = {}  # event id -> this process's claim token
-        self._down = False
-        self._retry_at = 0.0
+        self._outage = Outage(clock, f"the receivers' memory {self.key!r}")
 
     def __repr__(self) -> str:
-        state = "down" if self._down else "up"
+        state = "down" if self._outage.down else "up"
         return f"<RedisDedupe key={self.key!r} window={self.window:g} {state}>"
 
     async def claim(self, event_id: str) -> Claim:
         """``"claimed"`` for this process, ``"done"`` (handled) or ``"busy"`` (elsewhere)."""
-        if self._down and self._clock.now() < self._retry_at:
-            # Down: ask again at most once a second, so that a Redis that hangs costs one
-            # timeout a second, not one per notification.
+        if self._outage.waiting():
             raise CoordinationError(f"the receivers' memory {self.key!r} cannot reach Redis")
         token = secrets.token_hex(8)
         answer = await self._call(
@@ -188,19 +184,10 @@ class RedisDedupe:
             failure = type(exc).__name__  # only its kind: see redis_failures()
         if failure is not None:
             self._failed(failure)
-        if self._down:
-            self._down = False
-            logger.info("Redis answers again: the receivers' memory %r is shared again", self.key)
+        self._outage.answered()
         return result
 
     def _failed(self, reason: str) -> NoReturn:
-        self._retry_at = self._clock.now() + _RETRY_REDIS_AFTER
-        if not self._down:
-            self._down = True
-            logger.warning(
-                "the receivers' memory %r cannot reach Redis (%s): notifications are "
-                "answered 503, to be delivered again, until it answers again",
-                self.key,
-                reason,
-            )
+        meanwhile = "notifications are answered 503, to be delivered again"
+        self._outage.failed("cannot reach Redis", reason, meanwhile)
         raise CoordinationError(f"the receivers' memory {self.key!r} cannot reach Redis ({reason})")
