@@ -5,6 +5,7 @@ once as a protocol per shape of call (``Generic`` does the work)."""
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Awaitable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
 
@@ -228,7 +229,23 @@ def _verb(method: str | None, doc: str) -> Any:
 
     call.__name__ = call.__qualname__ = (method or "request").lower()
     call.__doc__ = doc
+    call.__signature__ = _signature(method is None)  # type: ignore[attr-defined]
     return call
+
+
+def _signature(with_method: bool) -> inspect.Signature:
+    """What ``help()`` shows of a generic call: ``self, [method,] path, *, cast_to, ...``."""
+    arg, keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
+    positional = ["self", *(["method"] if with_method else []), "path"]
+    return inspect.Signature(
+        [
+            *(inspect.Parameter(name, arg) for name in positional),
+            inspect.Parameter("cast_to", keyword),
+            inspect.Parameter("params", keyword, default=None),
+            inspect.Parameter("json", keyword, default=None),
+            inspect.Parameter("options", inspect.Parameter.VAR_KEYWORD),
+        ]
+    )
 
 
 class GenericCalls:
