@@ -133,7 +133,7 @@ class RedisDedupe:
             raise CoordinationError(f"the receivers' memory {self.key!r} cannot reach Redis")
         token = secrets.token_hex(8)
         answer = await self._call(
-            self._claim(keys=[self._name(event_id)], args=[token, self._lease_ms])
+            self._claim(keys=[self._key_of(event_id)], args=[token, self._lease_ms])
         )
         claim = _CLAIMS.get(answer) if isinstance(answer, int) else None
         if claim is None:
@@ -148,7 +148,7 @@ class RedisDedupe:
         if token is None:
             return
         kept = await self._call(
-            self._renew(keys=[self._name(event_id)], args=[token, self._lease_ms])
+            self._renew(keys=[self._key_of(event_id)], args=[token, self._lease_ms])
         )
         if kept != 1 and self._held.get(event_id) == token:
             logger.warning(
@@ -164,16 +164,17 @@ class RedisDedupe:
         The claim is this process's (and renewed) until this succeeds: the router calls it
         again after a failure, while the claim lasts.
         """
-        await self._call(self._redis.set(self._name(event_id), "done", px=self._window_ms))
+        await self._call(self._redis.set(self._key_of(event_id), "done", px=self._window_ms))
         self._held.pop(event_id, None)
 
     async def release(self, event_id: str) -> None:
         """Handling failed: drop this process's claim, so that a redelivery runs again."""
         token = self._held.pop(event_id, None)
         if token is not None:
-            await self._call(self._release(keys=[self._name(event_id)], args=[token]))
+            await self._call(self._release(keys=[self._key_of(event_id)], args=[token]))
 
-    def _name(self, event_id: str) -> str:
+    def _key_of(self, event_id: str) -> str:
+        """The Redis key of ``event_id``'s claim or record."""
         return f"{self.key}:{event_id}"
 
     async def _call(self, command: Any) -> Any:
