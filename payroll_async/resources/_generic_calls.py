@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
 
 from .._core._types import QueryLike
@@ -209,37 +209,24 @@ class _RawRequest(Protocol):
     ) -> Awaitable[RawResponse[T]]: ...
 
 
-def _verb(method: str | None, doc: str) -> Any:
-    """The method of ``client.<verb>`` (``request`` when ``method`` is None)."""
-
-    async def call(
-        self: GenericCalls,
-        *args: Any,
-        cast_to: Any,
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Any,
-    ) -> Any:
-        method_and_path = args if method is None else (method, *args)
-        if len(method_and_path) != 2:
-            wanted = "a method and a path" if method is None else "a path"
-            raise TypeError(f"{call.__name__}() takes {wanted} as positional arguments")
-        verb, path = method_and_path
-        return await self._generic.call(verb, path, cast_to, params, json, options)
-
-    call.__name__ = call.__qualname__ = (method or "request").lower()
-    call.__doc__ = doc
-    call.__signature__ = _signature(method is None)  # type: ignore[attr-defined]
-    return call
+def _typed_verb(call: Callable[..., Any]) -> _Verb:
+    """``client.<verb>``: typed by ``_Verb``'s overloads, shown with their parameters."""
+    call.__signature__ = _signature()  # type: ignore[attr-defined]
+    return cast(_Verb, call)
 
 
-def _signature(with_method: bool) -> inspect.Signature:
-    """What ``help()`` shows of a generic call: ``self, [method,] path, *, cast_to, ...``."""
-    arg, keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
-    positional = ["self", *(["method"] if with_method else []), "path"]
+def _typed_request(call: Callable[..., Any]) -> _Request:
+    """``client.request``: typed by ``_Request``'s overloads."""
+    return cast(_Request, call)
+
+
+def _signature() -> inspect.Signature:
+    """What ``help()`` shows of a verb: ``request()``'s parameters after the method."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
     return inspect.Signature(
         [
-            *(inspect.Parameter(name, arg) for name in positional),
+            inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter("path", inspect.Parameter.POSITIONAL_OR_KEYWORD),
             inspect.Parameter("cast_to", keyword),
             inspect.Parameter("params", keyword, default=None),
             inspect.Parameter("json", keyword, default=None),
@@ -254,8 +241,17 @@ class GenericCalls:
     if TYPE_CHECKING:
         _generic: Generic
 
-    request: _Request = _verb(
-        None,
+    @_typed_request
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        cast_to: Any,
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Any,
+    ) -> Any:
         """Any operation of the service, with everything a built-in operation gets.
 
         The token (refreshed on a 401), retries with Retry-After, the client's and the
@@ -282,45 +278,50 @@ class GenericCalls:
             json: The request body, sent as JSON (None: no body).
             **options: A call's options: ``timeout``, ``retry``, ``extra_query``,
                 ``extra_headers`` ([`CallOptions`][payroll_async.CallOptions]).
-        """,
-    )
-    get: _Verb = _verb(
-        "GET",
+        """
+        return await self._generic.call(method, path, cast_to, params, json, options)
+
+    @_typed_verb
+    async def get(self, path: str, **call: Any) -> Any:
         """GET ``path``: [`request("GET", ...)`][payroll_async.PayrollClient.request].
 
         ```pycon
         >>> platform = await client.get(f"/v1/payroll-platforms/{pid}", cast_to=Platform)
         ```
-        """,
-    )
-    post: _Verb = _verb(
-        "POST",
+        """
+        return await self.request("GET", path, **call)
+
+    @_typed_verb
+    async def post(self, path: str, **call: Any) -> Any:
         """POST ``path``: [`request("POST", ...)`][payroll_async.PayrollClient.request].
 
         Sent again only on a 429 or when nothing was sent: an answer lost after the
         request went out raises [`APIConnectionError`][payroll_async.APIConnectionError]
         with ``request_sent`` true, and whether the service did it is for you to find out.
-        """,
-    )
-    put: _Verb = _verb(
-        "PUT",
+        """
+        return await self.request("POST", path, **call)
+
+    @_typed_verb
+    async def put(self, path: str, **call: Any) -> Any:
         """PUT ``path``: [`request("PUT", ...)`][payroll_async.PayrollClient.request]
-        (sent again as a POST is).""",
-    )
-    patch: _Verb = _verb(
-        "PATCH",
+        (sent again as a POST is)."""
+        return await self.request("PUT", path, **call)
+
+    @_typed_verb
+    async def patch(self, path: str, **call: Any) -> Any:
         """PATCH ``path``: [`request("PATCH", ...)`][payroll_async.PayrollClient.request]
-        (sent again as a POST is).""",
-    )
-    delete: _Verb = _verb(
-        "DELETE",
+        (sent again as a POST is)."""
+        return await self.request("PATCH", path, **call)
+
+    @_typed_verb
+    async def delete(self, path: str, **call: Any) -> Any:
         """DELETE ``path``: [`request("DELETE", ...)`][payroll_async.PayrollClient.request].
 
         Sent again after a lost answer, as every delete is: a 404 on that second send
         counts as done (the first one deleted it), with an empty body, so ``cast_to=None``
         is the cast that always holds.
-        """,
-    )
+        """
+        return await self.request("DELETE", path, **call)
 
     @property
     def with_raw_response(self) -> ClientWithRawResponse:
