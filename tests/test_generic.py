@@ -349,3 +349,25 @@ async def test_a_copys_options_apply_and_the_debug_log_has_the_request_id(
     assert TOKEN not in caplog.text
     with pytest.raises(InvalidArgumentError, match="team"):
         await copy.get("/v1/payroll-platforms?team=x", cast_to=dict)
+
+
+def test_help_shows_each_generic_calls_parameters() -> None:
+    """The verbs are written once, but ``help(client.get)`` still names their parameters."""
+    import inspect
+
+    client = PayrollClient(BASE, TOKEN)
+    verb = "(path, *, cast_to, params=None, json=None, **options)"
+    for name in ("get", "post", "put", "patch", "delete"):
+        assert str(inspect.signature(getattr(client, name))) == verb
+        assert getattr(client, name).__name__ == name
+        assert inspect.iscoroutinefunction(getattr(PayrollClient, name))
+    request = "(method: 'str', path: 'str', *, cast_to: 'Any', params: 'QueryLike | None' = None,"
+    assert str(inspect.signature(client.request)).startswith(request)
+
+
+async def test_a_generic_call_refuses_a_wrong_number_of_positional_arguments() -> None:
+    async with PayrollClient(BASE, TOKEN) as client:
+        with pytest.raises(TypeError, match=r"get\(\) takes 2 positional arguments"):
+            await client.get("/v1/a", "/v1/b", cast_to=dict)  # type: ignore[call-overload]
+        with pytest.raises(TypeError, match=r"request\(\) missing 1 required positional"):
+            await client.request("/v1/a", cast_to=dict)  # type: ignore[call-overload]

@@ -1,7 +1,23 @@
-"""The package's floor plan holds, as contracts rather than quotas: no import cycle
-(runtime, type-only or in a function), layers that import only downwards, apps that keep
-out of each other's rooms, no private name across packages, and a request a reader can
-follow in few modules."""
+"""The package's layer contract (ARCHITECTURE.md, "The contract"), checked on every import
+statement of ``payroll_async/``: runtime, ``TYPE_CHECKING`` and function-local, absolute
+and relative.
+
+- (a) Layers: ``models`` (the service's data, importing nothing of the package) <
+  ``_core`` and ``_sql`` < ``_http`` < ``_paging`` < ``resources`` < ``_client``,
+  ``_collections`` and the package's face < the apps. No module imports a layer above its
+  own, and ``_sql`` imports only ``_core`` (and ``models``).
+- (b) The apps (``APPS``) are independent of one another except for the edges of
+  ``APP_EDGES``, each with its reason, and those go through the other app's face (its
+  ``__init__``), never its private modules.
+- (c) No module imports another package's underscore-private name (``from x import _y``
+  where ``_y`` is not a module).
+- (d) No import cycle.
+- Faces only re-export: a package's ``__init__`` defines no function or class.
+- (e) One request is narrow: a ``payroll_connections.list(page_size=100)`` of 250 items
+  runs code in at most ``MAX_BREADTH`` modules of the client (the emulator's excluded).
+
+Each failure names the importing module, its line, and what it imports.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +26,63 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+import attrs
 import pytest
 
 from payroll_async import PayrollClient
 
 PACKAGE = Path(__file__).parents[1] / "payroll_async"
+ROOT = "payroll_async"
+
+APPS = frozenset(
+    {"cli", "dlt", "emulator", "events", "export", "fleet", "inbox", "mirror", "testing"}
+)
+"""The applications built on the client: each is a package (or a module) of its own."""
+
+LAYERS: dict[str, int] = {
+    "models": 0,
+    "_core": 1,
+    "_sql": 1,
+    "_http": 2,
+    "_paging": 3,
+    "resources": 4,
+    "_client": 5,
+    "_collections": 5,
+    "": 5,  # the package's face, payroll_async/__init__.py
+    **dict.fromkeys(APPS, 6),
+}
+"""Each first-level module or package of ``payroll_async`` and its layer."""
+
+APP_EDGES: dict[tuple[str, str], str] = {
+    ("cli", "export"): "the command's export runs export_to_file",
+    ("cli", "mirror"): "the command's mirror and changes commands run the mirror",
+    ("cli", "emulator"): "--emulator serves the command from an emulator",
+    ("cli", "events"): "the command's webhook listen receives and verifies notifications",
+    ("cli", "inbox"): "the command's inbox commands keep and drain the durable inbox",
+    ("cli", "fleet"): "--redis shares the fleet's gate between commands",
+    ("dlt", "mirror"): "the dlt source loads what the mirror reads",
+    ("inbox", "events"): "the inbox accepts what the receiver verified, and routes it",
+    ("fleet", "events"): "RedisDedupe is the receiver's dedupe store (events.Claim) on Redis",
+    ("testing", "emulator"): "the pytest plugin serves the emulator to tests",
+}
+"""The only imports from one app to another, each through the other's face."""
+
+MAX_BREADTH = 14
+"""The most modules of the client one listing of 250 items may run code in."""
+
+
+@attrs.frozen
+class Import:
+    """One import statement's target, as written at ``line`` of ``source``."""
+
+    source: str
+    line: int
+    module: str  # the package's module it loads
+    name: str | None  # the name taken from it (``from module import name``), if not a module
+
+    def __str__(self) -> str:
+        what = self.module if self.name is None else f"{self.module}.{self.name}"
+        return f"{self.source} (line {self.line}) imports {what}"
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -28,9 +96,13 @@ def _modules() -> dict[str, tuple[Path, bool]]:
     return found
 
 
-def _imports(name: str, path: Path, is_package: bool, known: set[str]) -> set[str]:
-    """The package's modules ``name`` imports (type-only imports included)."""
-    out = set()
+MODULES = _modules()
+
+
+def _imports(name: str) -> list[Import]:
+    """Every import of the package's modules in module ``name``, each once per name."""
+    path, is_package = MODULES[name]
+    out = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -39,16 +111,129 @@ def _imports(name: str, path: Path, is_package: bool, known: set[str]) -> set[st
                 target = ".".join([*base, *([node.module] if node.module else [])])
             else:
                 target = node.module or ""
-            candidates = [target, *(f"{target}.{alias.name}" for alias in node.names)]
+            if target not in MODULES:
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                if sub in MODULES:
+                    out.append(Import(name, node.lineno, sub, None))
+                else:
+                    out.append(Import(name, node.lineno, target, alias.name))
         elif isinstance(node, ast.Import):
-            candidates = [alias.name for alias in node.names]
-        else:
-            continue
-        # a module importing its own package's __init__ is how re-exports work, not a cycle
-        out.update(
-            c for c in candidates if c in known and c != name and not name.startswith(c + ".")
-        )
+            out.extend(
+                Import(name, node.lineno, alias.name, None)
+                for alias in node.names
+                if alias.name in MODULES
+            )
     return out
+
+
+IMPORTS = [i for name in sorted(MODULES) for i in _imports(name)]
+
+
+def _room(module: str) -> str:
+    """The first-level module or package of ``payroll_async`` that ``module`` is in."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _is_private_module(module: str) -> bool:
+    """A module under a package's face: a part of its path after the first starts with _."""
+    return any(part.startswith("_") for part in module.split(".")[2:])
+
+
+def test_every_first_level_module_has_a_layer() -> None:
+    rooms = {_room(name) for name in MODULES}
+    assert rooms - LAYERS.keys() == set(), "give each new package a layer in LAYERS"
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    upward = [
+        f"{i} (layer {LAYERS[_room(i.source)]} imports layer {LAYERS[_room(i.module)]})"
+        for i in IMPORTS
+        if LAYERS[_room(i.module)] > LAYERS[_room(i.source)]
+    ]
+    assert upward == [], "\n".join(upward)
+
+
+def test_models_import_nothing_and_sql_only_core() -> None:
+    wrong = [
+        str(i)
+        for i in IMPORTS
+        if (_room(i.source) == "models" and _room(i.module) != "models")
+        or (_room(i.source) == "_sql" and _room(i.module) not in {"_sql", "_core", "models"})
+    ]
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_apps_import_one_another_only_by_declared_edges() -> None:
+    wrong = [
+        f"{i}: no edge {_room(i.source)} -> {_room(i.module)} in APP_EDGES"
+        for i in IMPORTS
+        if _room(i.source) in APPS
+        and _room(i.module) in APPS
+        and _room(i.source) != _room(i.module)
+        and (_room(i.source), _room(i.module)) not in APP_EDGES
+    ]
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_every_declared_edge_is_used() -> None:
+    used = {
+        (_room(i.source), _room(i.module))
+        for i in IMPORTS
+        if _room(i.source) in APPS and _room(i.module) in APPS
+    }
+    assert APP_EDGES.keys() - used == set(), "drop the edges no import needs"
+
+
+def test_an_app_is_entered_only_through_its_face() -> None:
+    """Nothing outside an app imports the app's private modules: only its ``__init__``."""
+    wrong = [
+        f"{i}: import it from {ROOT}.{_room(i.module)}"
+        for i in IMPORTS
+        if _room(i.module) in APPS
+        and _room(i.source) != _room(i.module)
+        and _is_private_module(i.module)
+    ]
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_no_private_name_of_another_package_is_imported() -> None:
+    """``from x import _y`` where ``_y`` is a name (not a module) of another package."""
+    wrong = [
+        str(i)
+        for i in IMPORTS
+        if i.name is not None
+        and i.name.startswith("_")
+        and not i.name.startswith("__")
+        and _room(i.module) != _room(i.source)
+    ]
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_the_checks_see_every_kind_of_import() -> None:
+    """Function-local, TYPE_CHECKING, relative and absolute imports are all read."""
+    seen = {(i.source, i.module) for i in IMPORTS}
+    assert ("payroll_async.cli._entry", "payroll_async.cli._commands") in seen  # local
+    assert ("payroll_async._collections", "payroll_async._client") in seen  # TYPE_CHECKING
+    assert ("payroll_async._core._converter", "payroll_async.models") in seen  # relative ..
+    assert ("payroll_async.cli._app", "payroll_async.export") in seen  # absolute
+
+
+def test_faces_only_re_export() -> None:
+    """A package's ``__init__`` holds its docstring and imports; its code is in modules
+    (the package's own face keeps only its lazy loader: ``__getattr__``, ``__dir__``)."""
+    lazy_loader = {"__getattr__", "__dir__"}
+    wrong = [
+        f"{name} (line {node.lineno}) defines {node.name}"
+        for name, (path, is_package) in sorted(MODULES.items())
+        if is_package
+        for node in ast.parse(path.read_text()).body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and not (name == ROOT and node.name in lazy_loader)
+    ]
+    assert wrong == [], "\n".join(wrong)
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -86,161 +271,28 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_cycle() -> None:
-    modules = _modules()
-    known = set(modules)
-    graph = {name: _imports(name, path, pkg, known) for name, (path, pkg) in modules.items()}
-    assert _cycles(graph) == []
-
-
-LAYERS: dict[str, int] = {
-    # the foundation: imported by everything, importing nothing above it
-    "_core": 0,
-    "models": 0,
-    "_sql": 0,  # storage, beside the foundation: it imports _core only
-    "_http": 1,  # one request
-    "_paging": 2,  # a listing walked
-    "resources": 3,  # the operations
-    "_client": 4,
-    "_collections": 4,  # the registry of listings: names the client's methods
-}
-"""The layers below the apps, lowest first: a module imports no layer above its own."""
-
-APPS = ("cli", "dlt", "emulator", "events", "export", "fleet", "inbox", "mirror", "testing")
-"""What users run on the client: each imports the layers, and another app only as below."""
-
-APP_EDGES: dict[tuple[str, str], str] = {
-    ("cli", "emulator"): "the emulator command serves it",
-    ("cli", "events"): "listen receives notifications",
-    ("cli", "export"): "export writes files; the changes file shares its file handling",
-    ("cli", "fleet"): "listen --redis shares claims across receivers",
-    ("cli", "inbox"): "the inbox commands and listen --inbox",
-    ("cli", "mirror"): "the mirror command and its change feed",
-    ("dlt", "mirror"): "the dlt source is a mirror with a warehouse behind it",
-    ("fleet", "events"): "RedisDedupe is the receiver's Dedupe on Redis",
-    ("inbox", "events"): "the inbox stores and hands out the receiver's notifications",
-    ("testing", "emulator"): "the pytest plugin's fixtures serve an emulator",
-}
-"""The only imports from one app into another, each through the other's face."""
-
-
-def _package(module: str) -> str:
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else ""
-
-
-def _is_private_module(module: str) -> bool:
-    """Whether ``module`` is a private module of its package (below the package's face)."""
-    return any(part.startswith("_") for part in module.split(".")[2:])
-
-
-def _graph() -> dict[str, set[str]]:
-    modules = _modules()
-    known = set(modules)
-    return {name: _imports(name, path, pkg, known) for name, (path, pkg) in modules.items()}
-
-
-def test_layers_import_only_downwards() -> None:
-    every = set(LAYERS) | set(APPS)
-    upward = []
-    for name, targets in _graph().items():
-        own = _package(name)
-        if own == "":  # payroll_async/__init__.py: the face of everything
-            continue
-        assert own in every, f"{name}: a package of no layer (add it to LAYERS or APPS)"
-        for target in targets:
-            other = _package(target)
-            if other in ("", own) or own in APPS:
-                continue
-            if other in APPS or LAYERS[other] > LAYERS[own]:
-                upward.append(f"{name} imports {target}")
-            elif own == "_sql" and other != "_core":
-                upward.append(f"{name} imports {target} (storage imports _core only)")
-    assert upward == []
-
-
-def test_apps_keep_out_of_each_other() -> None:
-    """An app imports another app only along a declared edge, and only its face."""
-    crossing = []
-    for name, targets in _graph().items():
-        own = _package(name)
-        if own not in APPS:
-            continue
-        for target in targets:
-            other = _package(target)
-            if other == own or other not in APPS:
-                continue
-            if (own, other) not in APP_EDGES:
-                crossing.append(f"{name} imports {target}: no declared edge {own} -> {other}")
-            elif _is_private_module(target):
-                crossing.append(f"{name} imports {target}, a private module of {other}")
-    assert crossing == []
-
-
-def _names_a_module(path: Path, node: ast.ImportFrom, name: str) -> bool:
-    """Whether ``from <node.module> import <name>`` in ``path`` imports a module."""
-    if node.level:
-        base = path.parent
-        for _ in range(node.level - 1):
-            base = base.parent
-    else:
-        base = PACKAGE.parent
-    folder = base.joinpath(*(node.module or "").split("."))
-    return (folder / f"{name}.py").is_file() or (folder / name / "__init__.py").is_file()
-
-
-def test_no_private_name_crosses_a_package() -> None:
-    """``from x import _y`` across packages: a private name is its own package's."""
-    found = []
-    for path in PACKAGE.rglob("*.py"):
-        own = _package(".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts))
-        for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.ImportFrom) or node.module is None:
-                continue
-            if node.level:
-                base = path.relative_to(PACKAGE).parts[:-1]
-                if node.level - 1 > len(base):
-                    continue
-                target = [*base[: len(base) - (node.level - 1)], *node.module.split(".")]
-                other = target[0] if target else ""
-            elif node.module.startswith("payroll_async."):
-                other = node.module.split(".")[1]
-            else:
-                continue
-            if other == own or (len(node.module.split(".")) == 1 and node.level == 1):
-                continue
-            for alias in node.names:
-                private = alias.name.startswith("_") and not alias.name.startswith("__")
-                if private and not _names_a_module(path, node, alias.name):
-                    where = path.relative_to(PACKAGE)
-                    found.append(f"{where}:{node.lineno} imports {node.module}.{alias.name}")
-    assert found == []
-
-
-def _client_modules(frame: FrameType | None) -> set[str]:
-    """The client's modules on the stack (the emulator serving the request is not one)."""
-    modules = set()
-    while frame is not None:
-        name = frame.f_globals.get("__name__") or ""
-        if name.startswith("payroll_async") and not name.startswith("payroll_async.emulator"):
-            modules.add(name)
-        frame = frame.f_back
-    return modules
-
-
-BREADTH = 14
-"""The client's modules one listing of 250 items runs code in (19 before issue 42)."""
+    graph: dict[str, set[str]] = {name: set() for name in MODULES}
+    for i in IMPORTS:
+        # a module importing its own package's __init__ is how re-exports work, not a cycle
+        if not i.source.startswith(i.module + "."):
+            graph[i.source].add(i.module)
+    cycles = _cycles(graph)
+    assert cycles == [], "\n".join("import cycle among " + ", ".join(c) for c in cycles)
 
 
 @pytest.mark.payroll_emulator(payroll_connections=250)
-async def test_a_listing_runs_in_few_modules(payroll_client: PayrollClient) -> None:
+async def test_one_listing_runs_code_in_at_most_fourteen_modules(
+    payroll_client: PayrollClient,
+) -> None:
     """A ``list()`` of 250 items, from the iterator to the socket and back to the items,
-    runs code in at most ``BREADTH`` of the client's modules: the breadth a reader must
-    follow (the emulator answering is not counted)."""
-    touched: set[str] = set()
+    runs code in at most ``MAX_BREADTH`` modules of the client (the emulator's excluded)."""
+    modules: set[str] = set()
 
     def profile(frame: FrameType, event: str, arg: object) -> None:
         if event == "call":
-            touched.update(_client_modules(frame))
+            name = frame.f_globals.get("__name__") or ""
+            if name.startswith(ROOT) and not name.startswith(f"{ROOT}.emulator"):
+                modules.add(name)
 
     listing = payroll_client.payroll_connections.list(page_size=100)
     sys.setprofile(profile)
@@ -249,6 +301,5 @@ async def test_a_listing_runs_in_few_modules(payroll_client: PayrollClient) -> N
     finally:
         sys.setprofile(None)
     assert len(items) == 250
-    assert len(touched) <= BREADTH, sorted(touched)
-    packages = {_package(name) for name in touched}
-    assert {"_http", "_paging", "resources"} <= packages  # the profile saw the request
+    assert {f"{ROOT}._paging._pagination", f"{ROOT}._http._transport"} <= modules
+    assert len(modules) <= MAX_BREADTH, f"{len(modules)} modules: " + ", ".join(sorted(modules))

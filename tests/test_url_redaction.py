@@ -178,3 +178,14 @@ def test_no_url_shows_the_token_or_a_credential_value(
     for text in (shown, unquote(shown), unquote_plus(shown)):
         assert value not in text.replace(REDACTED, "\0")
         assert token not in text.replace(REDACTED, "\0")
+
+
+def test_one_marker_for_every_secret_the_sdk_hides() -> None:
+    """A token in an exception's URL, a secret in kept text, a URL's password: all ``***``."""
+    from payroll_async._core._secrets import scrub
+    from payroll_async._core._visible import redact_url
+
+    assert REDACTED == "***"
+    assert shown_url("https://h/v1/x?token=abc") == "https://h/v1/x?token=***"
+    assert scrub("failed with tok-12345678", also=("tok-12345678",)) == "failed with ***"
+    assert redact_url("https://user:pw@h/x?a=1#f") == "https://***@h/x?a=***#***"

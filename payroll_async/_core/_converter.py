@@ -4,15 +4,12 @@ Every attrs model gets its hooks from one factory (keyed on ``attrs.has``, as ls
 does), generated on first use; the hot path (a page of a listing) calls the generated
 structure functions directly. Unknown fields are ignored and unknown event types stay
 plain ``str`` so that a newer service does not break an older SDK. A webhook notification
-is read by ``payroll_async.events``, which registers its hooks here.
+is read by ``_notification``'s hooks, registered here.
 """
 
 from __future__ import annotations
 
 import datetime
-import logging
-import re
-import sys
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -22,9 +19,10 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ..models import EventType, WebhookEvent, event_type
-from . import _assumed, _json
+from . import _json
 from ._exceptions import InvalidArgumentError
-from ._visible import visible
+from ._notification import structure_event, unstructure_event
+from ._scalars import format_datetime, parse_datetime, parse_uuid
 
 __all__ = [
     "converter",
@@ -38,83 +36,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-_UUID = uuid.UUID
-_SAFE_UNKNOWN = uuid.SafeUUID.unknown
-_new = object.__new__
-_setattr = object.__setattr__
-
-
-_fromhex = bytes.fromhex
-_from_bytes = int.from_bytes
-
-
-def parse_uuid(value: object, _: object = None) -> uuid.UUID:
-    """Parse the canonical 8-4-4-4-12 form only (no braces, no urn:, no bare hex)."""
-    if type(value) is not str or len(value) != 36:
-        raise ValueError(f"not a UUID: {value!r}")
-    if value[8] != "-" or value[13] != "-" or value[18] != "-" or value[23] != "-":
-        raise ValueError(f"not a UUID: {value!r}")
-    hexdigits = value.replace("-", "")
-    # isalnum rules out spaces, signs and underscores, which fromhex or int() would let by.
-    if len(hexdigits) != 32 or not hexdigits.isalnum():
-        raise ValueError(f"not a UUID: {value!r}")
-    try:
-        number = _from_bytes(_fromhex(hexdigits), "big")
-    except ValueError:
-        raise ValueError(f"not a UUID: {value!r}") from None
-    # The same object uuid.UUID(value) builds, without its generic parsing: this runs for
-    # every identifier of every item of a bulk export.
-    result = _new(_UUID)
-    _setattr(result, "int", number)
-    _setattr(result, "is_safe", _SAFE_UNKNOWN)
-    return result
-
-
-_fromisoformat = datetime.datetime.fromisoformat
-# Python 3.10's fromisoformat accepts neither "Z" nor fractions of other than 3 or 6 digits.
-_ISO_310 = re.compile(
-    r"(?P<base>\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d+))?"
-    r"(?P<tz>Z|z|[+-]\d{2}:?\d{2})\Z"
-)
-
-
-def _normalise_iso(value: str) -> str:
-    match = _ISO_310.match(value)
-    if match is None:
-        raise ValueError(f"not an ISO 8601 date-time with a time zone: {value!r}")
-    frac = (match["frac"] or "")[:6].ljust(6, "0")
-    tz = match["tz"]
-    if tz in ("Z", "z"):
-        tz = "+00:00"
-    elif ":" not in tz:
-        tz = f"{tz[:3]}:{tz[3:]}"
-    return f"{match['base']}.{frac}{tz}"
-
-
-def parse_datetime(value: object, _: object = None) -> datetime.datetime:
-    """Parse an ISO 8601 date-time that carries a time zone (``Z`` or an offset)."""
-    if type(value) is not str:
-        raise ValueError(f"not a date-time string: {value!r}")
-    try:
-        result = _fromisoformat(value)
-    except ValueError:
-        if sys.version_info >= (3, 11):
-            if "z" not in value:
-                raise
-            # RFC 3339 allows a lower-case "z" (and "t"), which fromisoformat does not.
-            result = _fromisoformat(value.replace("z", "Z"))
-        else:
-            result = _fromisoformat(_normalise_iso(value))
-    if result.tzinfo is None:
-        raise ValueError(f"date-time without a time zone: {value!r}")
-    return result
-
-
-def format_datetime(value: datetime.datetime) -> str:
-    """ISO 8601, with ``Z`` for UTC, as the service writes date-times."""
-    text = value.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _strict(kind: type[Any], name: str) -> Callable[[object, object], Any]:
@@ -161,73 +82,6 @@ def to_camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-MAX_EVENT_ID_LENGTH = 256
-"""The longest ``eventId`` accepted: receivers remember ids, so they are bounded."""
-MAX_DEPTH = 64
-"""The deepest nesting of a notification body accepted (a notification is shallow; a body
-nested a thousand levels would reach handlers that cannot print or store it)."""
-_EVENT_KEYS = frozenset(
-    {
-        _assumed.EVENT_ID_KEY,
-        _assumed.EVENT_TYPE_KEY,
-        _assumed.EVENT_OCCURRED_AT_KEY,
-        _assumed.EVENT_DATA_KEY,
-    }
-)
-
-
-def _structure_event(body: object, _: object = None) -> WebhookEvent:
-    """A notification body as a WebhookEvent: lenient where a receiver can be, not on ids.
-
-    Registered as the converter's hook for WebhookEvent, so ``from_dict(WebhookEvent,
-    body)`` reads a body as the receiver does.
-    """
-    if not isinstance(body, dict):
-        raise InvalidArgumentError("the body is not a JSON object")
-    kind = body.get(_assumed.EVENT_TYPE_KEY)
-    if not isinstance(kind, str) or not kind:
-        raise InvalidArgumentError(f"the body has no {_assumed.EVENT_TYPE_KEY!r}")
-    event_id = body.get(_assumed.EVENT_ID_KEY)
-    # Required: without an id no redelivery can be recognised, so every one would run the
-    # handlers again.
-    if not isinstance(event_id, str) or not 1 <= len(event_id) <= MAX_EVENT_ID_LENGTH:
-        raise InvalidArgumentError(
-            f"{_assumed.EVENT_ID_KEY!r} must be a non-empty string of at most "
-            f"{MAX_EVENT_ID_LENGTH} characters"
-        )
-    occurred_at = None
-    raw_time = body.get(_assumed.EVENT_OCCURRED_AT_KEY)
-    if raw_time is not None:
-        try:
-            occurred_at = parse_datetime(raw_time)
-        except ValueError:
-            logging.getLogger("payroll_async.events").warning(
-                "notification %s has an unreadable occurredAt %r", visible(event_id), raw_time
-            )
-    raw_data = body.get(_assumed.EVENT_DATA_KEY)
-    data: dict[str, Any] = dict(raw_data) if isinstance(raw_data, dict) else {}
-    if raw_data is not None and not isinstance(raw_data, dict):
-        data[_assumed.EVENT_DATA_KEY] = raw_data
-    for key, value in body.items():
-        if key not in _EVENT_KEYS:
-            data.setdefault(key, value)
-    return WebhookEvent(
-        event_type=event_type(kind), event_id=event_id, occurred_at=occurred_at, data=data
-    )
-
-
-def _unstructure_event(event: WebhookEvent) -> dict[str, Any]:
-    """A WebhookEvent as a notification body."""
-    return {
-        _assumed.EVENT_ID_KEY: event.event_id,
-        _assumed.EVENT_TYPE_KEY: str(event.event_type),
-        _assumed.EVENT_OCCURRED_AT_KEY: None
-        if event.occurred_at is None
-        else format_datetime(event.occurred_at),
-        _assumed.EVENT_DATA_KEY: dict(event.data),
-    }
-
-
 def _build_converter() -> cattrs.Converter:
     """The converter: scalar hooks, then one hook factory for every attrs model."""
     conv = cattrs.Converter(forbid_extra_keys=False)
@@ -260,8 +114,8 @@ def _build_converter() -> cattrs.Converter:
     conv.register_structure_hook_factory(attrs.has, structure_model)
     conv.register_unstructure_hook_factory(attrs.has, unstructure_model)
     # A notification is read as the receiver reads it, wherever it is structured.
-    conv.register_structure_hook(WebhookEvent, _structure_event)
-    conv.register_unstructure_hook(WebhookEvent, _unstructure_event)
+    conv.register_structure_hook(WebhookEvent, structure_event)
+    conv.register_unstructure_hook(WebhookEvent, unstructure_event)
     return conv
 
 

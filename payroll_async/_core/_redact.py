@@ -17,8 +17,10 @@ import re
 
 __all__ = ["CREDENTIAL_KEYS", "REDACTED", "redact", "shown_url"]
 
-REDACTED = "[REDACTED]"
-"""What a secret becomes in any text the SDK shows."""
+REDACTED = "***"
+"""What a secret becomes in any text the SDK shows or keeps: exceptions, reprs, logs,
+spans, the command's lines, an inbox's ``last_error`` (the one marker of the package, as
+SQLAlchemy shows a URL's password)."""
 
 CREDENTIAL_KEYS = frozenset(
     {"access_token", "token", "api_key", "key", "password", "secret", "signature", "sig"}
@@ -30,11 +32,11 @@ _NAMES = "|".join(sorted(re.escape(name).replace("_", "[-_]") for name in CREDEN
 _CREDENTIAL = re.compile(rf"([?&#](?:{_NAMES})=)[^&#\s<>\"]+", re.IGNORECASE)
 
 
-def redact(text: str, *secrets: str | None, marker: str = REDACTED) -> str:
-    """``text`` with each of ``secrets`` replaced by ``marker``, in any percent-encoding."""
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with each of ``secrets`` replaced by ``REDACTED``, in any percent-encoding."""
     for secret in secrets:
         if secret:
-            text = _spelling(secret).sub(marker, text)
+            text = _spelling(secret).sub(REDACTED, text)
     return text
 
 

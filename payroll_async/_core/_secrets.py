@@ -14,10 +14,7 @@ from __future__ import annotations
 from . import _env
 from ._redact import redact
 
-__all__ = ["HIDDEN", "remember", "scrub"]
-
-HIDDEN = "***"
-"""What a secret becomes in text the SDK keeps or shows."""
+__all__ = ["remember", "scrub"]
 
 _KEEP = 64  # the latest secrets remembered (a provider's tokens come and go)
 _SHORTEST = 8  # shorter is no real secret, and would take words out of every error
@@ -35,8 +32,8 @@ def remember(*secrets: str) -> None:
 
 
 def scrub(text: str, also: tuple[str, ...] = ()) -> str:
-    """``text`` with every secret known (and ``also``) replaced by ``***``, longest first."""
+    """``text`` with every secret known (and ``also``) replaced by ``REDACTED``, longest first."""
     from_env = (_env.read(_env.TOKEN), _env.read(_env.WEBHOOK_SECRET))
     secrets = {*_known, *also, *(s for s in from_env if s and len(s) >= _SHORTEST)}
     # redact: also a URL's spelling of one (``%2F`` for "/", "+" for " ")
-    return redact(text, *sorted(secrets, key=len, reverse=True), marker=HIDDEN)
+    return redact(text, *sorted(secrets, key=len, reverse=True))

@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 import re
 
+from ._redact import REDACTED
+
 __all__ = ["EscapingFilter", "VisibleFormatter", "redact_url", "visible"]
 
 
@@ -106,15 +108,16 @@ _FRAGMENT_RE = re.compile(r"#.*", re.S)
 
 def redact_url(value: str) -> str:
     """``value`` fit to appear in an error message: any ``user:password@`` and every value
-    of its query and fragment (which may hold a token or a key) replaced by ``***``."""
-    value = _FRAGMENT_RE.sub("#***", _USERINFO_RE.sub(r"\1***@", value))
+    of its query and fragment (which may hold a token or a key) replaced by ``REDACTED``."""
+    hidden = f"#{REDACTED}"
+    value = _FRAGMENT_RE.sub(hidden, _USERINFO_RE.sub(rf"\1{REDACTED}@", value))
     head, mark, query = value.partition("?")
     if not mark:
         return value
-    fragment = "#***" if query.endswith("#***") else ""
-    query = query.removesuffix("#***")
+    fragment = hidden if query.endswith(hidden) else ""
+    query = query.removesuffix(hidden)
     parts = [
-        f"{name}=***" if sep else "***"
+        f"{name}={REDACTED}" if sep else REDACTED
         for name, sep, _ in (part.partition("=") for part in query.split("&"))
     ]
     return f"{head}?{'&'.join(parts)}{fragment}"

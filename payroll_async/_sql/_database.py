@@ -110,9 +110,7 @@ class Database:
                 connection = await self.engine.connect()
             except TypeError as exc:  # asyncpg.connect() takes no such argument
                 message = f"{self.kinds.argument}: {self.shown}: the driver refuses a parameter"
-                raise self.kinds.bad_url(
-                    redact(f"{message} ({exc})", *self.secrets, marker="***")
-                ) from None
+                raise self.kinds.bad_url(redact(f"{message} ({exc})", *self.secrets)) from None
             if self.dialect == "postgresql":
                 # synchronous_commit is left as the server or role sets it (on by
                 # default): a committed change is never lost, so it is never told twice.

@@ -47,7 +47,7 @@ def database_errors(kinds: ErrorKinds, secrets: tuple[str, ...], doing: str) -> 
         detail = getattr(exc, "orig", None) or exc
         if type(detail).__module__.startswith("sqlalchemy.") and detail.__cause__ is not None:
             detail = detail.__cause__
-        message = redact(f"{doing}: {type(detail).__name__}: {detail}", *secrets, marker="***")
+        message = redact(f"{doing}: {type(detail).__name__}: {detail}", *secrets)
         first = message.splitlines()[0][:500] if message else doing
         # The server's text is outside input: no control codes reach a terminal.
         raise kinds.failed("".join(ch if ch.isprintable() else "?" for ch in first)) from None

@@ -20,6 +20,8 @@ from urllib.parse import quote, quote_plus, urlencode
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
+from .._core._redact import REDACTED
+
 __all__ = ["URLRefused", "for_the_driver", "parse", "redact", "secrets_of", "shown_url"]
 
 
@@ -50,7 +52,7 @@ def _parameters(parsed: URL) -> list[tuple[str, str]]:
 def shown_url(parsed: URL) -> str:
     """``parsed`` as output shows it: the password and every secret parameter ``***``."""
     bare = parsed.set(query={}).render_as_string(hide_password=True)
-    pairs = [(name, "***" if _is_secret(name) else value) for name, value in _parameters(parsed)]
+    pairs = [(name, REDACTED if _is_secret(name) else value) for name, value in _parameters(parsed)]
     return f"{bare}?{urlencode(pairs, safe='*/')}" if pairs else bare
 
 

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import attrs
 import click
 from click.core import ParameterSource
+from click.decorators import FC
 from yarl import URL
 
 from payroll_async import (
@@ -52,11 +53,22 @@ __all__ = [
     "cli",
     "execute",
     "open_client",
+    "number_option",
     "run",
     "stdout",
 ]
 
 T = TypeVar("T")
+
+
+def number_option(
+    flag: str, low: int, high: int | None, default: int | None, help: str
+) -> Callable[[FC], FC]:
+    """An option of a whole number from ``low`` to ``high`` (None: no upper bound)."""
+    return click.option(
+        flag, type=click.IntRange(low, high), default=default, show_default=True, help=help
+    )
+
 
 stdout = SafeConsole()
 if not stdout.is_terminal:  # piped: no screen to fit, so never wrap the table's cells

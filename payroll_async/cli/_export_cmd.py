@@ -21,7 +21,7 @@ from payroll_async.export import (
 )
 
 from .._collections import COLLECTIONS, Collection
-from ._app import Settings, run
+from ._app import Settings, number_option, run
 from ._demo import DEMO_SERVICE
 from ._errors import BadInput, CommandError, in_cli_terms, stderr
 from ._progress import progress_bar, show_progress
@@ -62,18 +62,8 @@ def _check_sort(sort: str, collection: Collection) -> None:
     help="CSV: write values exactly as sent. By default a value starting with = + - @, "
     "tab or CR gets a ' in front, so that a spreadsheet shows it as text, not a formula.",
 )
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1, 1024),
-    default=None,
-    help="Pages fetched at once (default: the client's, 8).",
-)
-@click.option(
-    "--page-size",
-    type=click.IntRange(1, 4_294_967_295),
-    default=None,
-    help="Items per request (default 100).",
-)
+@number_option("--concurrency", 1, 1024, None, "Pages fetched at once (default: the client's, 8).")
+@number_option("--page-size", 1, 4_294_967_295, None, "Items per request (default 100).")
 @click.option("--employer", metavar="ID", help="The employer identifier (update-groups only).")
 @click.option(
     "--sort", metavar="FIELDS", help="Sort order, e.g. -createdAt (default: the service's)."

@@ -16,7 +16,7 @@ from rich.table import Table
 from payroll_async._core._env import INBOX_URL
 from payroll_async.events import EventRouter, WebhookEvent
 
-from ._app import Settings, execute, stdout
+from ._app import Settings, execute, number_option, stdout
 from ._errors import BadInput, ParamType, stderr
 from ._listen import (
     build_router,
@@ -92,24 +92,10 @@ async def _closing(kept: Inbox, work: Awaitable[T]) -> T:
 @inbox.command("run")
 @into_option
 @receiver_options
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1, 1024),
-    default=8,
-    show_default=True,
-    help="Events handled at once.",
-)
-@click.option(
-    "--max-attempts",
-    type=click.IntRange(1, 1000),
-    default=8,
-    show_default=True,
-    help="Attempts before an event is dead.",
-)
+@number_option("--concurrency", 1, 1024, 8, "Events handled at once.")
+@number_option("--max-attempts", 1, 1000, 8, "Attempts before an event is dead.")
 @click.option("--json", "as_json", is_flag=True, help="Print each event as a JSON line.")
-@click.option(
-    "--count", type=click.IntRange(min=1), default=None, help="Stop after this many events."
-)
+@number_option("--count", 1, None, None, "Stop after this many events.")
 @click.pass_obj
 def inbox_run(
     settings: Settings,
@@ -223,13 +209,7 @@ def _print_entries(entries: list[InboxEntry], as_json: bool) -> None:
 @inbox.command("list")
 @into_option
 @click.option("--status", type=click.Choice(STATUSES), help="Only events of this status.")
-@click.option(
-    "--limit",
-    type=click.IntRange(1, 100_000),
-    default=100,
-    show_default=True,
-    help="At most this many (the latest received first).",
-)
+@number_option("--limit", 1, 100_000, 100, "At most this many (the latest received first).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of a table.")
 @click.pass_obj
 def inbox_list(

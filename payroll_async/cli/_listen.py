@@ -21,7 +21,7 @@ from payroll_async._core._env import INBOX_URL, WEBHOOK_SECRET
 from payroll_async.emulator import Emulator
 from payroll_async.events import EventRouter, WebhookEvent
 
-from ._app import Settings, execute
+from ._app import Settings, execute, number_option
 from ._console import visible
 from ._demo import demo_emulator
 from ._errors import BadInput, ExitCode, stderr
@@ -217,9 +217,7 @@ async def serving(router: EventRouter, host: str, port: int, hook_path: str) -> 
     show_default=True,
     help="With --emulator: seconds between the demo events it emits.",
 )
-@click.option(
-    "--count", type=click.IntRange(min=1), default=None, help="Stop after this many events."
-)
+@number_option("--count", 1, None, None, "Stop after this many events.")
 @click.option(
     "--inbox",
     "inbox_url",

@@ -15,7 +15,7 @@ from payroll_async._core._types import NOT_GIVEN, NotGiven
 from payroll_async._core._validation import check_id
 
 from .._collections import COLLECTIONS
-from ._app import Settings, run
+from ._app import Settings, number_option, run
 from ._errors import BadInput, ParamType, ServiceFailed, error_for, in_cli_terms, stderr
 from ._progress import progress_bar, show_progress
 
@@ -63,20 +63,8 @@ class MaxDeletions(ParamType[int | NotGiven | None]):
 @click.option(
     "--wait", is_flag=True, help="If another mirror of COLLECTION into URL runs, wait for it."
 )
-@click.option(
-    "--page-size",
-    type=click.IntRange(2, 10_000),
-    default=100,
-    show_default=True,
-    help="Items per request.",
-)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1, 1024),
-    default=8,
-    show_default=True,
-    help="Pages fetched at once.",
-)
+@number_option("--page-size", 2, 10_000, 100, "Items per request.")
+@number_option("--concurrency", 1, 1024, 8, "Pages fetched at once.")
 @click.option(
     "--max-deletions",
     type=MaxDeletions(),

@@ -7,14 +7,12 @@ import random
 import secrets
 from collections import Counter, deque
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
 import attrs
 from aiohttp import web
 
 from .._core._assumed import EMULATOR_MAX_PAGE_SIZE
-from .._core._json import loads
 from ..models import EventType
 from . import (
     _middleware,
@@ -25,7 +23,7 @@ from . import (
 )
 from ._data import Dataset
 from ._delivery import Deliverer, Delivery, new_secret, notification, public_key_of, signer
-from ._http import ApiError, is_loopback, json_response
+from ._http import ApiError, is_loopback, json_object, json_response
 from ._state import STATE, WEBHOOK_ROLE, State, TokenBucket, check_options
 from ._store import SubscriptionStore
 
@@ -262,12 +260,7 @@ class Emulator:
         await self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     def __repr__(self) -> str:
@@ -354,12 +347,7 @@ class Emulator:
             token.strip().encode(), self.token.encode()
         ):
             raise ApiError(401, "Invalid token", ["the emulator's own token is required"])
-        try:
-            body = loads(await request.read())
-        except ValueError:
-            raise ApiError(400, "Invalid request body", ["the body is not valid JSON"]) from None
-        if not isinstance(body, dict):
-            raise ApiError(400, "Invalid request body", ["the body must be a JSON object"])
+        body = await json_object(request)
         kind, data, event_id = body.get("eventType"), body.get("data"), body.get("eventId")
         errors = []
         if not isinstance(kind, str) or not kind:

@@ -10,10 +10,17 @@ from typing import Any
 from aiohttp import web
 from yarl import URL
 
-from .._core._json import dumps
+from .._core._json import dumps, loads
 from .._core._net import is_loopback
 
-__all__ = ["ApiError", "is_loopback", "json_response", "path_uuid", "request_url"]
+__all__ = [
+    "ApiError",
+    "is_loopback",
+    "json_object",
+    "json_response",
+    "path_uuid",
+    "request_url",
+]
 
 _PATH_UUID_RE = re.compile(
     r"(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}"
@@ -45,6 +52,17 @@ def json_response(
     return web.Response(
         body=dumps(body), status=status, content_type="application/json", headers=headers
     )
+
+
+async def json_object(request: web.Request) -> dict[str, Any]:
+    """The request's body, a JSON object; else 400 as the service answers."""
+    try:
+        body = loads(await request.read())
+    except ValueError:
+        raise ApiError(400, "Invalid request body", ["the body is not valid JSON"]) from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "Invalid request body", ["the body must be a JSON object"])
+    return body
 
 
 def path_uuid(request: web.Request, key: str, name: str) -> str:

@@ -6,9 +6,8 @@ from aiohttp import web
 from yarl import URL
 
 from .._core._assumed import EMULATOR_MAX_PATH_LENGTH, EMULATOR_MAX_SUBSCRIPTIONS
-from .._core._json import loads
 from ..models import EVENT_TYPES
-from ._http import ApiError, is_loopback, json_response, path_uuid
+from ._http import ApiError, is_loopback, json_object, json_response, path_uuid
 from ._listing import envelope, parse_query
 from ._state import STATE
 
@@ -79,12 +78,7 @@ def _check_path(path: object) -> str | None:
 
 @routes.post("/v1/webhooks/subscriptions")
 async def create_subscription(request: web.Request) -> web.Response:
-    try:
-        body = loads(await request.read())
-    except ValueError:
-        raise ApiError(400, "Invalid request body", ["the body is not valid JSON"]) from None
-    if not isinstance(body, dict):
-        raise ApiError(400, "Invalid request body", ["the body must be a JSON object"])
+    body = await json_object(request)
     errors: list[str] = []
     event_types = body.get("event_types")
     if not isinstance(event_types, list) or not event_types:

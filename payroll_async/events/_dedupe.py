@@ -113,13 +113,13 @@ class LocalDedupe:
             return False
         if self._clock() - when > self._window:
             del self._handled[key]
-            self._bytes -= _cost(key)
+            self._bytes -= _bytes_held(key)
             return False
         return True
 
     def _remember(self, key: str) -> None:
         if key not in self._handled:
-            self._bytes += _cost(key)
+            self._bytes += _bytes_held(key)
         self._handled[key] = self._clock()
         self._handled.move_to_end(key)
         # drop expired ids from the old end, so memory follows the window, then the oldest
@@ -131,7 +131,7 @@ class LocalDedupe:
             or next(iter(self._handled.values())) < cutoff
         ):
             old, _ = self._handled.popitem(last=False)
-            self._bytes -= _cost(old)
+            self._bytes -= _bytes_held(old)
 
 
 class _Held:
@@ -225,7 +225,7 @@ class Handling:
             # of a store of the user's, logged with its traceback
             if not isinstance(exc, CoordinationError):
                 logger.exception("the dedupe store failed to claim notification %s", key)
-            _fail(done, _Unreachable())
+            _fail_waiters(done, _Unreachable())
             return _unreachable()
         if claim == "done":
             logger.info("notification %s (%s) already handled: acknowledged", key, event.event_type)
@@ -237,7 +237,7 @@ class Handling:
                 key,
                 event.event_type,
             )
-            _fail(done, _Busy())
+            _fail_waiters(done, _Busy())
             return _busy()
         held = _Held(claimed_at + dedupe.lease)
         renewal = None
@@ -254,7 +254,7 @@ class Handling:
             if renewal is not None:
                 renewal.cancel()
             await self._release(dedupe, key)  # before answering, so a redelivery runs again
-            _fail(done, error)
+            _fail_waiters(done, error)
             return response
         # shielded: the handlers succeeded, so a sender hanging up now must not leave the
         # event claimed but not remembered (it would run again once the lease expired)
@@ -266,7 +266,7 @@ class Handling:
                 key,
                 event.event_type,
             )
-            _fail(done, _Unreachable())
+            _fail_waiters(done, _Unreachable())
             return _unrecorded()
         done.set_result(None)
         return response
@@ -290,7 +290,7 @@ class Handling:
         try:
             async for attempt in retrying:
                 with attempt:
-                    await _asked(dedupe.complete(key), "record", key)
+                    await _logging_failure(dedupe.complete(key), "record", key)
         except Exception:
             self._spawn(self._release(dedupe, key))  # the claim, given back if it can be
             return False
@@ -331,7 +331,7 @@ class Handling:
             began = self._clock.now()
             pause = min(dedupe.lease / 3, _RETRY_WITHIN)
             try:
-                await _asked(dedupe.renew(key), "renew", key)
+                await _logging_failure(dedupe.renew(key), "renew", key)
             except Exception:
                 continue
             held.until = max(held.until, began + dedupe.lease)
@@ -366,7 +366,7 @@ def _unreachable() -> Reply:
     )
 
 
-async def _asked(call: Awaitable[None], doing: str, key: str) -> None:
+async def _logging_failure(call: Awaitable[None], doing: str, key: str) -> None:
     """A store's call; its failure raised, and logged with its traceback unless it is a
     CoordinationError (which the store logs once per outage)."""
     try:
@@ -386,10 +386,12 @@ def _unrecorded() -> Reply:
     )
 
 
-def _fail(done: asyncio.Future[None], error: BaseException) -> None:
+def _fail_waiters(done: asyncio.Future[None], error: BaseException) -> None:
+    """``error`` for every copy of a notification waiting on ``done``."""
     done.set_exception(error)
     done.exception()  # retrieved here, so that a future no copy awaits does not warn
 
 
-def _cost(key: str) -> int:
+def _bytes_held(key: str) -> int:
+    """The memory one remembered id holds (the in-process store's bound counts it)."""
     return sys.getsizeof(key) + _ENTRY_OVERHEAD

@@ -6,9 +6,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._core._converter import MAX_DEPTH, from_dict
+from .._core._converter import from_dict
 from .._core._exceptions import InvalidArgumentError
 from .._core._json import loads
+from .._core._notification import MAX_DEPTH
 from ..models import WebhookEvent
 from ._signature import (
     ID_HEADER,

@@ -19,7 +19,7 @@ from .._core._clock import SYSTEM_CLOCK, Clock, bounded
 from .._core._exceptions import CoordinationError
 from .._core._validation import check_redis_key, check_seconds
 from .._core._visible import visible
-from ._redis import redis_failures
+from ._redis import Outage, redis_failures
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -55,7 +55,6 @@ return 0
 """
 
 _CLAIMS: dict[int, Claim] = {0: "claimed", 1: "done", 2: "busy"}
-_RETRY_REDIS_AFTER = 1.0  # seconds between claims sent to a Redis that is down
 
 
 class RedisDedupe:
@@ -122,22 +121,19 @@ class RedisDedupe:
         self._renew = redis.register_script(_RENEW)
         self._release = redis.register_script(_RELEASE)
         self._held: dict[str, str] = {}  # event id -> this process's claim token
-        self._down = False
-        self._retry_at = 0.0
+        self._outage = Outage(clock, f"the receivers' memory {self.key!r}")
 
     def __repr__(self) -> str:
-        state = "down" if self._down else "up"
+        state = "down" if self._outage.down else "up"
         return f"<RedisDedupe key={self.key!r} window={self.window:g} {state}>"
 
     async def claim(self, event_id: str) -> Claim:
         """``"claimed"`` for this process, ``"done"`` (handled) or ``"busy"`` (elsewhere)."""
-        if self._down and self._clock.now() < self._retry_at:
-            # Down: ask again at most once a second, so that a Redis that hangs costs one
-            # timeout a second, not one per notification.
+        if self._outage.waiting():
             raise CoordinationError(f"the receivers' memory {self.key!r} cannot reach Redis")
         token = secrets.token_hex(8)
         answer = await self._call(
-            self._claim(keys=[self._name(event_id)], args=[token, self._lease_ms])
+            self._claim(keys=[self._key_of(event_id)], args=[token, self._lease_ms])
         )
         claim = _CLAIMS.get(answer) if isinstance(answer, int) else None
         if claim is None:
@@ -152,7 +148,7 @@ class RedisDedupe:
         if token is None:
             return
         kept = await self._call(
-            self._renew(keys=[self._name(event_id)], args=[token, self._lease_ms])
+            self._renew(keys=[self._key_of(event_id)], args=[token, self._lease_ms])
         )
         if kept != 1 and self._held.get(event_id) == token:
             logger.warning(
@@ -168,16 +164,17 @@ class RedisDedupe:
         The claim is this process's (and renewed) until this succeeds: the router calls it
         again after a failure, while the claim lasts.
         """
-        await self._call(self._redis.set(self._name(event_id), "done", px=self._window_ms))
+        await self._call(self._redis.set(self._key_of(event_id), "done", px=self._window_ms))
         self._held.pop(event_id, None)
 
     async def release(self, event_id: str) -> None:
         """Handling failed: drop this process's claim, so that a redelivery runs again."""
         token = self._held.pop(event_id, None)
         if token is not None:
-            await self._call(self._release(keys=[self._name(event_id)], args=[token]))
+            await self._call(self._release(keys=[self._key_of(event_id)], args=[token]))
 
-    def _name(self, event_id: str) -> str:
+    def _key_of(self, event_id: str) -> str:
+        """The Redis key of ``event_id``'s claim or record."""
         return f"{self.key}:{event_id}"
 
     async def _call(self, command: Any) -> Any:
@@ -188,19 +185,10 @@ class RedisDedupe:
             failure = type(exc).__name__  # only its kind: see redis_failures()
         if failure is not None:
             self._failed(failure)
-        if self._down:
-            self._down = False
-            logger.info("Redis answers again: the receivers' memory %r is shared again", self.key)
+        self._outage.answered()
         return result
 
     def _failed(self, reason: str) -> NoReturn:
-        self._retry_at = self._clock.now() + _RETRY_REDIS_AFTER
-        if not self._down:
-            self._down = True
-            logger.warning(
-                "the receivers' memory %r cannot reach Redis (%s): notifications are "
-                "answered 503, to be delivered again, until it answers again",
-                self.key,
-                reason,
-            )
+        meanwhile = "notifications are answered 503, to be delivered again"
+        self._outage.failed("cannot reach Redis", reason, meanwhile)
         raise CoordinationError(f"the receivers' memory {self.key!r} cannot reach Redis ({reason})")

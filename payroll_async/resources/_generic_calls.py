@@ -1,43 +1,76 @@
-"""The client's generic calls: ``client.request``, ``get``, ``delete`` and ``get_api_list``
-(``post``, ``put`` and ``patch`` are ``_generic_writes``'s), any operation of the service
-through the same path as a built-in one."""
+"""The generic calls' faces: ``client.request``, ``get``, ``post``, ``put``, ``patch``,
+``delete``, ``get_api_list`` and their ``with_raw_response`` forms, their overloads written
+once as a protocol per shape of call (``Generic`` does the work)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
 
 from .._core._types import QueryLike
 from .._http._options import CallOptions, ListOptions, Unpack
+from .._http._seam import RawResponse, call_raw
 from .._paging._pagination import AsyncPaginator
 from ._generic import Generic
-from ._generic_raw import ClientWithRawResponse
-from ._generic_writes import GenericWrites
 
-__all__ = ["GenericCalls"]
+__all__ = ["ClientWithRawResponse", "GenericCalls"]
 
 T = TypeVar("T")
+_Call = Coroutine[Any, Any, T]
 
 
-class GenericCalls(GenericWrites):
-    """The client's generic calls (``PayrollClient`` has them; see its reference)."""
-
-    if TYPE_CHECKING:
-        _generic: Generic
-
-    @property
-    def with_raw_response(self) -> ClientWithRawResponse:
-        """The generic calls, each returning a [`RawResponse`][payroll_async.RawResponse].
-
-        ```pycon
-        >>> raw = await client.with_raw_response.get("/v1/payroll-platforms", cast_to=dict)
-        >>> raw.status, raw.request_id
-        (200, 'req-42')
-        ```
-        """
-        return ClientWithRawResponse(self._generic)
+class _Verb(Protocol):
+    """``client.get`` (and post, put, patch, delete): ``cast_to`` decides the result."""
 
     @overload
-    async def request(
+    def __call__(
+        self,
+        path: str,
+        *,
+        cast_to: type[dict[Any, Any]],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> _Call[dict[str, Any]]: ...
+    @overload
+    def __call__(
+        self,
+        path: str,
+        *,
+        cast_to: type[list[Any]],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> _Call[list[Any]]: ...
+    @overload
+    def __call__(
+        self,
+        path: str,
+        *,
+        cast_to: None,
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> _Call[None]: ...
+    @overload
+    def __call__(
+        self,
+        path: str,
+        *,
+        cast_to: type[T],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> _Call[T]: ...
+
+
+class _Request(Protocol):
+    """``client.request``: a verb's call with the method first."""
+
+    @overload
+    def __call__(
         self,
         method: str,
         path: str,
@@ -46,9 +79,9 @@ class GenericCalls(GenericWrites):
         params: QueryLike | None = None,
         json: object = None,
         **options: Unpack[CallOptions],
-    ) -> dict[str, Any]: ...
+    ) -> _Call[dict[str, Any]]: ...
     @overload
-    async def request(
+    def __call__(
         self,
         method: str,
         path: str,
@@ -57,9 +90,9 @@ class GenericCalls(GenericWrites):
         params: QueryLike | None = None,
         json: object = None,
         **options: Unpack[CallOptions],
-    ) -> list[Any]: ...
+    ) -> _Call[list[Any]]: ...
     @overload
-    async def request(
+    def __call__(
         self,
         method: str,
         path: str,
@@ -68,9 +101,9 @@ class GenericCalls(GenericWrites):
         params: QueryLike | None = None,
         json: object = None,
         **options: Unpack[CallOptions],
-    ) -> None: ...
+    ) -> _Call[None]: ...
     @overload
-    async def request(
+    def __call__(
         self,
         method: str,
         path: str,
@@ -79,7 +112,136 @@ class GenericCalls(GenericWrites):
         params: QueryLike | None = None,
         json: object = None,
         **options: Unpack[CallOptions],
-    ) -> T: ...
+    ) -> _Call[T]: ...
+
+
+class _RawVerb(Protocol):
+    """``client.with_raw_response.get`` (and post, put, patch, delete)."""
+
+    @overload
+    def __call__(
+        self,
+        path: str,
+        *,
+        cast_to: type[dict[Any, Any]],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> Awaitable[RawResponse[dict[str, Any]]]: ...
+    @overload
+    def __call__(
+        self,
+        path: str,
+        *,
+        cast_to: type[list[Any]],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> Awaitable[RawResponse[list[Any]]]: ...
+    @overload
+    def __call__(
+        self,
+        path: str,
+        *,
+        cast_to: None,
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> Awaitable[RawResponse[None]]: ...
+    @overload
+    def __call__(
+        self,
+        path: str,
+        *,
+        cast_to: type[T],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> Awaitable[RawResponse[T]]: ...
+
+
+class _RawRequest(Protocol):
+    """``client.with_raw_response.request``."""
+
+    @overload
+    def __call__(
+        self,
+        method: str,
+        path: str,
+        *,
+        cast_to: type[dict[Any, Any]],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> Awaitable[RawResponse[dict[str, Any]]]: ...
+    @overload
+    def __call__(
+        self,
+        method: str,
+        path: str,
+        *,
+        cast_to: type[list[Any]],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> Awaitable[RawResponse[list[Any]]]: ...
+    @overload
+    def __call__(
+        self,
+        method: str,
+        path: str,
+        *,
+        cast_to: None,
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> Awaitable[RawResponse[None]]: ...
+    @overload
+    def __call__(
+        self,
+        method: str,
+        path: str,
+        *,
+        cast_to: type[T],
+        params: QueryLike | None = None,
+        json: object = None,
+        **options: Unpack[CallOptions],
+    ) -> Awaitable[RawResponse[T]]: ...
+
+
+def _typed_verb(call: Callable[..., Any]) -> _Verb:
+    """``client.<verb>``: typed by ``_Verb``'s overloads, shown with their parameters."""
+    call.__signature__ = _signature()  # type: ignore[attr-defined]
+    return cast(_Verb, call)
+
+
+def _typed_request(call: Callable[..., Any]) -> _Request:
+    """``client.request``: typed by ``_Request``'s overloads."""
+    return cast(_Request, call)
+
+
+def _signature() -> inspect.Signature:
+    """What ``help()`` shows of a verb: ``request()``'s parameters after the method."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Signature(
+        [
+            inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter("path", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter("cast_to", keyword),
+            inspect.Parameter("params", keyword, default=None),
+            inspect.Parameter("json", keyword, default=None),
+            inspect.Parameter("options", inspect.Parameter.VAR_KEYWORD),
+        ]
+    )
+
+
+class GenericCalls:
+    """The client's generic calls (``PayrollClient`` has them; see its reference)."""
+
+    if TYPE_CHECKING:
+        _generic: Generic
+
+    @_typed_request
     async def request(
         self,
         method: str,
@@ -88,7 +250,7 @@ class GenericCalls(GenericWrites):
         cast_to: Any,
         params: QueryLike | None = None,
         json: object = None,
-        **options: Unpack[CallOptions],
+        **options: Any,
     ) -> Any:
         """Any operation of the service, with everything a built-in operation gets.
 
@@ -119,119 +281,59 @@ class GenericCalls(GenericWrites):
         """
         return await self._generic.call(method, path, cast_to, params, json, options)
 
-    @overload
-    async def get(
-        self,
-        path: str,
-        *,
-        cast_to: type[dict[Any, Any]],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> dict[str, Any]: ...
-    @overload
-    async def get(
-        self,
-        path: str,
-        *,
-        cast_to: type[list[Any]],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> list[Any]: ...
-    @overload
-    async def get(
-        self,
-        path: str,
-        *,
-        cast_to: None,
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> None: ...
-    @overload
-    async def get(
-        self,
-        path: str,
-        *,
-        cast_to: type[T],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> T: ...
-    async def get(
-        self,
-        path: str,
-        *,
-        cast_to: Any,
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Any:
+    @_typed_verb
+    async def get(self, path: str, **call: Any) -> Any:
         """GET ``path``: [`request("GET", ...)`][payroll_async.PayrollClient.request].
 
         ```pycon
         >>> platform = await client.get(f"/v1/payroll-platforms/{pid}", cast_to=Platform)
         ```
         """
-        return await self._generic.call("GET", path, cast_to, params, json, options)
+        return await self.request("GET", path, **call)
 
-    @overload
-    async def delete(
-        self,
-        path: str,
-        *,
-        cast_to: type[dict[Any, Any]],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> dict[str, Any]: ...
-    @overload
-    async def delete(
-        self,
-        path: str,
-        *,
-        cast_to: type[list[Any]],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> list[Any]: ...
-    @overload
-    async def delete(
-        self,
-        path: str,
-        *,
-        cast_to: None,
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> None: ...
-    @overload
-    async def delete(
-        self,
-        path: str,
-        *,
-        cast_to: type[T],
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> T: ...
-    async def delete(
-        self,
-        path: str,
-        *,
-        cast_to: Any,
-        params: QueryLike | None = None,
-        json: object = None,
-        **options: Unpack[CallOptions],
-    ) -> Any:
+    @_typed_verb
+    async def post(self, path: str, **call: Any) -> Any:
+        """POST ``path``: [`request("POST", ...)`][payroll_async.PayrollClient.request].
+
+        Sent again only on a 429 or when nothing was sent: an answer lost after the
+        request went out raises [`APIConnectionError`][payroll_async.APIConnectionError]
+        with ``request_sent`` true, and whether the service did it is for you to find out.
+        """
+        return await self.request("POST", path, **call)
+
+    @_typed_verb
+    async def put(self, path: str, **call: Any) -> Any:
+        """PUT ``path``: [`request("PUT", ...)`][payroll_async.PayrollClient.request]
+        (sent again as a POST is)."""
+        return await self.request("PUT", path, **call)
+
+    @_typed_verb
+    async def patch(self, path: str, **call: Any) -> Any:
+        """PATCH ``path``: [`request("PATCH", ...)`][payroll_async.PayrollClient.request]
+        (sent again as a POST is)."""
+        return await self.request("PATCH", path, **call)
+
+    @_typed_verb
+    async def delete(self, path: str, **call: Any) -> Any:
         """DELETE ``path``: [`request("DELETE", ...)`][payroll_async.PayrollClient.request].
 
         Sent again after a lost answer, as every delete is: a 404 on that second send
         counts as done (the first one deleted it), with an empty body, so ``cast_to=None``
         is the cast that always holds.
         """
-        return await self._generic.call("DELETE", path, cast_to, params, json, options)
+        return await self.request("DELETE", path, **call)
+
+    @property
+    def with_raw_response(self) -> ClientWithRawResponse:
+        """The generic calls, each returning a [`RawResponse`][payroll_async.RawResponse].
+
+        ```pycon
+        >>> raw = await client.with_raw_response.get("/v1/payroll-platforms", cast_to=dict)
+        >>> raw.status, raw.request_id
+        (200, 'req-42')
+        ```
+        """
+        return ClientWithRawResponse(self._generic)
 
     @overload
     def get_api_list(
@@ -284,3 +386,59 @@ class GenericCalls(GenericWrites):
                 call's.
         """
         return self._generic.listing(path, model, params, options)
+
+
+class ClientWithRawResponse:
+    """``client.with_raw_response``: the generic calls, each returning a ``RawResponse``.
+
+    ```pycon
+    >>> raw = await client.with_raw_response.get("/v1/payroll-platforms", cast_to=dict)
+    >>> raw.status, raw.request_id, raw.parsed["meta"]["totalCount"]
+    (200, 'req-42', 7)
+    ```
+    """
+
+    def __init__(self, generic: Generic) -> None:
+        self._generic = generic
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        cast_to: Any,
+        params: QueryLike | None = None,
+        json: Any = None,
+        **options: Any,
+    ) -> RawResponse[Any]:
+        return await call_raw(self._generic.call(method, path, cast_to, params, json, options))
+
+    @property
+    def request(self) -> _RawRequest:
+        """[`request()`][payroll_async.PayrollClient.request], with its RawResponse."""
+        return cast(_RawRequest, self._call)
+
+    @property
+    def get(self) -> _RawVerb:
+        """[`get()`][payroll_async.PayrollClient.get], with its RawResponse."""
+        return cast(_RawVerb, functools.partial(self._call, "GET"))
+
+    @property
+    def post(self) -> _RawVerb:
+        """[`post()`][payroll_async.PayrollClient.post], with its RawResponse."""
+        return cast(_RawVerb, functools.partial(self._call, "POST"))
+
+    @property
+    def put(self) -> _RawVerb:
+        """[`put()`][payroll_async.PayrollClient.put], with its RawResponse."""
+        return cast(_RawVerb, functools.partial(self._call, "PUT"))
+
+    @property
+    def patch(self) -> _RawVerb:
+        """[`patch()`][payroll_async.PayrollClient.patch], with its RawResponse."""
+        return cast(_RawVerb, functools.partial(self._call, "PATCH"))
+
+    @property
+    def delete(self) -> _RawVerb:
+        """[`delete()`][payroll_async.PayrollClient.delete], with its RawResponse."""
+        return cast(_RawVerb, functools.partial(self._call, "DELETE"))

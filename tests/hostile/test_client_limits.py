@@ -80,7 +80,7 @@ async def test_a_token_echoed_in_a_body_is_redacted(
     for caught in (listing, single):
         assert isinstance(caught.value, (APIStatusError, ResponseDecodeError))
         assert_secret_free(caught.value, TOKEN)
-    assert "[REDACTED]" in str(listing.value) or status >= 500 or "shape" in case[2]
+    assert "***" in str(listing.value) or status >= 500 or "shape" in case[2]
 
 
 async def test_a_token_echoed_in_the_status_line_is_redacted(raw_serve: RawServe) -> None:
@@ -94,7 +94,7 @@ async def test_a_token_echoed_in_the_status_line_is_redacted(raw_serve: RawServe
         with pytest.raises(APIStatusError) as caught:
             await client.payroll_connections.list().collect()
     assert_secret_free(caught.value, TOKEN)
-    assert "[REDACTED]" in str(caught.value)
+    assert "***" in str(caught.value)
 
 
 async def test_a_token_echoed_in_an_oversized_2xx_is_redacted(serve: Serve) -> None:
