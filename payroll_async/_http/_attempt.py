@@ -25,7 +25,6 @@ from .._core import _assumed
 from .._core._exceptions import (
     APIConnectionError,
     PayrollError,
-    RateLimitError,
     ResponseDecodeError,
 )
 from .._core._redact import shown_url
@@ -49,7 +48,6 @@ __all__ = [
     "already_gone",
     "exchange",
     "failure",
-    "pause_for",
     "response",
     "succeeded",
     "time_limit",
@@ -235,17 +233,6 @@ def failure(request: Request, answer: Exchange, token: str) -> PayrollError:
         body=answer.body,
         secret=token,
     )
-
-
-def pause_for(error: PayrollError, request: Request) -> float | None:
-    """How long a 429 asks the whole client to hold back (None: no client-wide pause)."""
-    if not isinstance(error, RateLimitError):
-        return None
-    _otel.rate_limited(request.method, error.retry_after)
-    retry_after = error.retry_after
-    if retry_after is not None and request.options.retry.honours(retry_after):
-        return retry_after
-    return None
 
 
 def _log(method: str, answer: Exchange, number: int, token: str) -> None:

@@ -9,8 +9,12 @@ exponential with full jitter); a retry is logged once, with its wait.
 
 from __future__ import annotations
 
+import datetime
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
 
+import attrs
 import tenacity
 from tenacity.wait import wait_base
 
@@ -24,7 +28,7 @@ from .._core._exceptions import (
 from .._core._types import RetryPolicy
 from . import _otel
 
-__all__ = ["Retries", "RetryPolicy", "backoff", "is_retryable"]
+__all__ = ["Recovery", "Retries", "RetryPolicy", "backoff", "is_retryable", "pause_for"]
 
 logger: logging.Logger = logging.getLogger("payroll_async")
 
@@ -76,6 +80,25 @@ def backoff(policy: RetryPolicy) -> wait_base:
     )
 
 
+@attrs.frozen
+class Recovery:
+    """What a request that is not safe to send again does when its answer is lost.
+
+    The transport's loop consults it after an attempt whose request may have reached the
+    service but whose answer did not come (``APIConnectionError.request_sent``): ``find``
+    looks for what that attempt may have done (given when the first attempt began, on
+    this machine's wall clock) and returns it, or None. With nothing found, the request
+    is sent again within the policy's attempts, but only ``settle`` seconds after the
+    lost attempt was sent (when it can no longer land), and after one last look.
+    """
+
+    find: Callable[[datetime.datetime], Awaitable[Any]]
+    settle: float
+    """Seconds after an attempt was sent until it can no longer land."""
+    what: str
+    """The request as the log names it (``POST /v1/webhooks/subscriptions``)."""
+
+
 class Retries:
     """The one place that says whether a failed request is sent again, and when.
 
@@ -90,15 +113,23 @@ class Retries:
         self._stop = tenacity.stop_after_attempt(policy.max_attempts)
         self._wait = wait_retry_after_or_backoff(policy)
 
-    def wait_before(self, number: int, failure: PayrollError) -> float | None:
-        """Seconds to wait before attempt ``number`` after ``failure``; None: give up."""
+    def wait_before(
+        self, number: int, failure: PayrollError, *, looked_up: bool = False
+    ) -> float | None:
+        """Seconds to wait before attempt ``number`` after ``failure``; None: give up.
+
+        ``looked_up``: the failure is a lost answer that a `Recovery` looked for and found
+        not done, so sending again is safe whatever the method (only the attempts and the
+        backoff decide).
+        """
         state = tenacity.RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
         state.attempt_number = number - 1
         state.set_exception((type(failure), failure, failure.__traceback__))
-        if not self._retry(state) or self._stop(state):
+        if not (looked_up or self._retry(state)) or self._stop(state):
             return None
         wait = float(self._wait(state))
-        _log_retry(failure, number - 1, wait)
+        if not looked_up:
+            _log_retry(failure, number - 1, wait)
         return wait
 
 
@@ -117,3 +148,15 @@ def _log_retry(exc: PayrollError, number: int, wait: float) -> None:
         wait,
         extra={"method": method, "url": url, "status": status, "attempt": number, "wait": wait},
     )
+
+
+def pause_for(error: PayrollError, policy: RetryPolicy) -> float | None:
+    """How long a 429 asks the whole client to hold back under ``policy`` (None: no
+    client-wide pause: not a 429, or a Retry-After the policy does not honour)."""
+    if not isinstance(error, RateLimitError):
+        return None
+    _otel.rate_limited(error.method or "?", error.retry_after)
+    retry_after = error.retry_after
+    if retry_after is not None and policy.honours(retry_after):
+        return retry_after
+    return None

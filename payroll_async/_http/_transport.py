@@ -11,13 +11,16 @@ by default, ``_aiohttp.AiohttpTransport``, or the user's ``transport=``).
 from __future__ import annotations
 
 import asyncio
+import datetime
+import enum
 import logging
 import platform
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, overload
 
 import aiohttp
+import attrs
 from yarl import URL
 
 from .._core._clock import SYSTEM_CLOCK, Clock
@@ -33,7 +36,6 @@ from ._attempt import (
     already_gone,
     exchange,
     failure,
-    pause_for,
     response,
     succeeded,
     time_limit,
@@ -43,7 +45,7 @@ from ._failures import display_url
 from ._gate import Gate, GateClosed, LocalGate
 from ._network import Route
 from ._options import FinalOptions
-from ._retry import Retries
+from ._retry import Recovery, Retries, pause_for
 from ._seam import AsyncTransport, Response
 
 __all__ = ["DEFAULT_HEADERS", "Transport"]
@@ -55,6 +57,42 @@ USER_AGENT = (
 )
 DEFAULT_HEADERS: Mapping[str, str] = {"User-Agent": USER_AGENT, "Accept": "application/json"}
 _RETRY_PLANS = 64  # retry policies whose decisions a client keeps built
+
+
+class Held(enum.Enum):
+    """An attempt the gate held back as a pause began: nothing was sent."""
+
+    HELD = "held"
+
+
+HELD = Held.HELD
+
+
+@attrs.frozen
+class Rejected:
+    """An attempt answered 401 whose token a provider can replace: refresh, then again."""
+
+    answer: Exchange
+    token: str
+
+
+async def _look(recovery: Recovery, began: datetime.datetime, lost: PayrollError) -> Any:
+    """What the lost attempt did, by ``recovery.find``; its failure is the lost answer's."""
+    try:
+        found = await recovery.find(began)
+    except PayrollError as exc:
+        logger.warning(
+            "%s got no answer, and looking for what it may have created failed (%s): "
+            "not sent again",
+            recovery.what,
+            type(exc).__name__,
+        )
+        raise lost from None
+    if found is not None:
+        logger.info(
+            "%s got no answer, but it had been done: returning what it created", recovery.what
+        )
+    return found
 
 
 class Transport:
@@ -140,6 +178,7 @@ class Transport:
         if self.shared_gate is not None:
             await self.shared_gate.pause(seconds)
 
+    @overload
     async def send(
         self,
         method: str,
@@ -148,76 +187,145 @@ class Transport:
         options: FinalOptions,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
-    ) -> Response:
+        recovery: None = None,
+    ) -> Response: ...
+    @overload
+    async def send(
+        self,
+        method: str,
+        url: URL,
+        *,
+        options: FinalOptions,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        recovery: Recovery,
+    ) -> Any: ...
+    async def send(
+        self,
+        method: str,
+        url: URL,
+        *,
+        options: FinalOptions,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        recovery: Recovery | None = None,
+    ) -> Any:
         """Send with retries; the ``Response`` of a 2xx, else a PayrollError.
 
+        The one loop over attempts: every "send again" of the SDK is decided here.
         ``options`` is the request's final record: timeout, retry policy, headers, extra
-        query parameters, body bound. One loop over attempts; after a failed one the
-        request's retry policy alone says whether to go on and how long to wait first
-        (``Retries.wait_before``: tenacity's predicate, stop and wait strategies). A DELETE
-        answered 404 on a retry after an attempt that got no answer counts as done: the
-        attempt that got no answer deleted it.
+        query parameters, body bound. After a failed attempt the request's retry policy
+        alone says whether to go on and how long to wait first (``Retries.wait_before``:
+        tenacity's predicate, stop and wait strategies). What an attempt can end in besides
+        an answer is named: held at the gate (nothing sent: it goes again, uncounted) and a
+        401 that the token provider can answer (a fresh token, once, then again).
+
+        A lost answer (the request may have reached the service) is never sent again
+        blindly: a DELETE answered 404 on a later attempt counts as done; a request with a
+        ``recovery`` (a create) returns what ``recovery.find`` finds the lost attempt did,
+        or is sent again only once that attempt can no longer land and a last look found
+        nothing (the found object is returned instead of a Response).
         """
         request = self._request(method, url, options, params, json)
         retries = self._retries(options.retry)
+        limit = time_limit(options.timeout)
+        began = datetime.datetime.now(datetime.timezone.utc)  # a recovery's look-up is since
+        landed_by = 0.0  # when the last attempt sent can no longer land (a recovery's wait)
+        token: str | None = None
+        refreshed = False
         unanswered = False  # an earlier attempt's request may have reached the service
         number = 1
         while True:
+            if recovery is not None:
+                landed_by = self.clock.now() + recovery.settle
             try:
-                return await self.attempt(
-                    request, number, gone_is_done=unanswered and method == "DELETE"
+                outcome = await self.attempt(
+                    request,
+                    number,
+                    token,
+                    may_refresh=not refreshed,
+                    gone_is_done=unanswered and method == "DELETE",
                 )
             except PayrollError as exc:
-                if isinstance(exc, APIConnectionError) and exc.request_sent:
-                    unanswered = True
-                wait = retries.wait_before(number + 1, exc)
+                lost = isinstance(exc, APIConnectionError) and exc.request_sent
+                unanswered = unanswered or lost
+                if lost and recovery is not None:
+                    found = await _look(recovery, began, exc)
+                    if found is not None:
+                        return found
+                wait = retries.wait_before(number + 1, exc, looked_up=lost and recovery is not None)
                 if wait is None:
                     raise
-            await self.clock.sleep(wait)
-            number += 1
+                if lost and recovery is not None:
+                    wait = max(wait, landed_by - self.clock.now())
+                    logger.warning(
+                        "%s got no answer and created nothing so far; looking once more and "
+                        "sending it again in %.2fs",
+                        recovery.what,
+                        wait,
+                    )
+                await self.clock.sleep(wait)
+                if lost and recovery is not None:  # the last look, now that it has settled
+                    found = await _look(recovery, began, exc)
+                    if found is not None:
+                        return found
+                number += 1
+                token, refreshed = None, False
+                continue
+            if isinstance(outcome, Response):
+                return outcome
+            if isinstance(outcome, Rejected):  # a 401 the provider can answer: once
+                token = await self._refresh(request, outcome.answer, outcome.token, limit)
+                refreshed = True
+            # else HELD: a pause began while the request waited at the gate; nothing was
+            # sent: it goes again (the gate makes it wait for the pause), not counted.
 
-    async def attempt(self, request: Request, number: int, *, gone_is_done: bool) -> Response:
-        """Attempt ``number`` of ``request``: the Response of a 2xx, else a PayrollError.
+    async def attempt(
+        self,
+        request: Request,
+        number: int,
+        token: str | None,
+        *,
+        may_refresh: bool,
+        gone_is_done: bool,
+    ) -> Response | Rejected | Held:
+        """Attempt ``number`` of ``request``: its outcome, or a PayrollError.
 
         The steps, in order: admission (this client's concurrency, then its gate and the
         fleet's), the token, the exchange, and what the answer means: a 2xx is the
-        Response; a 401 refreshes the token once (when a provider can) and goes again; a
-        DELETE's 404 after a lost answer is done; any other answer is its typed error, a
-        429 pausing the whole client first.
+        Response; a 401 is `Rejected` when a provider can give a fresh token; a DELETE's
+        404 after a lost answer is done; any other answer is its typed error, a 429
+        pausing the whole client first. `HELD`: the gate held it back, nothing was sent.
         """
         if self.is_closed:
             raise self.closed_error()
         self._started = True
-        limit = time_limit(request.options.timeout)
-        token: str | None = None
-        refreshed = False
-        while True:
-            async with self.semaphore:
-                # Nothing to wait for at the gates (no pause, no rate, no fleet's gate): no
-                # coroutine to make for them; the same holds for a static token.
-                waited = 0.0 if self._open() else await self._admit()
-                if token is None:
-                    token = self.auth.static or await self._token(request, limit)
-                try:
-                    answer = await exchange(
-                        self.wire, request, token, number, waited=waited, origin=self._origin
-                    )
-                except GateClosed:
-                    continue  # not sent: a pause began meanwhile; wait for it to end
-            if succeeded(answer):
-                return response(request, answer, token)
-            if answer.status == 401 and self.auth.can_refresh and not refreshed:
-                refreshed = True
-                token = await self._refresh(request, answer, token, limit)
-                continue
-            done = already_gone(request, answer, gone_is_done=gone_is_done)
-            if done is not None:
-                return done
-            error = failure(request, answer, token)
-            pause = pause_for(error, request)
-            if pause is not None:
-                await self.pause(pause)
-            raise error
+        async with self.semaphore:
+            # Nothing to wait for at the gates (no pause, no rate, no fleet's gate): no
+            # coroutine to make for them; the same holds for a static token.
+            waited = 0.0 if self._open() else await self._admit()
+            if token is None:
+                token = self.auth.static or await self._token(
+                    request, time_limit(request.options.timeout)
+                )
+            try:
+                answer = await exchange(
+                    self.wire, request, token, number, waited=waited, origin=self._origin
+                )
+            except GateClosed:
+                return HELD
+        if succeeded(answer):
+            return response(request, answer, token)
+        if answer.status == 401 and may_refresh and self.auth.can_refresh:
+            return Rejected(answer, token)
+        done = already_gone(request, answer, gone_is_done=gone_is_done)
+        if done is not None:
+            return done
+        error = failure(request, answer, token)
+        pause = pause_for(error, request.options.retry)
+        if pause is not None:
+            await self.pause(pause)
+        raise error
 
     def _open(self) -> bool:
         """Whether a request passes the gates now without waiting (``_admit`` would not wait)."""

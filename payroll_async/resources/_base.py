@@ -24,6 +24,7 @@ from .._core._types import NotGiven, SortLike
 from .._http import _otel
 from .._http._auth import Identity
 from .._http._options import FinalOptions, ListOptions, Options, parse, parse_list
+from .._http._retry import Recovery
 from .._http._seam import RawResponse, Response, call_raw, record
 from .._http._transport import Transport
 from .._paging._decode import structure_body
@@ -90,6 +91,20 @@ class Binding:
         response = await self.transport.send(method, url, options=options, params=params, json=json)
         record(response)
         return response
+
+    async def send_recovering(
+        self, method: str, url: URL, *, options: FinalOptions, json: Any, recovery: Recovery
+    ) -> Any:
+        """``send``, with ``recovery`` consulted when an answer is lost: the Response of a
+        2xx, or what ``recovery.find`` found the lost attempt did."""
+        if self._closing.closed or self.transport.is_closed:
+            raise self.transport.closed_error()
+        found = await self.transport.send(
+            method, url, options=options, json=json, recovery=recovery
+        )
+        if isinstance(found, Response):
+            record(found)
+        return found
 
 
 def operation(

@@ -1,40 +1,29 @@
-"""Create exactly once: a POST whose answer was lost is looked for before it is sent again.
+"""Create exactly once: what a create does when its answer is lost, as a `Recovery`.
 
 A POST is not idempotent, so the transport never sends one again after its bytes may have
 reached the service (``APIConnectionError.request_sent``). When the connection drops after
 the request was sent, or its answer does not come within the timeout, the service may have
 created the resource, may not have, or may still be creating it. Sending again blindly can
-create a second one; giving up leaves the caller not knowing. ``send_once`` does what a
-careful user would: it looks for what the lost attempt may have created (the caller's
-``find``, e.g. the newest subscription with the same path and event types created since
-the attempt began, on the service's own clock) and returns that. Only when there is none,
-and the lost attempt can no longer land (``settle`` seconds after it was sent, a bound
-taken from the request's timeout), does it look once more and then send again, within the
-retry policy's attempts and backoff (tenacity's ``wait_random_exponential``, as the
-transport's retries wait).
+create a second one; giving up leaves the caller not knowing. ``create_once`` gives the
+transport's one retry loop (``_http/_transport.Transport.send``) what a careful user would
+do: look for what the lost attempt may have created (the caller's ``find``, e.g. the
+newest subscription with the same path and event types created since the attempt began,
+on the service's own clock) and return that; only when there is none, and the lost attempt
+can no longer land (``settle_after`` its timeout), look once more and send again, within
+the retry policy's attempts and backoff.
 """
 
 from __future__ import annotations
 
 import datetime
 import email.utils
-import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeVar
 
 import aiohttp
-import tenacity
 
-from .._core._clock import Clock
-from .._core._exceptions import APIConnectionError, PayrollError
-from .._core._types import RetryPolicy
+from .._http._retry import Recovery
 
-__all__ = ["CLOCK_SKEW", "SETTLE_TIMEOUTS", "send_once", "service_since", "settle_after"]
-
-logger = logging.getLogger("payroll_async")
-
-R = TypeVar("R")
-F = TypeVar("F")
+__all__ = ["CLOCK_SKEW", "SETTLE_TIMEOUTS", "create_once", "service_since", "settle_after"]
 
 CLOCK_SKEW = datetime.timedelta(seconds=60)
 """Leeway on the service's clock (its ``Date`` against the clock its ``createdAt`` comes
@@ -84,98 +73,11 @@ def _date(value: str | None) -> datetime.datetime | None:
     return when if when.tzinfo is not None else when.replace(tzinfo=datetime.timezone.utc)
 
 
-class _NotCreated(Exception):
-    """The answer was lost and nothing was created: send again."""
-
-    def __init__(self, lost: APIConnectionError) -> None:
-        super().__init__(str(lost))
-        self.lost = lost
-
-
-async def send_once(
-    post: Callable[[], Awaitable[R]],
-    find: Callable[[datetime.datetime], Awaitable[F | None]],
-    *,
-    policy: RetryPolicy | None,
-    clock: Clock,
-    settle: float,
+def create_once(
+    find: Callable[[datetime.datetime], Awaitable[object]],
+    timeout: aiohttp.ClientTimeout,
     what: str,
-) -> R | F:
-    """``post()``'s result; or, after an answer was lost, what ``find(began)`` finds.
-
-    ``find(began)`` returns the resource the lost attempt would have created, if any was
-    created since ``began`` (this machine's wall clock as the first attempt began: ``find``
-    moves it onto the service's clock with ``service_since``). Without a match, ``post()``
-    is sent again, up to the policy's ``max_attempts`` in all, but only once ``settle``
-    seconds have passed since the lost attempt was sent and a last look found nothing;
-    without a policy it is not sent again, and the lost answer's error is raised. If
-    ``find`` itself fails, that error is raised as the lost answer's (the outcome is
-    unknown, so nothing is sent again).
-    """
-    began = datetime.datetime.now(datetime.timezone.utc)
-    landed_by = clock.now()  # when the last lost attempt can no longer land
-
-    async def look(lost: APIConnectionError) -> F | None:
-        try:
-            found = await find(began)
-        except PayrollError as exc:
-            logger.warning(
-                "%s got no answer, and looking for what it may have created failed (%s): "
-                "not sent again",
-                what,
-                type(exc).__name__,
-            )
-            raise lost from None
-        if found is not None:
-            logger.info("%s got no answer, but it had been done: returning what it created", what)
-        return found
-
-    backoff: tenacity.wait.wait_base = tenacity.wait_none()
-    if policy is not None:
-        backoff = tenacity.wait_random_exponential(
-            multiplier=policy.backoff_initial, max=policy.backoff_max
-        )
-
-    def wait(state: tenacity.RetryCallState) -> float:
-        # the backoff, and at least until the lost attempt can no longer land
-        return max(float(backoff(state)), landed_by - clock.now())
-
-    def before_sleep(state: tenacity.RetryCallState) -> None:
-        pause = state.next_action.sleep if state.next_action else 0.0
-        logger.warning(
-            "%s got no answer and created nothing so far; looking once more and sending it "
-            "again in %.2fs",
-            what,
-            pause,
-        )
-
-    retrying = tenacity.AsyncRetrying(
-        retry=tenacity.retry_if_exception_type(_NotCreated),
-        wait=wait,
-        stop=tenacity.stop_after_attempt(1 if policy is None else policy.max_attempts),
-        before_sleep=before_sleep,
-        sleep=clock.sleep,
-        reraise=True,
-    )
-    lost: APIConnectionError | None = None
-    try:
-        async for attempt in retrying:
-            with attempt:
-                if lost is not None:  # the last look, now that the lost attempt has settled
-                    found = await look(lost)
-                    if found is not None:
-                        return found
-                landed_by = clock.now() + settle
-                try:
-                    return await post()
-                except APIConnectionError as exc:
-                    if not exc.request_sent:
-                        raise  # never reached the service: the transport's own retries applied
-                    lost = exc
-                found = await look(lost)
-                if found is not None:
-                    return found
-                raise _NotCreated(lost)
-    except _NotCreated as exc:
-        raise exc.lost from None
-    raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
+) -> Recovery:
+    """The `Recovery` of a create: ``find(began)`` looks for what a lost attempt created;
+    sent again only ``settle_after(timeout)`` after the lost attempt."""
+    return Recovery(find=find, settle=settle_after(timeout), what=what)

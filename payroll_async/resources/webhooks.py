@@ -22,7 +22,7 @@ from .._paging._decode import decode_error, structure_body
 from .._paging._pagination import AsyncPaginator
 from ..models import EventType, WebhookSubscription
 from ._base import RawView, Resource, operation, raw
-from ._once import send_once, service_since, settle_after
+from ._once import create_once, service_since
 
 __all__ = ["Webhooks", "WebhooksWithRawResponse"]
 
@@ -113,13 +113,17 @@ class Webhooks(Resource):
         self, types: builtins.list[str], path: str, keywords: CallOptions, options: FinalOptions
     ) -> WebhookSubscription:
         # Exactly once: a POST whose answer was lost is looked for before it is sent again.
-        response = await send_once(
-            lambda: self._send("POST", _PATH, options, json={"event_types": types, "path": path}),
-            lambda since: self._created_since(types, path, since, keywords),
-            policy=options.retry,
-            clock=self._binding.transport.clock,
-            settle=settle_after(options.timeout),
-            what=f"POST {_PATH}",
+        binding = self._binding
+        response = await binding.send_recovering(
+            "POST",
+            binding.url(_PATH),
+            options=options,
+            json={"event_types": types, "path": path},
+            recovery=create_once(
+                lambda since: self._created_since(types, path, since, keywords),
+                options.timeout,
+                f"POST {_PATH}",
+            ),
         )
         if isinstance(response, WebhookSubscription):
             return response
