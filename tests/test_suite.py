@@ -14,7 +14,7 @@ import pytest
 pytestmark = pytest.mark.slow  # child pytest runs
 
 ROOT = Path(__file__).parents[1]
-ONE_FILE = "tests/test_errors.py"  # small, and writes nothing (no hypothesis database)
+ONE_FILE = "tests/_core/test_errors.py"  # small, and writes nothing (no hypothesis database)
 
 
 def _pytest(*args: str) -> subprocess.CompletedProcess[str]:

@@ -280,7 +280,7 @@ def read_links(headers: CIMultiDictProxy[str], url: URL, origin: str) -> tuple[L
     A header made only of ``<URL>; rel="name"`` entries whose URLs are plain absolute URLs
     on ``origin`` (the client's, as ``str(URL.origin())`` prints it) is read by one match
     instead: for those aiohttp's parse gives the same links, each URL printing as its
-    text (``tests/test_link_header.py`` holds the two to it). Anything else goes to
+    text (``tests/_http/test_link_header.py`` holds the two to it). Anything else goes to
     aiohttp's parse.
     """
     values = headers.getall("Link", None)

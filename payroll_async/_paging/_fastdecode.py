@@ -12,7 +12,7 @@ the fast path cannot vouch for goes to the converter's path, which stays the def
   too.
 
 So both paths accept and reject the same bodies with the same results and errors; the
-property test in ``tests/test_fastdecode.py`` holds them to it.
+property test in ``tests/_paging/test_fastdecode.py`` holds them to it.
 """
 
 from __future__ import annotations

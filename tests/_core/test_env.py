@@ -22,7 +22,7 @@ from tests.factories import connection, envelope
 
 pytestmark = pytest.mark.slow  # each case a fresh interpreter
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "tok_secret_never_logged_1234"
 
 PROGRAM = textwrap.dedent(

@@ -31,15 +31,14 @@ from payroll_async import (
     RetryPolicy,
 )
 from payroll_async.emulator import Emulator
-
-from ._network import (
+from tests._network import (
     SERVICE_HOST,
     PrivateCA,
     Service,
     ServiceFactory,
     TunnelProxy,
 )
-from .conftest import FakeClock
+from tests.conftest import FakeClock
 
 SERVICE = f"https://{SERVICE_HOST}"
 PROXY_VARIABLES = (

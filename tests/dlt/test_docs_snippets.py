@@ -1,6 +1,6 @@
 """docs/warehouse.md's snippets run on every destination they name (issue 40 item 3).
 
-A block of Python that is not a checked example (tests/test_readme_examples.py runs those)
+A block of Python that is not a checked example (tests/docs/test_readme_examples.py runs those)
 is marked ``<!-- destinations: duckdb,postgres -->`` and runs here, as written and with
 its ``destination=`` set to each other destination it names; each SQL block is marked
 ``<!-- sql: duckdb,postgres NAME -->`` and runs on what the program loaded.
@@ -18,7 +18,7 @@ import pytest
 
 from payroll_async.testing import EmulatorThread
 from tests._postgres import PostgresServer, query
-from tests.test_readme_examples import CHECKED, run_program
+from tests.docs.test_readme_examples import CHECKED, run_program
 
 from .conftest import service_items
 

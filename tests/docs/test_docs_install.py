@@ -22,7 +22,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.test_readme_examples import CHECKED, PLUGIN, python_blocks
+from tests.docs.test_readme_examples import CHECKED, PLUGIN, python_blocks
 
 PACKAGE = "payroll-async"
 NEEDS = re.compile(r"#\s*Needs:\s*(.*pip install\s+.*)")

@@ -31,7 +31,7 @@ import payroll_async
 
 pytestmark = pytest.mark.slow  # the documented examples run, and mypy over them
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 CHECKED = "<!-- checked example -->"
 PLUGIN = "<!-- plugin example -->"

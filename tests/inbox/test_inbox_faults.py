@@ -22,10 +22,10 @@ import pytest
 from payroll_async import PayrollClient
 from payroll_async.events import EventRouter, WebhookEvent
 from payroll_async.inbox import Inbox, InboxError
+from tests._http.test_auth import auth_app
 from tests._postgres import query
 from tests.cli._run import invoke
 from tests.conftest import Serve
-from tests.test_auth import auth_app
 
 from .conftest import FAST, script, until
 from .test_inbox import event, fill, work_until

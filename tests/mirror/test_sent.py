@@ -22,9 +22,9 @@ from payroll_async.mirror import _seen, mirror
 from payroll_async.mirror._schema import TABLES
 from payroll_async.mirror._seen import KnownDigests
 from payroll_async.mirror._sent import SentPage, SentPageDecoder, digest_seed, digests
+from tests._paging.test_fastdecode import outcome, pages, response
 from tests.conftest import TOKEN, Serve
 from tests.mirror.test_proof import Service, run
-from tests.test_fastdecode import outcome, pages, response
 
 BY_MODEL = {c.model: name for name, c in COLLECTIONS.items()}
 

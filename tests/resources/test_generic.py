@@ -32,10 +32,10 @@ from payroll_async import (
 from payroll_async._http._seam import Response
 from payroll_async._paging._decode import cast_body
 from tests import factories
+from tests._http.test_auth import Rotating, auth_app
+from tests._http.test_gate import Recording
 from tests.conftest import BASE, TOKEN, FakeClock, Serve
 from tests.resources.helpers import body_of, calls, only_call
-from tests.test_auth import Rotating, auth_app
-from tests.test_gate import Recording
 
 PLATFORMS = f"{BASE}/v1/payroll-platforms"
 PID = factories.uid(3, 7)
