@@ -17,7 +17,7 @@ import logging
 import platform
 import time
 from collections.abc import Mapping
-from typing import Any, overload
+from typing import Any
 
 import aiohttp
 import attrs
@@ -178,7 +178,6 @@ class Transport:
         if self.shared_gate is not None:
             await self.shared_gate.pause(seconds)
 
-    @overload
     async def send(
         self,
         method: str,
@@ -187,32 +186,22 @@ class Transport:
         options: FinalOptions,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
-        recovery: None = None,
-    ) -> Response: ...
-    @overload
-    async def send(
-        self,
-        method: str,
-        url: URL,
-        *,
-        options: FinalOptions,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        recovery: Recovery,
-    ) -> Any: ...
-    async def send(
-        self,
-        method: str,
-        url: URL,
-        *,
-        options: FinalOptions,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        recovery: Recovery | None = None,
-    ) -> Any:
-        """Send with retries; the ``Response`` of a 2xx, else a PayrollError.
+    ) -> Response:
+        """Send with retries: the ``Response`` of a 2xx, else a PayrollError (``loop``)."""
+        response: Response = await self.loop(self._request(method, url, options, params, json))
+        return response
 
-        The one loop over attempts: every "send again" of the SDK is decided here.
+    async def send_recovering(
+        self, method: str, url: URL, *, options: FinalOptions, json: Any, recovery: Recovery
+    ) -> Any:
+        """``send`` for a request that is not safe to send again: what ``recovery.find``
+        found a lost attempt did, or the ``Response`` of a 2xx (``loop``)."""
+        return await self.loop(self._request(method, url, options, None, json), recovery)
+
+    async def loop(self, request: Request, recovery: Recovery | None = None) -> Any:
+        """The one loop over the attempts of ``request``: every "send again" of the SDK is
+        decided here. The ``Response`` of a 2xx, else a PayrollError.
+
         ``options`` is the request's final record: timeout, retry policy, headers, extra
         query parameters, body bound. After a failed attempt the request's retry policy
         alone says whether to go on and how long to wait first (``Retries.wait_before``:
@@ -226,7 +215,7 @@ class Transport:
         or is sent again only once that attempt can no longer land and a last look found
         nothing (the found object is returned instead of a Response).
         """
-        request = self._request(method, url, options, params, json)
+        method, options = request.method, request.options
         retries = self._retries(options.retry)
         limit = time_limit(options.timeout)
         began = datetime.datetime.now(datetime.timezone.utc)  # a recovery's look-up is since

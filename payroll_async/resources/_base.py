@@ -99,7 +99,7 @@ class Binding:
         2xx, or what ``recovery.find`` found the lost attempt did."""
         if self._closing.closed or self.transport.is_closed:
             raise self.transport.closed_error()
-        found = await self.transport.send(
+        found = await self.transport.send_recovering(
             method, url, options=options, json=json, recovery=recovery
         )
         if isinstance(found, Response):
