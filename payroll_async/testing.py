@@ -78,12 +78,16 @@ class MockTransport:
     """
 
     def __init__(self, handler: Handler) -> None:
-        self.handler = handler
+        self.handler: Handler = handler
+        """What answers each request (replace it to change the answers mid-test)."""
         self.requests: list[TransportRequest] = []
         """Every request sent, in order."""
         self.closed: bool = False
+        """Whether the client closed it (``aclose()``)."""
 
     async def handle_async_request(self, request: TransportRequest) -> TransportResponse:
+        """Keep ``request`` in ``requests`` and return ``handler(request)`` (awaited when
+        the handler is a coroutine function)."""
         self.requests.append(request)
         answer = self.handler(request)
         if inspect.isawaitable(answer):
@@ -91,6 +95,7 @@ class MockTransport:
         return answer
 
     async def aclose(self) -> None:
+        """Mark it closed (the client calls it when it closes)."""
         self.closed = True
 
 
