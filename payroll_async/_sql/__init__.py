@@ -10,7 +10,7 @@ it, never on each other's storage.
 from ._compiled import compiled
 from ._database import MIRROR_PRAGMAS, SQLITE_PRAGMAS, Database, open_database
 from ._errors import ErrorKinds, database_errors
-from ._types import ItemId, UTCDateTime
+from ._types import ItemId, UTCDateTime, version_table
 from ._url import URLRefused, redact, shown_url
 from ._values import Convert, column_converter, converter, has_upper, id_text, row_converter
 
@@ -33,4 +33,5 @@ __all__ = [
     "redact",
     "row_converter",
     "shown_url",
+    "version_table",
 ]

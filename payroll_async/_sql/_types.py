@@ -12,10 +12,20 @@ import datetime
 import uuid
 from typing import Any
 
-from sqlalchemy import CHAR, DateTime, Dialect, TypeDecorator, Uuid
+from sqlalchemy import (
+    CHAR,
+    Column,
+    DateTime,
+    Dialect,
+    Integer,
+    MetaData,
+    Table,
+    TypeDecorator,
+    Uuid,
+)
 from sqlalchemy.types import TypeEngine
 
-__all__ = ["ItemId", "UTCDateTime"]
+__all__ = ["ItemId", "UTCDateTime", "version_table"]
 
 
 class ItemId(TypeDecorator[uuid.UUID]):
@@ -62,3 +72,14 @@ class UTCDateTime(TypeDecorator[datetime.datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=datetime.timezone.utc)
         return value.astimezone(datetime.timezone.utc)
+
+
+def version_table(name: str, metadata: MetaData) -> Table:
+    """An app's table of schema versions: one row per version installed, the highest the
+    database's (the mirror's ``mirror_schema``, the inbox's ``inbox_schema``)."""
+    return Table(
+        name,
+        metadata,
+        Column("version", Integer, primary_key=True),
+        Column("installed_at", UTCDateTime, nullable=False),
+    )

@@ -39,7 +39,7 @@ from sqlalchemy.schema import CreateColumn
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import FunctionElement
 
-from .._sql import UTCDateTime
+from .._sql import UTCDateTime, version_table
 
 __all__ = [
     "DEAD",
@@ -89,12 +89,7 @@ EVENTS = Table(
     Index("inbox_events_due", "status", "next_attempt_at"),
 )
 
-SCHEMA = Table(
-    "inbox_schema",
-    METADATA,
-    Column("version", Integer, primary_key=True),
-    Column("installed_at", UTCDateTime, nullable=False),
-)
+SCHEMA = version_table("inbox_schema", METADATA)
 """One row per schema version installed; the highest is the database's."""
 
 

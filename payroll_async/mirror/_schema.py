@@ -31,7 +31,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.schema import CreateIndex, CreateTable
 
-from .._sql import ItemId, UTCDateTime
+from .._sql import ItemId, UTCDateTime, version_table
 
 __all__ = [
     "CHANGES",
@@ -184,12 +184,7 @@ CHANGES = Table(
     Index("mirror_changes_at", "collection", "at"),
 )
 
-SCHEMA = Table(
-    "mirror_schema",
-    METADATA,
-    Column("version", Integer, primary_key=True),
-    Column("installed_at", UTCDateTime, nullable=False),
-)
+SCHEMA = version_table("mirror_schema", METADATA)
 """One row per schema version installed; the highest is the database's."""
 
 
