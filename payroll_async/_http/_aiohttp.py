@@ -15,12 +15,14 @@ from typing import Any
 
 import aiohttp
 from aiohttp.client_reqrep import ClientRequest
+from aiohttp.connector import Connection
+from aiohttp.tracing import Trace
 
 from .._core import _assumed
 from .._core._exceptions import ClientClosedError, ResponseDecodeError
 from ._failures import connection_error
-from ._gate import GatedConnector, LocalGate
-from ._network import Route
+from ._gate import GateClosed, LocalGate
+from ._network import Route, tunnel_failure
 from ._seam import ERROR_BODY_MAX, TransportRequest, TransportResponse
 from ._status import excerpt
 
@@ -29,6 +31,35 @@ __all__ = ["AiohttpTransport"]
 logger: logging.Logger = logging.getLogger("payroll_async")
 
 _NO_EXTRA: dict[str, Any] = {}  # read only: what most requests add to aiohttp's keywords
+
+
+class GatedConnector(aiohttp.TCPConnector):
+    """A connector that looks at the gate again once it has a connection.
+
+    Between passing the gate and getting a connection a request can wait; a 429 answered
+    meanwhile must still hold it back. Checking here, the last await before the request is
+    written, closes that window without a per-request trace hook.
+    """
+
+    def __init__(self, gate: LocalGate, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._gate = gate
+
+    async def connect(
+        self, req: ClientRequest, traces: list[Trace], timeout: aiohttp.ClientTimeout
+    ) -> Connection:
+        try:
+            conn = await super().connect(req, traces, timeout)
+        except aiohttp.ClientError as exc:
+            # Here, and only here, a failure of the proxy's CONNECT is known as such.
+            failure = tunnel_failure(exc, req.proxy)
+            if failure is exc:
+                raise
+            raise failure from None
+        if not self._gate.is_open():
+            conn.release()
+            raise GateClosed
+        return conn
 
 
 class AiohttpTransport:

@@ -10,18 +10,12 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Protocol, runtime_checkable
-
-import aiohttp
-from aiohttp.client_reqrep import ClientRequest
-from aiohttp.connector import Connection
-from aiohttp.tracing import Trace
+from typing import Protocol, runtime_checkable
 
 from .._core._clock import SYSTEM_CLOCK, Clock
 from .._core._exceptions import InvalidArgumentError
-from ._network import tunnel_failure
 
-__all__ = ["Gate", "GateClosed", "GatedConnector", "LocalGate"]
+__all__ = ["Gate", "GateClosed", "LocalGate"]
 
 logger: logging.Logger = logging.getLogger("payroll_async")
 
@@ -117,32 +111,3 @@ class LocalGate:
 
 class GateClosed(Exception):
     """A pause began while this request waited for a connection: it was not sent."""
-
-
-class GatedConnector(aiohttp.TCPConnector):
-    """A connector that looks at the gate again once it has a connection.
-
-    Between passing the gate and getting a connection a request can wait; a 429 answered
-    meanwhile must still hold it back. Checking here, the last await before the request is
-    written, closes that window without a per-request trace hook.
-    """
-
-    def __init__(self, gate: LocalGate, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._gate = gate
-
-    async def connect(
-        self, req: ClientRequest, traces: list[Trace], timeout: aiohttp.ClientTimeout
-    ) -> Connection:
-        try:
-            conn = await super().connect(req, traces, timeout)
-        except aiohttp.ClientError as exc:
-            # Here, and only here, a failure of the proxy's CONNECT is known as such.
-            failure = tunnel_failure(exc, req.proxy)
-            if failure is exc:
-                raise
-            raise failure from None
-        if not self._gate.is_open():
-            conn.release()
-            raise GateClosed
-        return conn
