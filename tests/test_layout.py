@@ -280,6 +280,39 @@ def test_no_import_cycle() -> None:
     assert cycles == [], "\n".join("import cycle among " + ", ".join(c) for c in cycles)
 
 
+def _private_members_of(folder: Path) -> set[str]:
+    """The private attributes and methods the classes of ``folder`` define."""
+    names: set[str] = set()
+    for path in folder.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                for item in ast.walk(node):
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        names.add(item.name)
+                    elif isinstance(item, ast.Attribute) and isinstance(item.value, ast.Name):
+                        if item.value.id == "self":
+                            names.add(item.attr)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def test_no_private_member_of_a_paginator_or_page_is_used_outside_paging() -> None:
+    """The export and the mirror ask for pages through the paginator's public seams
+    (``with_decoder``, ``page_source``), never its private members."""
+    private = _private_members_of(PACKAGE / "_paging")
+    used = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.parent.name == "_paging":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in private
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
+                used.append(f"{path.relative_to(PACKAGE)} (line {node.lineno}) uses .{node.attr}")
+    assert used == []
+
+
 @pytest.mark.payroll_emulator(payroll_connections=250)
 async def test_one_listing_runs_code_in_at_most_fourteen_modules(
     payroll_client: PayrollClient, monkeypatch: pytest.MonkeyPatch

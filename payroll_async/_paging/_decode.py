@@ -7,7 +7,7 @@ of the body) for a body that is not JSON or not of the model's shape.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 import attrs
 
@@ -21,6 +21,7 @@ from ..models import ListMeta
 
 __all__ = [
     "CASTS",
+    "Decodes",
     "PageDecoder",
     "RawPageDecoder",
     "cast_body",
@@ -155,6 +156,16 @@ def fast_decoder(model: type[Any]) -> Any:
             _FAST.FastDecoder(model) if _FAST.FastDecoder.supports(model) else None
         )
     return decoder
+
+
+class Decodes(Protocol):
+    """What ``AsyncPaginator.with_decoder`` takes: ``decode(response) -> (items, meta)``,
+    the page's items in whatever form the caller wants them (the export: each item's
+    bytes; the mirror: ids and bytes), refusing a page that is not a listing's with a
+    ``ResponseDecodeError`` as `PageDecoder` does."""
+
+    def decode(self, response: Response) -> tuple[Any, ListMeta]:
+        """The page's items and its ``meta``."""
 
 
 class PageDecoder(Generic[T]):

@@ -25,7 +25,7 @@ from ..models import ListMeta
 
 if TYPE_CHECKING:
     from .._http._options import FinalOptions
-    from ._decode import PageDecoder
+    from ._decode import Decodes
 
 __all__ = [
     "LinkKey",
@@ -306,8 +306,10 @@ class Listing(Generic[T]):
     url: URL
     params: Mapping[str, Any]
     options: FinalOptions
-    decoder: PageDecoder[T]
+    decoder: Decodes
     name: str
+    operation: str = ""
+    """The walk's span and metrics name (``payroll_connections.list``)."""
     span: Any = None
     end: int | None = None
     """The offset at which ``max_items`` ends the listing (None: no such end)."""
@@ -320,6 +322,17 @@ class Listing(Generic[T]):
         if not self.options.extra_query and "limit" not in params and "offset" not in params:
             text = str(self.url.extend_query(params) if params else self.url)
             self._prefix = text + ("&" if "?" in text else "?")
+
+    def open_span(self) -> None:
+        """Start the walk's span, once (every page request of the walk is its child)."""
+        if self.span is None:
+            self.span = _otel.start(self.operation)
+
+    def close_span(self, pages: int, items: int) -> None:
+        """End the walk's span: it took ``pages`` pages of ``items`` items in all."""
+        _otel.items(self.operation, items)
+        _otel.end(self.span, **{"payroll_async.pages": pages, "payroll_async.items": items})
+        self.span = None
 
     def query(self, offset: int, limit: int | None) -> dict[str, Any]:
         if limit is None:  # the service's own page size

@@ -36,23 +36,49 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-from collections.abc import AsyncGenerator, Generator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Generator, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from .._core._exceptions import InvalidArgumentError
-from .._http import _otel
 from .._http._auth import Identity
 from .._http._options import FinalOptions
 from .._http._seam import Response
 from ..models import ListMeta
-from ._decode import PageDecoder
+from ._decode import Decodes, PageDecoder
 from ._page import Listing, Page, Quota, Sender, download, offset_link, with_items
 from ._walks import LinkWalk, OffsetWalk, more, step
 
-__all__ = ["AsyncPaginator", "Page", "Sender"]
+__all__ = ["AsyncPaginator", "Page", "PageSource", "Sender"]
 
 T = TypeVar("T")
+
+
+class PageSource(Generic[T]):
+    """A listing asked page by page at offsets of the caller's choosing (see
+    ``AsyncPaginator.page_source``): ``request`` starts one page's request at once (a
+    task), ``page`` reads a finished one, ``end`` ends the walk's span."""
+
+    __slots__ = ("_listing",)
+
+    def __init__(self, listing: Listing[T]) -> None:
+        self._listing = listing
+
+    def request(self, offset: int, limit: int) -> Awaitable[Response]:
+        """Start the request for ``limit`` items from ``offset`` (a task, already running)."""
+        listing = self._listing
+        listing.open_span()
+        # The URL as text when the query is only the listing's own: no URL built from a
+        # query mapping for every page.
+        return listing.start(*listing.target(offset, limit))
+
+    def page(self, answer: Response) -> Page[T]:
+        """The page a finished request answered."""
+        return self._listing.parse(answer)
+
+    def end(self, pages: int, items: int) -> None:
+        """The walk is over: it took ``pages`` pages of ``items`` items in all."""
+        self._listing.close_span(pages, items)
 
 
 class AsyncPaginator(Generic[T]):
@@ -87,7 +113,7 @@ class AsyncPaginator(Generic[T]):
         self._sender = sender
         self._path = path
         self._model = model
-        self._decoder = PageDecoder(model)
+        self._decoder: Decodes = PageDecoder(model)
         self._params = params
         self._quota = Quota(max_items)
         self._start_offset = start_offset
@@ -144,14 +170,22 @@ class AsyncPaginator(Generic[T]):
             options=self._options,
             decoder=self._decoder,
             name=self._path,
+            operation=self._operation,
             end=self._quota.end(self._start_offset),
         )
 
-    def _with_decoder(self, decoder: Any) -> AsyncPaginator[Any]:
-        """The same listing, its pages decoded by ``decoder`` (an export's raw item bytes)."""
+    def with_decoder(self, decoder: Decodes) -> AsyncPaginator[Any]:
+        """The same listing, its pages decoded by ``decoder`` (a `PageDecoder`: the
+        export's raw item bytes, the mirror's ids and bytes) instead of into models."""
         clone: AsyncPaginator[Any] = copy.copy(self)
         clone._decoder = decoder
         return clone
+
+    def page_source(self) -> PageSource[T]:
+        """This listing asked page by page at offsets the caller chooses (the mirror's
+        proof walk): one request a page with the listing's retries, options and decoder,
+        and one span for the whole walk, as a walk of this paginator has."""
+        return PageSource(self._listing())
 
     @property
     def identity(self) -> Identity:
@@ -235,7 +269,7 @@ class _Walker(Generic[T]):
         listing = self._listing = p._listing()
         if quota.reached(0):
             return None
-        listing.span = _otel.start(p._operation)
+        listing.open_span()
         offset = p._start_offset
         page_size = p._options.page_size
         limit = quota.limit(page_size)
@@ -276,13 +310,7 @@ class _Walker(Generic[T]):
         if listing is None:
             return cancelled
         if listing.span is not None or self._items:
-            p = self._paginator
-            _otel.items(p._operation, self._items)
-            _otel.end(
-                listing.span,
-                **{"payroll_async.pages": self._pages, "payroll_async.items": self._items},
-            )
-            listing.span = None
+            listing.close_span(self._pages, self._items)
             self._items = 0
         return cancelled
 

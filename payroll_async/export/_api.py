@@ -106,7 +106,7 @@ async def export_to_file(
         target, opened = open_target(os.fspath(path))
     keys = columns(source.model) if modelled else []
     state = progress if progress is not None else ExportProgress()
-    listing = source._with_decoder(RawPageDecoder(source.model)) if fmt.raw else source
+    listing = source.with_decoder(RawPageDecoder(source.model)) if fmt.raw else source
     exporter = Exporter(
         job=job if job is not None else _default_job(source, format, csv_raw),
         identity=source.identity if service is None else Identity(service, token=None),

@@ -30,7 +30,7 @@ from ._schema import TABLES, MirrorTable
 from ._seen import KnownDigests
 from ._sent import SentPage, sent_listing
 from ._store import MAX_PAGES, Change, Store
-from ._walk import HOLD_ITEMS, HOLD_NEAR, HOLD_SECONDS, ListingSource, Walk
+from ._walk import HOLD_ITEMS, HOLD_NEAR, HOLD_SECONDS, Walk
 
 __all__ = ["COLLECTIONS", "MirrorProgress", "MirrorResult", "mirror"]
 
@@ -284,7 +284,7 @@ class _Pass:
         update groups): its ids go into the store's (the first pass's) ``seen``."""
         paginator = listing(page_size=self.page_size, sort=MIRROR_ORDER)
         return Walk(
-            ListingSource(paginator),
+            paginator.page_source(),
             operator.attrgetter(key),
             operator.attrgetter(order),
             page_size=self.page_size,

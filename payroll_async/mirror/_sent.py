@@ -207,6 +207,6 @@ def sent_listing(
         decoder = decoders.get(model)
         if decoder is None:
             decoder = decoders[model] = SentPageDecoder(model, key, order, known)
-        return paginator._with_decoder(decoder)
+        return paginator.with_decoder(decoder)
 
     return sent

@@ -48,12 +48,10 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from .._core._exceptions import NotFoundError
-from .._http import _otel
 from .._paging._page import Page
-from .._paging._pagination import AsyncPaginator
 from ._seen import SeenIds
 
-__all__ = ["HOLD_ITEMS", "HOLD_NEAR", "HOLD_SECONDS", "ListingSource", "Source", "Walk"]
+__all__ = ["HOLD_ITEMS", "HOLD_NEAR", "HOLD_SECONDS", "Source", "Walk"]
 
 logger = logging.getLogger("payroll_async")
 
@@ -88,33 +86,6 @@ class Source(Protocol):
     def end(self, pages: int, items: int) -> None:
         """The walk is over: it took ``pages`` pages of ``items`` items in all."""
         ...
-
-
-class ListingSource:
-    """A client's listing, asked page by page through the walks' request machinery
-    (``_paging``'s ``Listing``: one GET a page, its retries, the decoder), not a paginator each;
-    one span for the walk, as a paginator's walk has."""
-
-    def __init__(self, paginator: AsyncPaginator[Any]) -> None:
-        self._listing = paginator._listing()
-        self._operation = paginator._operation
-
-    def request(self, offset: int, limit: int) -> Awaitable[Any]:
-        listing = self._listing
-        if listing.span is None:
-            listing.span = _otel.start(self._operation)
-        # The URL as text when the query is only the listing's own (as the paginator's
-        # walks ask): no URL built from a query mapping for every page.
-        return listing.start(*listing.target(offset, limit))
-
-    def page(self, answer: Any) -> Page[Any]:
-        return self._listing.parse(answer)
-
-    def end(self, pages: int, items: int) -> None:
-        listing = self._listing
-        _otel.items(self._operation, items)
-        _otel.end(listing.span, **{"payroll_async.pages": pages, "payroll_async.items": items})
-        listing.span = None
 
 
 def _pages_for(total: int, size: int, step: int) -> int:
