@@ -24,6 +24,13 @@ temporary folder. Four measures, in one run:
 
 Targets: the PostgreSQL inbox with 3 receivers accepts >= 2,000 notifications/s; the
 inbox's median accept latency <= 3x the bare receiver's.
+
+``--paired N`` measures issue 43's target alone: N interleaved pairs (at least 5), each
+a run of ``--events`` notifications, ``--concurrency`` in flight, into 3 bare receivers
+and into 3 PostgreSQL inbox receivers (so one commit serves the notifications that
+arrive together), in alternating order; each delivery is timed. It prints, per pair, the
+median accept latency of each and their ratio, the inbox's notifications/s, and then
+the median over the pairs: target ratio <= 3.0 with >= 2,000 notifications/s.
 """
 
 from __future__ import annotations
@@ -129,19 +136,64 @@ async def commit_floor(url: str, count: int) -> float:
         await connection.close()
 
 
-async def throughput(urls: list[str], events: int, concurrency: int) -> float:
-    """Notifications/s accepted by ``urls`` (round robin), ``concurrency`` in flight."""
+async def throughput(
+    urls: list[str], events: int, concurrency: int, times: list[float] | None = None
+) -> float:
+    """Notifications/s accepted by ``urls`` (round robin), ``concurrency`` in flight;
+    each delivery's ms appended to ``times`` if given."""
     ids = iter(f"thr-{uuid.uuid4().hex}" for _ in range(events))
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector) as session:
 
         async def sender(n: int) -> None:
             for event_id in ids:
+                started = time.perf_counter()
                 await deliver(session, urls[n % len(urls)], event_id)
+                if times is not None:
+                    times.append((time.perf_counter() - started) * 1000)
 
         started = time.perf_counter()
         await asyncio.gather(*(sender(n) for n in range(concurrency)))
         return events / (time.perf_counter() - started)
+
+
+async def paired(pg: str, pairs: int, events: int, concurrency: int) -> int:
+    """Issue 43's inbox target: accept latency under load, 3 PostgreSQL inbox receivers
+    against 3 bare ones, as ``pairs`` interleaved pairs; 0 if met."""
+    rows, ratios, rates = [], [], []
+    async with receivers("bare", 3) as bare, receivers(pg, 3) as inbox:
+        for urls in (bare, inbox):  # warm: connections, the table created
+            await throughput(urls, 3 * concurrency, concurrency)
+        for n in range(pairs):
+            medians: dict[str, float] = {}
+            rate = 0.0
+            order = [("bare", bare), ("inbox", inbox)]
+            for name, urls in order if n % 2 == 0 else order[::-1]:
+                times: list[float] = []
+                got = await throughput(urls, events, concurrency, times)
+                medians[name] = statistics.median(times)
+                rate = got if name == "inbox" else rate
+            ratio = medians["inbox"] / medians["bare"]
+            ratios.append(ratio)
+            rates.append(rate)
+            rows.append(
+                [str(n + 1), f"{medians['bare']:.2f}", f"{medians['inbox']:.2f}", f"{ratio:.2f}"]
+                + [f"{rate:,.0f}"]
+            )
+    print(
+        table(
+            ["pair", "bare median ms", "inbox median ms", "inbox vs bare", "inbox notif./s"],
+            rows,
+        )
+    )
+    ratio, rate = statistics.median(ratios), statistics.median(rates)
+    print(
+        f"\nmedian of {pairs} pairs: PostgreSQL inbox accept latency vs bare, 3 receivers = "
+        f"{ratio:.2f}x; PostgreSQL inbox notifications/s = {rate:,.0f}"
+    )
+    met = ratio <= 3.0 and rate >= 2000.0
+    print(f"  {'PASS' if met else 'FAIL'}  target: <= 3.0x with >= 2,000 notifications/s")
+    return 0 if met else 1
 
 
 async def drain(url: str, workers: int, concurrency: int) -> float:
@@ -173,6 +225,9 @@ async def main() -> int:
     parser.add_argument("--latency-count", type=int, default=600)
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--worker-concurrency", type=int, default=16)
+    parser.add_argument(
+        "--paired", type=int, metavar="N", help="only issue 43's target, as N interleaved pairs"
+    )
     args = parser.parse_args()
     print(
         f"{args.events:,} signed notifications a run, {args.concurrency} in flight; {machine()}\n"
@@ -183,6 +238,11 @@ async def main() -> int:
         server.psql("CREATE DATABASE bench_async;")
         server.psql("ALTER DATABASE bench_async SET synchronous_commit = off;")
         pg_async = server.get_uri("bench_async")
+        if args.paired is not None:
+            try:
+                return await paired(pg, args.paired, args.events, args.concurrency)
+            finally:
+                server.cleanup()
         sqlite = f"sqlite:///{Path(folder) / 'inbox.db'}"
         try:
             async with (

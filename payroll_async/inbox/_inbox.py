@@ -63,6 +63,21 @@ _SENDERS = ("event_type", "occurred_at")  # the typed columns of the sender's va
 _ERRORS = ErrorKinds(InboxError, InboxURLError, InboxError, "inbox")  # what _sql raises
 
 
+def _unnested(dialect: Any) -> str:
+    """PostgreSQL's INSERT of an accept's rows, each column an array (``$n::type[]``)."""
+    names = ", ".join(column.name for column in _GIVEN)
+    arrays = ", ".join(
+        f"${n}::{column.type.compile(dialect=dialect)}[]" for n, column in enumerate(_GIVEN, 1)
+    )
+    now = database_now().compile(dialect=dialect).string
+    return (
+        f"INSERT INTO {EVENTS.name} ({names}, {', '.join(_STAMPED)}) "
+        f"SELECT {names}, {', '.join(now for _ in _STAMPED)} "
+        f"FROM unnest({arrays}) AS given({names}) "
+        "ON CONFLICT (event_id) DO NOTHING RETURNING event_id"
+    )
+
+
 class _RowRefused(InboxError):
     """The database refused a statement for its values, not for failing itself."""
 
@@ -162,6 +177,9 @@ class Inbox(InboxOperations, ClaimStatements):
         if order != [c.name for c in _GIVEN]:
             raise AssertionError(f"unexpected column order of the inbox's INSERT: {order}")
         self._stored_form = row_converter(_GIVEN, self._db.dialect)
+        # PostgreSQL: any number of rows in one statement of the same text, prepared once
+        # per connection: each column one array parameter, ``unnest`` makes the rows.
+        self._storing_many = _unnested(self._db.engine.dialect) if postgres else None
         self._checks = {name: converter(EVENTS.c[name], self._db.dialect) for name in _SENDERS}
         # Notifications that arrive while one commit runs are stored by the next one.
         self._accepting = Batched(self._insert_rows)
@@ -320,7 +338,15 @@ class Inbox(InboxOperations, ClaimStatements):
                     if self._held is None:
                         self._held = await self._writer.connect()
                     async with self._held.begin():
-                        if len(unique) == 1:
+                        if self._storing_many is not None:
+                            rows = [
+                                self._stored_form(tuple(row.get(c.name) for c in _GIVEN))
+                                for row in unique.values()
+                            ]
+                            result = await self._held.exec_driver_sql(
+                                self._storing_many, tuple(builtins.list(c) for c in zip(*rows))
+                            )
+                        elif len(unique) == 1:
                             (row,) = unique.values()
                             values = self._stored_form(tuple(row.get(c.name) for c in _GIVEN))
                             result = await self._held.exec_driver_sql(self._storing_one, values)

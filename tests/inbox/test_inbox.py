@@ -96,6 +96,27 @@ async def test_copies_arriving_together_are_stored_once_and_others_all_stored(
     assert await query(into, "SELECT count(*) FROM inbox_events") == [(201,)]
 
 
+async def test_postgresql_stores_a_batch_of_any_size_with_one_statement_text(
+    postgres_url: str,
+) -> None:
+    """One INSERT text for 1, 7 or 60 notifications arriving together (each column one
+    array): prepared once per connection, not once per batch size."""
+    seen = set()
+    async with Inbox(postgres_url, **FAST) as inbox:  # type: ignore[arg-type]
+        for size in (1, 7, 60, 2):
+            ids = [f"evt-{size}-{n}" for n in range(size)]
+            assert all(await asyncio.gather(*(inbox.accept(*event(i)) for i in ids)))
+            # the inbox's connection is idle: its last statement is the batch's INSERT
+            (last,) = await query(
+                postgres_url,
+                "SELECT query FROM pg_stat_activity WHERE datname = current_database() "
+                "AND query LIKE 'INSERT INTO inbox_events%'",
+            )
+            seen.add(last[0])
+        assert len(seen) == 1
+        assert await query(postgres_url, "SELECT count(*) FROM inbox_events") == [(70,)]
+
+
 async def test_the_router_commits_and_answers_then_a_worker_handles_it(
     open_inbox: Any, serve: Serve
 ) -> None:
