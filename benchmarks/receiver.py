@@ -177,8 +177,13 @@ async def paired(pg: str, pairs: int, events: int, concurrency: int) -> int:
             ratios.append(ratio)
             rates.append(rate)
             rows.append(
-                [str(n + 1), f"{medians['bare']:.2f}", f"{medians['inbox']:.2f}", f"{ratio:.2f}"]
-                + [f"{rate:,.0f}"]
+                [
+                    str(n + 1),
+                    f"{medians['bare']:.2f}",
+                    f"{medians['inbox']:.2f}",
+                    f"{ratio:.2f}",
+                    f"{rate:,.0f}",
+                ]
             )
     print(
         table(

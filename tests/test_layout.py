@@ -289,9 +289,12 @@ def _private_members_of(folder: Path) -> set[str]:
                 for item in ast.walk(node):
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         names.add(item.name)
-                    elif isinstance(item, ast.Attribute) and isinstance(item.value, ast.Name):
-                        if item.value.id == "self":
-                            names.add(item.attr)
+                    elif (
+                        isinstance(item, ast.Attribute)
+                        and isinstance(item.value, ast.Name)
+                        and item.value.id == "self"
+                    ):
+                        names.add(item.attr)
     return {n for n in names if n.startswith("_") and not n.startswith("__")}
 
 

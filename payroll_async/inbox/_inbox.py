@@ -344,7 +344,8 @@ class Inbox(InboxOperations, ClaimStatements):
                                 for row in unique.values()
                             ]
                             result = await self._held.exec_driver_sql(
-                                self._storing_many, tuple(builtins.list(c) for c in zip(*rows))
+                                self._storing_many,
+                                tuple(builtins.list(c) for c in zip(*rows, strict=True)),
                             )
                         elif len(unique) == 1:
                             (row,) = unique.values()
