@@ -33,12 +33,12 @@ __all__ = [
     "Page",
     "Quota",
     "Sender",
+    "believed_total",
     "download",
     "follow",
     "link_key",
     "next_target",
     "offset_link",
-    "trusted",
     "with_items",
 ]
 
@@ -173,12 +173,14 @@ class Page(Generic[T]):
     """rel -> absolute URL, from the Link header (empty without one)."""
     headers: Mapping[str, str]
     """The response headers."""
-    _turn: _Turn | None = attrs.field(default=None, init=False, eq=False, repr=False)
+    _next_context: _NextPageContext | None = attrs.field(
+        default=None, init=False, eq=False, repr=False
+    )
 
     def __repr__(self) -> str:
         """Its fields, with the token's text and credential-like query values redacted
         wherever they appear (a Link header may echo the token in its next URL)."""
-        secret = None if self._turn is None else self._turn.secret
+        secret = None if self._next_context is None else self._next_context.secret
         fields = (
             f"items={self.items!r}, meta={self.meta!r}, links={self.links!r}, "
             f"headers={self.headers!r}"
@@ -194,7 +196,7 @@ class Page(Generic[T]):
         for, and an empty one ends the listing). An empty page, the last page, and the
         page that reaches the listing's ``max_items`` say no.
         """
-        turn = self._turn
+        turn = self._next_context
         return turn is not None and turn.following(self) is not None
 
     async def get_next_page(self) -> Page[T]:
@@ -206,7 +208,7 @@ class Page(Generic[T]):
         came from by ``get_next_page()`` (its last 1,024 pages), as the ``async for`` walk
         refuses a loop, with the same error.
         """
-        turn = self._turn
+        turn = self._next_context
         following = None if turn is None else turn.following(self)
         if turn is None or following is None:
             raise PaginationError("this is the last page of its listing: there is no next page")
@@ -221,7 +223,7 @@ class Page(Generic[T]):
         return page
 
 
-class _Turn:
+class _NextPageContext:
     """What a page needs to know to ask for the one after it, as the walks would.
 
     Kept as the answer left it (the URL answered, its links) and read only when asked:
@@ -269,7 +271,7 @@ class _Turn:
             return self.links.get("next")
         if after is None:
             return None
-        total = trusted(page.meta.total_count, after)
+        total = believed_total(page.meta.total_count, after)
         if total is not None and after >= total:
             return None
         limit = _number(self.url.query.get("limit"))  # None: the service's own page size
@@ -381,8 +383,8 @@ class Listing(Generic[T]):
         ``chain``: the pages ``get_next_page()`` went through to it."""
         response = await download(self.sender, url, self.options, params, self.span)
         page = self.parse(response, chain)
-        if end is not None and page._turn is not None:
-            offset = page._turn.offset(page.meta)
+        if end is not None and page._next_context is not None:
+            offset = page._next_context.offset(page.meta)
             if offset is not None and offset + len(page.items) > end:
                 page = with_items(page, page.items[: max(0, end - offset)])
         return page, response
@@ -395,7 +397,7 @@ class Listing(Generic[T]):
         texts = response.links.texts
         links = dict(texts) if texts else {}
         page = Page(items=items, meta=meta, links=links, headers=response.headers)
-        object.__setattr__(page, "_turn", _Turn(self, response, self.end, chain))
+        object.__setattr__(page, "_next_context", _NextPageContext(self, response, self.end, chain))
         return page
 
 
@@ -429,7 +431,7 @@ def _retrieve(task: asyncio.Task[Response]) -> None:
         task.exception()
 
 
-def trusted(total: object, seen: int) -> int | None:
+def believed_total(total: object, seen: int) -> int | None:
     """``totalCount`` if it agrees with the ``seen`` items so far, else None (unknown)."""
     if type(total) is not int or total < seen:
         return None
@@ -440,5 +442,5 @@ def with_items(page: Page[T], items: Sequence[T]) -> Page[T]:
     if len(items) == len(page.items):
         return page
     trimmed = attrs.evolve(page, items=items)
-    object.__setattr__(trimmed, "_turn", page._turn)  # not an __init__ argument
+    object.__setattr__(trimmed, "_next_context", page._next_context)  # not an __init__ argument
     return trimmed

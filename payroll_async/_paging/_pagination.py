@@ -47,7 +47,7 @@ from .._http._seam import Response
 from ..models import ListMeta
 from ._decode import Decodes, PageDecoder
 from ._page import Listing, Page, Quota, Sender, download, offset_link, with_items
-from ._walks import LinkWalk, OffsetWalk, more, step
+from ._walks import LinkWalk, OffsetWalk, may_go_on, page_step_after
 
 __all__ = ["AsyncPaginator", "Page", "PageSource", "Sender"]
 
@@ -278,8 +278,8 @@ class _Walker(Generic[T]):
         first = listing.parse(response)
         next_link = response.links.get("next")
         got = len(first.items)
-        page_step = step(
-            limit, got, first.meta.limit, more=more(got, first.meta.total_count, offset)
+        page_step = page_step_after(
+            limit, got, first.meta.limit, more=may_go_on(got, first.meta.total_count, offset)
         )
         strategy: OffsetWalk[T] | LinkWalk[T]
         if next_link is not None and not offset_link(

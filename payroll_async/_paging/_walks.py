@@ -21,17 +21,17 @@ from ._page import (
     Listing,
     Page,
     Quota,
+    believed_total,
     follow,
     link_key,
     offset_link,
-    trusted,
     with_items,
 )
 
 if TYPE_CHECKING:
     pass
 
-__all__ = ["LinkWalk", "OffsetWalk", "more", "step"]
+__all__ = ["LinkWalk", "OffsetWalk", "may_go_on", "page_step_after"]
 
 T = TypeVar("T")
 
@@ -102,12 +102,12 @@ class OffsetWalk(Generic[T]):
     __slots__ = (
         "_emitted",
         "_end",
-        "_gap",
         "_handover",
         "_linked",
         "_listing",
         "_next_offset",
         "_quota",
+        "_short_page",
         "_step",
         "_total",
         "_walked",
@@ -134,7 +134,7 @@ class OffsetWalk(Generic[T]):
         self._emitted = 0
         self._walked: list[URL] = []  # the pages walked, made keys only for a handover
         self._handover: LinkWalk[T] | None = None
-        self._gap: tuple[int, int, int] | None = None  # a short page to complete first
+        self._short_page: tuple[int, int, int] | None = None  # a short page to complete first
         self._window: deque[tuple[int, int, tuple[Page[T], Response] | asyncio.Task[Response]]] = (
             deque()
         )
@@ -144,20 +144,20 @@ class OffsetWalk(Generic[T]):
             items = items[:limit]
         got = len(items)
         self._next_offset = offset + got
-        self._total = trusted(first_page.meta.total_count, offset + got)
+        self._total = believed_total(first_page.meta.total_count, offset + got)
         self._end = quota.end(offset)
         if items:
             self._window.append((offset, got if limit is None else page_step, first))
         else:  # the first page is empty: it is the whole listing
-            self._gap = None
+            self._short_page = None
             self._end = offset
             self._window.append((offset, 0, first))
 
     async def next_page(self) -> Page[T] | None:
         if self._handover is not None:
             return await self._handover.next_page()
-        if self._gap is not None:
-            page = await self._fill_gap()
+        if self._short_page is not None:
+            page = await self._complete_short_page()
             if page is not None:
                 return page
         listing = self._listing
@@ -210,13 +210,13 @@ class OffsetWalk(Generic[T]):
                 walked = {link_key(url) for url in self._walked}
                 self._handover = LinkWalk(listing, (page, response), quota, walked)
                 return await self._handover.next_page()
-        self._total = trusted(page.meta.total_count, page_offset + len(items))
+        self._total = believed_total(page.meta.total_count, page_offset + len(items))
         self._emitted += len(items)
         if self._linked and link is None:
             self.close()  # the server says this is the last page
             self._end = self._next_offset = 0
-        elif self._short(page_offset, size, len(items)):
-            self._gap = (page_offset, size, len(items))
+        elif self._is_short(page_offset, size, len(items)):
+            self._short_page = (page_offset, size, len(items))
         return with_items(page, items)
 
     def _fill(self, width: int) -> None:
@@ -233,17 +233,17 @@ class OffsetWalk(Generic[T]):
             window.append((offset, size, task))
             self._next_offset = offset + size
 
-    def _short(self, page_offset: int, size: int, got: int) -> bool:
+    def _is_short(self, page_offset: int, size: int, got: int) -> bool:
         """Whether the page at ``page_offset`` holds fewer items than the listing has there."""
         total = self._total
         return got < (size if total is None else min(size, total - page_offset))
 
-    async def _fill_gap(self) -> Page[T] | None:
+    async def _complete_short_page(self) -> Page[T] | None:
         """The rest of a page that came back short, so that no item is skipped."""
-        assert self._gap is not None
-        page_offset, size, got = self._gap
-        self._gap = None
-        if not self._short(page_offset, size, got):
+        assert self._short_page is not None
+        page_offset, size, got = self._short_page
+        self._short_page = None
+        if not self._is_short(page_offset, size, got):
             return None
         listing = self._listing
         gap, _ = await listing.fetch(*listing.target(page_offset + got, size - got))
@@ -251,8 +251,8 @@ class OffsetWalk(Generic[T]):
         if not items:
             return None
         self._emitted += len(items)
-        if self._short(page_offset, size, got + len(items)):
-            self._gap = (page_offset, size, got + len(items))
+        if self._is_short(page_offset, size, got + len(items)):
+            self._short_page = (page_offset, size, got + len(items))
         return with_items(gap, items)
 
     def close(self) -> list[asyncio.Task[Response]]:
@@ -272,13 +272,13 @@ class OffsetWalk(Generic[T]):
         return cancelled
 
 
-def more(items: int, total_count: object, offset: int) -> bool:
+def may_go_on(items: int, total_count: object, offset: int) -> bool:
     """Whether the listing may go on after a first page, as far as its total tells."""
-    total = trusted(total_count, offset + items)
+    total = believed_total(total_count, offset + items)
     return total is None or offset + items < total
 
 
-def step(limit: int | None, got: int, meta_limit: object, *, more: bool) -> int:
+def page_step_after(limit: int | None, got: int, meta_limit: object, *, more: bool) -> int:
     """The page size to walk on after a first page of ``got`` items.
 
     A first page shorter than asked, with more to come, tells the server's page size;
