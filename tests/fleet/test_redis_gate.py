@@ -114,12 +114,12 @@ class PausingServer:
 async def test_one_429_holds_back_every_process_for_the_retry_after(
     redis_server: RedisServer, serve: Serve, kind: str, shared: bool
 ) -> None:
-    server = PausingServer(retry_after=2)
+    server = PausingServer(retry_after=1)
     base = await serve(server.app())
     key = f"test:{uuid.uuid4().hex}"
-    # 3 s: the 429 comes within the first worker's first 0.1 s, so every worker still
-    # runs when its 2 s pause ends
-    await run_workers(4, base, TOKEN, kind, redis_server.url, key, "none", seconds=3)
+    # 2 s: the 429 comes within the first worker's first 0.1 s, so every worker still
+    # runs when its 1 s pause ends
+    await run_workers(4, base, TOKEN, kind, redis_server.url, key, "none", seconds=2)
     assert server.limited_at is not None
     if shared:
         # None but those already past the gate when the 429 was answered.

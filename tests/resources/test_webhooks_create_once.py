@@ -60,8 +60,8 @@ class Service:
         body = await request.json()  # the whole body is read before anything is decided
         self.posts += 1
         mode = self.plan.pop(0) if self.plan else "answer"
-        if mode == "take 3s":  # carried out even after the client stopped waiting for it
-            task = asyncio.ensure_future(self.create_later(body["path"], 3.0))
+        if mode == "take 0.75s":  # carried out even after the client stopped waiting for it
+            task = asyncio.ensure_future(self.create_later(body["path"], 0.75))
             self.background.add(task)
             await asyncio.shield(task)
             return web.json_response(self.subs[-1], status=201)
@@ -198,11 +198,12 @@ async def test_ensure_and_replace_under_drops_leave_exactly_one_subscription_eac
 async def test_a_create_still_being_carried_out_is_waited_for_not_sent_again(
     serve: Serve,
 ) -> None:
-    # The first POST takes 3 s and is carried out; the client gives up on it after 1 s, and
-    # its first look finds nothing yet. Sent again then, it would make a second one.
-    service = Service("take 3s")
+    # The first POST takes 0.75 s and is carried out; the client gives up on it after
+    # 0.25 s, and its first look finds nothing yet. Sent again then, it would make a second
+    # one; it looks again once the lost attempt can no longer land (4 timeouts: 1 s).
+    service = Service("take 0.75s")
     base = await serve(service.app())
-    async with PayrollClient(base, TOKEN, timeout=1) as client:
+    async with PayrollClient(base, TOKEN, timeout=0.25) as client:
         sub = await client.webhooks.create(event_types=TYPES, path=HOOK)
     assert service.posts == 1
     assert [s["webhookSubscriptionId"] for s in service.subs] == [str(sub.webhook_subscription_id)]
