@@ -115,7 +115,8 @@ async def work_through_crashes(
                 return False
 
         for _ in range(max_attempts + 3):
-            worker = await Faulty.start(into, tmp_path, lease=0.3, max_attempts=max_attempts)
+            # a lease a loaded machine cannot outrun before the handler dies (0.3 s was, once)
+            worker = await Faulty.start(into, tmp_path, lease=0.6, max_attempts=max_attempts)
             processes.append(worker)
             exited = asyncio.ensure_future(worker.process.wait())
             waiting = asyncio.ensure_future(until(settled))
