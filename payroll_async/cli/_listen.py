@@ -155,7 +155,7 @@ async def reach_inbox(inbox: Inbox) -> None:
     """Connect to the inbox's database and make its table if it is new: before anything
     is served or claimed, a database that cannot be used (a wrong password, a refused
     connection, an unknown host) is an InboxError that says why (exit code 5)."""
-    await inbox._ensure()
+    await inbox.open()
 
 
 def build_router(secret: str | None, insecure: bool, inbox: Inbox | None = None) -> EventRouter:

@@ -228,6 +228,17 @@ class Inbox(InboxOperations, ClaimStatements):
         async with self._db.engine.begin() as connection:
             yield connection
 
+    async def open(self) -> None:
+        """Connect to the database and make the inbox's table if it is new, now.
+
+        Every other method does it on first use; call this at a service's start to learn
+        then that the database cannot be used: an
+        [`InboxError`][payroll_async.inbox.InboxError] says why (a wrong password, a
+        refused connection, an unknown host, a table made by a later version), without
+        the password.
+        """
+        await self._ensure()
+
     async def _ensure(self) -> None:
         if self._ready:
             return

@@ -524,3 +524,26 @@ async def test_bad_arguments_of_the_calls(tmp_path: Path) -> None:
         for call in calls:
             with pytest.raises(InvalidArgumentError):
                 await call
+
+
+async def test_open_makes_the_table_now_and_says_why_a_database_cannot_be_used(
+    into: str, tmp_path: Path
+) -> None:
+    inbox = Inbox(into, **FAST)
+    try:
+        await inbox.open()  # the table exists before anything is accepted or claimed
+        assert await query(into, "SELECT count(*) FROM inbox_events") == [(0,)]
+        await inbox.open()  # again: nothing to do
+    finally:
+        await inbox.close()
+    with socket.socket() as listener:  # a port nothing answers on once closed
+        listener.bind(("127.0.0.1", 0))
+        port = listener.getsockname()[1]
+    password = "pw-" + secrets.token_hex(8)
+    down = Inbox(f"postgresql://payroll:{password}@127.0.0.1:{port}/payroll", **FAST)
+    try:
+        with pytest.raises(InboxError, match="ConnectionRefusedError") as raised:
+            await down.open()
+        assert password not in str(raised.value)
+    finally:
+        await down.close()
