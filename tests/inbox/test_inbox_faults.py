@@ -142,8 +142,10 @@ async def test_a_handler_that_kills_its_worker_is_dead_after_max_attempts_claims
 ) -> None:
     await fill(open_inbox(), "crash-1")
     crashed = await work_through_crashes(into, tmp_path, processes, max_attempts=2)
-    # each claim counted: two handlers ran and died, the third claim found it spent
-    assert len(crashed) == 2
+    # each claim counted: two handlers ran and died, the third claim found it spent. On a
+    # starved machine a worker's lease can run out before its first handler dies, and the
+    # same worker claims the event again: both claims count, in one process's crash.
+    assert len(crashed) in (1, 2)
     ((status, attempts, last_error, handled_at),) = await rows(
         into, "status", "attempts", "last_error", "handled_at"
     )
