@@ -57,6 +57,7 @@ USER_AGENT = (
 )
 DEFAULT_HEADERS: Mapping[str, str] = {"User-Agent": USER_AGENT, "Accept": "application/json"}
 _RETRY_PLANS = 64  # retry policies whose decisions a client keeps built
+_NEVER = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)  # no recovery's start
 
 
 class Held(enum.Enum):
@@ -218,7 +219,9 @@ class Transport:
         method, options = request.method, request.options
         retries = self._retries(options.retry)
         limit = time_limit(options.timeout)
-        began = datetime.datetime.now(datetime.timezone.utc)  # a recovery's look-up is since
+        # when the first attempt began, on the wall clock: what a recovery looks up since
+        # (read only for a request that has one: no clock read on every request)
+        began = datetime.datetime.now(datetime.timezone.utc) if recovery is not None else _NEVER
         landed_by = 0.0  # when the last attempt sent can no longer land (a recovery's wait)
         token: str | None = None
         refreshed = False
