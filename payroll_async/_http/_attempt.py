@@ -5,7 +5,7 @@ becomes its typed error); ``succeeded``/``response`` make a 2xx a ``Response``;
 ``already_gone`` is the DELETE-404 rule; ``failure`` types any other answer and
 ``pause_for`` says how long a 429 holds the whole client back. The order of the steps,
 the gates, the token and its refresh, and the retries are the transport's
-(``Transport.attempt``, ``Transport.send``); the bytes on the wire are the transport's (``_seam``).
+(``Transport.attempt``, ``Transport.loop``); the bytes on the wire are the transport's (``_seam``).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from .._core._exceptions import (
     PayrollError,
     ResponseDecodeError,
 )
+from .._core._json import dumps
 from .._core._redact import shown_url
 from . import _otel
 from ._failures import connection_error
@@ -46,6 +47,7 @@ __all__ = [
     "Exchange",
     "Request",
     "already_gone",
+    "build_request",
     "exchange",
     "failure",
     "response",
@@ -68,6 +70,25 @@ class Request:
     data: bytes | None
     headers: Mapping[str, str]
     options: FinalOptions
+
+
+def build_request(
+    method: str,
+    url: URL,
+    options: FinalOptions,
+    params: Mapping[str, Any] | None = None,
+    json: Any = None,
+) -> Request:
+    """What every attempt of one request sends, built once: ``options``' extra query laid
+    over ``params``, and ``json`` as the body."""
+    if options.extra_query:
+        params = {**(params or {}), **options.extra_query}
+    headers = options.headers
+    data = None
+    if json is not None:
+        data = dumps(json)
+        headers = {**headers, "Content-Type": "application/json"}
+    return Request(method, url, params, data, headers, options)
 
 
 @attrs.frozen(slots=True)

@@ -1,8 +1,9 @@
 """One request, done properly: the loop over attempts, and each attempt's steps.
 
 Everything above this module (pagination, resources, the client's generic calls) calls
-``Transport.send()`` and gets back a ``Response`` (status, URL, headers, links, body) for a
-2xx, or a typed ``PayrollError``. Read it top down: ``send`` (the loop over attempts;
+``Transport.loop()`` with a request (``_attempt.build_request``) and gets back a ``Response``
+(status, URL, headers, links, body) for a 2xx, or a typed ``PayrollError``. Read it top
+down: ``loop`` (the loop over attempts;
 ``_retry.Retries`` decides) -> ``attempt`` (admission, token, exchange, meaning, as named
 steps) -> ``_attempt.exchange`` -> the transport seam (``_seam.AsyncTransport``: aiohttp's
 by default, ``_aiohttp.AiohttpTransport``, or the user's ``transport=``).
@@ -25,7 +26,6 @@ from yarl import URL
 
 from .._core._clock import SYSTEM_CLOCK, Clock
 from .._core._exceptions import APIConnectionError, ClientClosedError, PayrollError
-from .._core._json import dumps
 from .._core._redact import shown_url
 from .._core._types import RetryPolicy
 from .._core._version import __version__
@@ -44,7 +44,6 @@ from ._auth import Auth
 from ._failures import display_url
 from ._gate import Gate, GateClosed, LocalGate
 from ._network import Route
-from ._options import FinalOptions
 from ._retry import Recovery, Retries, pause_for
 from ._seam import AsyncTransport, Response
 
@@ -178,26 +177,6 @@ class Transport:
         await self.local_gate.pause(seconds)
         if self.shared_gate is not None:
             await self.shared_gate.pause(seconds)
-
-    async def send(
-        self,
-        method: str,
-        url: URL,
-        *,
-        options: FinalOptions,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-    ) -> Response:
-        """Send with retries: the ``Response`` of a 2xx, else a PayrollError (``loop``)."""
-        response: Response = await self.loop(self._request(method, url, options, params, json))
-        return response
-
-    async def send_recovering(
-        self, method: str, url: URL, *, options: FinalOptions, json: Any, recovery: Recovery
-    ) -> Any:
-        """``send`` for a request that is not safe to send again: what ``recovery.find``
-        found a lost attempt did, or the ``Response`` of a 2xx (``loop``)."""
-        return await self.loop(self._request(method, url, options, None, json), recovery)
 
     async def loop(self, request: Request, recovery: Recovery | None = None) -> Any:
         """The one loop over the attempts of ``request``: every "send again" of the SDK is
@@ -347,24 +326,6 @@ class Transport:
         return await self.auth.refresh(
             rejected, limit, request.method, display_url(request.url, request.params, rejected)
         )
-
-    def _request(
-        self,
-        method: str,
-        url: URL,
-        options: FinalOptions,
-        params: Mapping[str, Any] | None,
-        json: Any,
-    ) -> Request:
-        """What every attempt of one request sends, built once."""
-        if options.extra_query:
-            params = {**(params or {}), **options.extra_query}
-        headers = options.headers
-        data = None
-        if json is not None:
-            data = dumps(json)
-            headers = {**headers, "Content-Type": "application/json"}
-        return Request(method, url, params, data, headers, options)
 
     def _retries(self, policy: RetryPolicy) -> Retries:
         """The retry decisions of ``policy`` (built once per policy, then shared)."""

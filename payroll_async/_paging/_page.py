@@ -19,6 +19,7 @@ from yarl import URL
 from .._core._exceptions import PaginationError
 from .._core._redact import shown_url
 from .._http import _otel
+from .._http._attempt import Request, build_request
 from .._http._auth import Identity
 from .._http._seam import Response
 from ..models import ListMeta
@@ -143,15 +144,7 @@ class Sender(Protocol):
 
     def identity(self) -> Identity: ...
 
-    def send(
-        self,
-        method: str,
-        url: URL,
-        *,
-        options: FinalOptions,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-    ) -> Coroutine[Any, Any, Response]: ...
+    def send(self, request: Request) -> Coroutine[Any, Any, Response]: ...
 
 
 @attrs.frozen(repr=False)
@@ -289,7 +282,7 @@ def download(
 ) -> Coroutine[Any, Any, Response]:
     """One GET of a walk; its request spans are children of the walk's span."""
     if span is None:  # the send itself: no coroutine around it
-        return sender.send("GET", url, options=options, params=params)
+        return sender.send(build_request("GET", url, options, params))
     return _download_in(span, sender, url, options, params)
 
 
@@ -297,7 +290,7 @@ async def _download_in(
     span: Any, sender: Sender, url: URL, options: FinalOptions, params: Mapping[str, Any] | None
 ) -> Response:
     with _otel.using(span):
-        return await sender.send("GET", url, options=options, params=params)
+        return await sender.send(build_request("GET", url, options, params))
 
 
 @attrs.define(slots=True)

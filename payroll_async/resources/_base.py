@@ -22,6 +22,7 @@ from .._core import _validation as check
 from .._core._exceptions import InvalidArgumentError
 from .._core._types import NotGiven, SortLike
 from .._http import _otel
+from .._http._attempt import Request, build_request
 from .._http._auth import Identity
 from .._http._options import FinalOptions, ListOptions, Options, parse, parse_list
 from .._http._retry import Recovery
@@ -77,31 +78,17 @@ class Binding:
         """A call's options over this client's: the record its requests read."""
         return options.over(self.options)
 
-    async def send(
-        self,
-        method: str,
-        url: URL,
-        *,
-        options: FinalOptions,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-    ) -> Response:
-        if self._closing.closed or self.transport.is_closed:
-            raise self.transport.closed_error()
-        response = await self.transport.send(method, url, options=options, params=params, json=json)
-        record(response)
+    async def send(self, request: Request) -> Response:
+        """``request`` sent by the transport's loop: the Response of its 2xx."""
+        response: Response = await self.send_recovering(request, None)
         return response
 
-    async def send_recovering(
-        self, method: str, url: URL, *, options: FinalOptions, json: Any, recovery: Recovery
-    ) -> Any:
+    async def send_recovering(self, request: Request, recovery: Recovery | None) -> Any:
         """``send``, with ``recovery`` consulted when an answer is lost: the Response of a
         2xx, or what ``recovery.find`` found the lost attempt did."""
         if self._closing.closed or self.transport.is_closed:
             raise self.transport.closed_error()
-        found = await self.transport.send_recovering(
-            method, url, options=options, json=json, recovery=recovery
-        )
+        found = await self.transport.loop(request, recovery)
         if isinstance(found, Response):
             record(found)
         return found
@@ -201,7 +188,7 @@ class Resource:
     ) -> Response:
         """One non-list request; the Response of its 2xx."""
         binding = self._binding
-        return await binding.send(method, binding.url(path), options=options, json=json)
+        return await binding.send(build_request(method, binding.url(path), options, json=json))
 
     async def _send_for(
         self,

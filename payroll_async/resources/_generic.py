@@ -22,6 +22,7 @@ from .._core._exceptions import InvalidArgumentError
 from .._core._redact import shown_url
 from .._core._types import QueryLike
 from .._http import _otel
+from .._http._attempt import build_request
 from .._http._options import ListOptions, parse
 from .._paging._decode import cast_body, check_cast
 from .._paging._pagination import AsyncPaginator
@@ -65,7 +66,7 @@ class Generic(Resource):
         shown = shown_url(url.path, self._binding.transport.auth.static)
         with _otel.operation(name, **{"url.path": shown}):
             response = await self._binding.send(
-                method, url, options=options, params=query or None, json=json
+                build_request(method, url, options, query or None, json)
             )
         return cast_body(cast_to, response)
 

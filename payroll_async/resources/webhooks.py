@@ -17,6 +17,7 @@ from .._core._exceptions import (
     ReplaceIncompleteError,
 )
 from .._core._types import IdLike, SortLike
+from .._http._attempt import build_request
 from .._http._options import CallOptions, FinalOptions, ListOptions, Unpack
 from .._paging._decode import decode_error, structure_body
 from .._paging._pagination import AsyncPaginator
@@ -115,11 +116,10 @@ class Webhooks(Resource):
         # Exactly once: a POST whose answer was lost is looked for before it is sent again.
         binding = self._binding
         response = await binding.send_recovering(
-            "POST",
-            binding.url(_PATH),
-            options=options,
-            json={"event_types": types, "path": path},
-            recovery=create_once(
+            build_request(
+                "POST", binding.url(_PATH), options, json={"event_types": types, "path": path}
+            ),
+            create_once(
                 lambda since: self._created_since(types, path, since, keywords),
                 options.timeout,
                 f"POST {_PATH}",
