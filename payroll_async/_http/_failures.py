@@ -66,22 +66,22 @@ def _connection_error(
         )
     if isinstance(exc, aiohttp.ClientSSLError):
         # A failed TLS handshake or certificate will fail the same way again.
-        return APIConnectionError(
-            f"{method} {where}: TLS failed ({_describe(exc)})",
-            method=method,
-            url=where,
-            request_sent=False,
-            retryable=False,
-        )
+        return _unsent(method, where, f"TLS failed ({_describe(exc)})", retryable=False)
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return APIConnectionError(
-            f"{method} {where}: cannot connect ({exc.os_error})",
-            method=method,
-            url=where,
-            request_sent=False,
-        )
+        return _unsent(method, where, f"cannot connect ({exc.os_error})")
     return APIConnectionError(
         f"{method} {where}: {type(exc).__name__}: {_describe(exc)}", method=method, url=where
+    )
+
+
+def _unsent(method: str, where: str, what: str, *, retryable: bool = True) -> APIConnectionError:
+    """A request that never reached the service: ``what`` went wrong."""
+    return APIConnectionError(
+        f"{method} {where}: {what}",
+        method=method,
+        url=where,
+        request_sent=False,
+        retryable=retryable,
     )
 
 

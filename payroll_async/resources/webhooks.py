@@ -47,14 +47,7 @@ class Webhooks(Resource):
 
     @property
     def with_raw_response(self) -> WebhooksWithRawResponse:
-        """These operations, each returning a RawResponse (status, headers, request id).
-
-        ```pycon
-        >>> raw = await client.webhooks.with_raw_response.delete(sid)
-        >>> raw.status, raw.request_id
-        (204, 'req-42')
-        ```
-        """
+        """These operations, each returning a RawResponse (as any resource's)."""
         return WebhooksWithRawResponse(self)
 
     def list(
