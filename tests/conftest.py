@@ -84,8 +84,11 @@ _NEEDS_STREAM_WRITER = "stream_writer" in inspect.signature(aiohttp.ClientRespon
 
 class _ShimResponse(aiohttp.ClientResponse):
     # aioresponses 0.7.9 builds ClientResponse without the `stream_writer` argument that
-    # aiohttp 3.14 requires (and reads `.output_size` from). A writer that reports nothing
-    # written makes it work; the SDK itself never sees this class outside tests.
+    # aiohttp 3.14 requires (and reads `.output_size` from): pnuckowski/aioresponses#289,
+    # fixed the same way by the open PR #288. A writer that reports nothing written makes
+    # it work; the SDK itself never sees this class. Drop it with the release that merges
+    # #288. Tests of the client's own behaviour use `payroll_async.testing.MockTransport`,
+    # which needs no such patch (CONTRIBUTING: "Which double for what").
     def __init__(self, method: str, url: Any, **kwargs: Any) -> None:
         if _NEEDS_STREAM_WRITER:
             kwargs.setdefault("stream_writer", _NoStreamWriter())
