@@ -161,7 +161,7 @@ NO_LINKS: Links = Links({})
 
 @attrs.frozen(repr=False)
 class Response:
-    """What ``Transport.send()`` returns: nothing in it needs the connection any more."""
+    """What ``Transport.loop()`` returns: nothing in it needs the connection any more."""
 
     method: str
     """The method sent."""

@@ -5,7 +5,7 @@ reached the service (``APIConnectionError.request_sent``). When the connection d
 the request was sent, or its answer does not come within the timeout, the service may have
 created the resource, may not have, or may still be creating it. Sending again blindly can
 create a second one; giving up leaves the caller not knowing. ``create_once`` gives the
-transport's one retry loop (``_http/_transport.Transport.send``) what a careful user would
+transport's one retry loop (``_http/_transport.Transport.loop``) what a careful user would
 do: look for what the lost attempt may have created (the caller's ``find``, e.g. the
 newest subscription with the same path and event types created since the attempt began,
 on the service's own clock) and return that; only when there is none, and the lost attempt
