@@ -1,7 +1,7 @@
 """One request, done properly: the loop over attempts, and each attempt's steps.
 
 Everything above this module (pagination, resources, the client's generic calls) calls
-``Transport.send()`` and gets back a ``Response`` (status, URL, headers, links, body) for a
+``Transport.send()`` and gets back a ``Response`` (status, URL, headers, body) for a
 2xx, or a typed ``PayrollError``. Read it top down: ``send`` (the loop over attempts;
 ``_retry.Retries`` decides) -> ``attempt`` (admission, token, exchange, meaning, as named
 steps) -> ``_attempt.exchange`` -> the transport seam (``_seam.AsyncTransport``: aiohttp's
@@ -115,7 +115,6 @@ class Transport:
         self.route: Route = route
         """The proxy and TLS of every request (resolved once, by the client)."""
         self.origin: URL = base_url.origin()
-        self._origin = str(self.origin)
         self.auth: Auth = auth
         self.clock: Clock = clock
         self.concurrency: int = concurrency
@@ -301,9 +300,7 @@ class Transport:
                     request, time_limit(request.options.timeout)
                 )
             try:
-                answer = await exchange(
-                    self.wire, request, token, number, waited=waited, origin=self._origin
-                )
+                answer = await exchange(self.wire, request, token, number, waited=waited)
             except GateClosed:
                 return HELD
         if succeeded(answer):
