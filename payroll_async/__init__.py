@@ -53,7 +53,7 @@ if _TYPE_CHECKING:
     from ._http._auth import TokenProvider
     from ._http._options import CallOptions, ListOptions
     from ._http._seam import AsyncTransport, RawResponse, TransportRequest, TransportResponse
-    from ._paging._pagination import AsyncPaginator, Page
+    from ._paging._pagination import AsyncPaginator, Page, PageInfo
 
 # The client and what it needs (aiohttp sessions, tenacity, cattrs) load on first use, so
 # that `payroll_async.emulator` and `payroll_async.events` do not load the transport.
@@ -64,6 +64,7 @@ _LAZY = {
     "ClientState": "._client",
     "ListOptions": "._http._options",
     "Page": "._paging._pagination",
+    "PageInfo": "._paging._pagination",
     "PayrollClient": "._client",
     "RawResponse": "._http._seam",
     "RetryPolicy": "._core._types",
@@ -120,6 +121,7 @@ __all__ = [
     "NotFoundError",
     "NotGiven",
     "Page",
+    "PageInfo",
     "PaginationError",
     "PayrollClient",
     "PayrollConnection",

@@ -80,6 +80,18 @@ def test_the_options_and_the_generic_calls_are_public() -> None:
     assert inspect.iscoroutinefunction(payroll_async.Page.get_next_page)
 
 
+def test_a_page_says_its_next_request() -> None:
+    """Issue 42's addition: ``Page.next_page_info() -> PageInfo | None`` (openai-python's
+    name), the one next-page rule; ``PageInfo`` holds a next link or an offset and limit."""
+    signature = inspect.signature(payroll_async.Page.next_page_info)
+    assert list(signature.parameters) == ["self"]
+    assert signature.return_annotation == "PageInfo | None"
+    assert inspect.getdoc(payroll_async.Page.next_page_info)
+    assert "PageInfo" in payroll_async.__all__
+    info = payroll_async.PageInfo(offset=10, limit=10)
+    assert (info.url, info.offset, info.limit) == (None, 10, 10)
+
+
 def test_the_network_options_and_the_proxy_error_are_public() -> None:
     """Issue 44's additions: proxy=, trust_env=, ssl= and ProxyError."""
     params = inspect.signature(payroll_async.PayrollClient).parameters

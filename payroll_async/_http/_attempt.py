@@ -35,11 +35,9 @@ from ._options import FinalOptions
 from ._seam import (
     ERROR_BODY_MAX,
     AsyncTransport,
-    Links,
     Response,
     TransportRequest,
     TransportResponse,
-    read_links,
 )
 from ._status import excerpt, request_id, status_error
 
@@ -100,8 +98,6 @@ class Exchange:
     url: URL
     headers: Mapping[str, str]
     body: bytes
-    links: Links
-    link_error: str | None
     started: float
     sends: int
     """How many times the transport put the request on the wire (aiohttp's DELETEs are
@@ -115,7 +111,6 @@ async def exchange(
     number: int,
     *,
     waited: float,
-    origin: str,
 ) -> Exchange:
     """Send once through the transport and read what came back; a failed send is typed.
 
@@ -160,16 +155,12 @@ async def exchange(
             raise failure
         status = answer.status
         _otel.finish(span, method, status, elapsed, None if status < 400 else str(status))
-    answered = answer.url or sent.url
-    links, link_error = read_links(answer.headers, answered, origin)
     result = Exchange(
         status=status,
         reason=answer.reason,
-        url=answered,
+        url=answer.url or sent.url,
         headers=answer.headers,
         body=body,
-        links=links,
-        link_error=link_error,
         started=started,
         sends=answer.sends,
     )
@@ -221,8 +212,6 @@ def response(request: Request, answer: Exchange, token: str) -> Response:
         url=answer.url,
         headers=answer.headers,
         body=answer.body,
-        links=answer.links,
-        link_error=answer.link_error,
         secret=token,
     )
 

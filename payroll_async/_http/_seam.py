@@ -16,10 +16,8 @@ and a call ``with_raw_response`` a `RawResponse` (its parsed result with that Re
 from __future__ import annotations
 
 import contextvars
-import functools
-import re
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from collections.abc import Awaitable, Mapping
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 import aiohttp
 import attrs
@@ -31,16 +29,12 @@ from ._status import request_id
 
 __all__ = [
     "ERROR_BODY_MAX",
-    "NO_LINKS",
     "AsyncTransport",
-    "Links",
     "RawResponse",
     "Response",
     "TransportRequest",
     "TransportResponse",
     "call_raw",
-    "plain_links",
-    "read_links",
     "record",
 ]
 
@@ -108,57 +102,6 @@ class AsyncTransport(Protocol):
         ...
 
 
-class Links(Mapping[str, URL]):
-    """rel -> absolute URL of a Link header (the first link of each rel).
-
-    Kept as the links' text; each ``URL`` is made when it is first read, so that a walk
-    that only compares a page's next link with the request it expects makes none.
-    """
-
-    __slots__ = ("_texts", "_urls")
-
-    def __init__(self, texts: Mapping[str, str], urls: Mapping[str, URL] | None = None) -> None:
-        self._texts = texts
-        """rel -> the URL's text, each ``str(URL)`` of its link."""
-        self._urls: dict[str, URL] = dict(urls) if urls else {}
-
-    @classmethod
-    def of(cls, urls: Mapping[str, URL]) -> Links:
-        """The links of ``urls`` (rel -> URL), their texts printed once."""
-        return urls if isinstance(urls, Links) else cls({r: str(u) for r, u in urls.items()}, urls)
-
-    def text(self, rel: str) -> str | None:
-        """The text of the ``rel`` link (None: no such link), without making its URL."""
-        return self._texts.get(rel)
-
-    @property
-    def texts(self) -> Mapping[str, str]:
-        """rel -> text of every link."""
-        return self._texts
-
-    def __getitem__(self, rel: str) -> URL:
-        url = self._urls.get(rel)
-        if url is None:
-            # The text is a URL's own printing (see ``read_links``): no quoting to redo.
-            url = self._urls[rel] = URL(self._texts[rel], encoded=True)
-        return url
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._texts)
-
-    def __len__(self) -> int:
-        return len(self._texts)
-
-    def __contains__(self, rel: object) -> bool:
-        return rel in self._texts
-
-    def __repr__(self) -> str:
-        return f"Links({self._texts!r})"
-
-
-NO_LINKS: Links = Links({})
-
-
 @attrs.frozen(repr=False)
 class Response:
     """What ``Transport.loop()`` returns: nothing in it needs the connection any more."""
@@ -170,13 +113,10 @@ class Response:
     url: URL
     """The URL answered, query included."""
     headers: CIMultiDictProxy[str] | Mapping[str, str]
-    """The response headers (case-insensitive)."""
+    """The response headers (case-insensitive), the Link header as it came (a listing's
+    pages read it: ``_paging``)."""
     body: bytes
     """The whole body, at most the client's ``max_response_size``."""
-    links: Links = NO_LINKS
-    """rel -> absolute URL from the Link header; the first link of each rel wins."""
-    link_error: str | None = None
-    """Why the Link header could not be parsed (it is then ignored in ``links``)."""
     secret: str | None = attrs.field(default=None, eq=False)
     """The token the request was sent with, to redact if the body echoes it."""
 
@@ -259,67 +199,3 @@ async def call_raw(call: Awaitable[T]) -> RawResponse[T]:
 
 ERROR_BODY_MAX = 64 * 1024
 """The most of an error body read: its excerpt and message need no more."""
-
-
-class _LinkHeader:
-    """aiohttp's own parse of a Link header (``ClientResponse.links``), run on the headers
-    and URL of an answer from any transport: one parser whatever carried the answer."""
-
-    links = aiohttp.ClientResponse.__dict__["links"]
-
-    def __init__(self, headers: Mapping[str, str], url: URL) -> None:
-        self.headers = headers
-        self.url = url
-        self._cache: dict[str, Any] = {}
-
-
-def read_links(headers: CIMultiDictProxy[str], url: URL, origin: str) -> tuple[Links, str | None]:
-    """rel -> URL from the Link header (the first of each rel), or why it cannot be read.
-
-    aiohttp parses the header and resolves each link against ``url`` (the URL answered).
-    A header made only of ``<URL>; rel="name"`` entries whose URLs are plain absolute URLs
-    on ``origin`` (the client's, as ``str(URL.origin())`` prints it) is read by one match
-    instead: for those aiohttp's parse gives the same links, each URL printing as its
-    text (``tests/_http/test_link_header.py`` holds the two to it). Anything else goes to
-    aiohttp's parse.
-    """
-    values = headers.getall("Link", None)
-    if values is None:
-        return NO_LINKS, None
-    header = values[0] if len(values) == 1 else ", ".join(values)
-    texts = plain_links(header, origin)
-    if texts is not None:
-        return Links(texts), None
-    urls: dict[str, URL] = {}
-    try:
-        for rel, link in _LinkHeader(headers, url).links.items():
-            target = link["url"]
-            urls.setdefault(str(rel), target if isinstance(target, URL) else URL(str(target)))
-    except (ValueError, TypeError, KeyError):
-        return NO_LINKS, f"cannot be parsed: {header[:200]!r}"
-    return Links.of(urls), None
-
-
-def plain_links(header: str, origin: str) -> dict[str, str] | None:
-    """rel -> URL text of a Link header of plain entries only (see ``read_links``), else None."""
-    entry = _plain_entry(origin)
-    texts: dict[str, str] = {}
-    for part in header.split(", "):
-        match = entry(part)
-        if match is None:
-            return None
-        url, rel = match.groups()
-        if rel not in texts:
-            texts[rel] = url
-    return texts
-
-
-# A plain entry: a URL of unreserved characters (no "." in its path: no dot segments to
-# resolve, no "%": no escapes to normalise; no "," or space: the entries split at ", "
-# as aiohttp splits them) and a quoted lower-case rel.
-_URL_REST = r"/[A-Za-z0-9_~/\-]*(?:\?[A-Za-z0-9._~=&\-]+)?"
-
-
-@functools.lru_cache(maxsize=8)
-def _plain_entry(origin: str) -> Callable[[str], re.Match[str] | None]:
-    return re.compile(f'<({re.escape(origin)}{_URL_REST})>; rel="([a-z]+)"').fullmatch

@@ -2,8 +2,8 @@
 
 Everything above this module (pagination, resources, the client's generic calls) calls
 ``Transport.loop()`` with a request (``_attempt.build_request``) and gets back a ``Response``
-(status, URL, headers, links, body) for a 2xx, or a typed ``PayrollError``. Read it top
-down: ``loop`` (the loop over attempts;
+(status, URL, headers, body) for a 2xx, or a typed ``PayrollError``. Read it top down:
+``loop`` (the loop over attempts;
 ``_retry.Retries`` decides) -> ``attempt`` (admission, token, exchange, meaning, as named
 steps) -> ``_attempt.exchange`` -> the transport seam (``_seam.AsyncTransport``: aiohttp's
 by default, ``_aiohttp.AiohttpTransport``, or the user's ``transport=``).
@@ -114,7 +114,6 @@ class Transport:
         self.route: Route = route
         """The proxy and TLS of every request (resolved once, by the client)."""
         self.origin: URL = base_url.origin()
-        self._origin = str(self.origin)
         self.auth: Auth = auth
         self.clock: Clock = clock
         self.concurrency: int = concurrency
@@ -280,9 +279,7 @@ class Transport:
                     request, time_limit(request.options.timeout)
                 )
             try:
-                answer = await exchange(
-                    self.wire, request, token, number, waited=waited, origin=self._origin
-                )
+                answer = await exchange(self.wire, request, token, number, waited=waited)
             except GateClosed:
                 return HELD
         if succeeded(answer):

@@ -1,19 +1,37 @@
-"""One page of a listing, and how one is fetched: ``Page`` (with its way to the next one),
-``Listing`` (what every request of a walk shares), ``Quota`` (``max_items`` and its
-arithmetic) and ``Sender`` (what the requests go through).
+"""One page of a listing and what comes after it: ``Page``, the Link header read into
+``Links``, and the one next-page rule (``_NextPageContext.following``), which
+``Page.next_page_info()``, ``has_next_page()``, ``get_next_page()`` and every walk ask;
+``Listing`` (what every request of a walk shares), ``Quota`` (``max_items``) and
+``Sender`` (what the requests go through).
 
-The walks over many pages are ``_walks``'s. Next links are compared here too: whether one
-is the offset walk's next request (``offset_link``), whether it may be followed
-(``next_target``, ``follow``): links arrive as URL objects and are compared as such.
+The rule, for a page of ``got`` items (after ``max_items`` and the limit asked):
+
+- no items: the end (an empty page ends any listing);
+- the page reaches ``max_items``: the end;
+- with a Link header: its ``rel="next"``, or the end without one. A next link that asks
+  exactly what the offset walk would ask next (this listing's request, the offset right
+  after this page's items) is that offset request; any other is followed as it is, once
+  checked: http(s), no credentials, the client's origin, not a page already walked (a
+  loop), else ``PaginationError``;
+- without one: the end once the offset after the page reaches a ``totalCount`` that
+  agrees with the items seen; else the offset right after the page's items, with a limit
+  that completes the page size's grid from the walk's start (a short page is completed
+  first, so that the pages fetched ahead stay the ones asked for next).
+
+Links arrive as text and are made URLs only when compared as such.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+import functools
+import re
+from collections.abc import Callable, Container, Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+import aiohttp
 import attrs
+from multidict import CIMultiDictProxy
 from yarl import URL
 
 from .._core._exceptions import PaginationError
@@ -29,18 +47,21 @@ if TYPE_CHECKING:
     from ._decode import Decodes
 
 __all__ = [
+    "CHAIN",
+    "NO_LINKS",
     "LinkKey",
+    "Links",
     "Listing",
+    "NextRequest",
     "Page",
+    "PageInfo",
     "Quota",
     "Sender",
     "believed_total",
     "download",
-    "follow",
     "link_key",
-    "next_target",
-    "offset_link",
-    "with_items",
+    "plain_links",
+    "read_links",
 ]
 
 T = TypeVar("T")
@@ -48,23 +69,146 @@ T = TypeVar("T")
 LinkKey = tuple[str, str, tuple[tuple[str, str], ...]]
 
 
-def offset_link(link: URL, url: URL, offset: int, *limits: int) -> bool:
-    """Whether a next link asks exactly what the offset walk would ask next.
+# --- the Link header ---------------------------------------------------------------------
 
-    That is: the request ``url`` (same origin, same path, the same query) with ``offset``
-    advanced, and a limit (if any) that is one of ``limits``. Anything else (a cursor,
-    another path, a changed filter) is followed as a link.
+
+class Links(Mapping[str, URL]):
+    """rel -> absolute URL of a Link header (the first link of each rel).
+
+    Kept as the links' text; each ``URL`` is made when it is first read, so that a walk
+    that only compares a page's next link with the request it expects makes none.
     """
+
+    __slots__ = ("_texts", "_urls")
+
+    def __init__(self, texts: Mapping[str, str], urls: Mapping[str, URL] | None = None) -> None:
+        self._texts = texts
+        """rel -> the URL's text, each ``str(URL)`` of its link."""
+        self._urls: dict[str, URL] = dict(urls) if urls else {}
+
+    @classmethod
+    def of(cls, urls: Mapping[str, URL]) -> Links:
+        """The links of ``urls`` (rel -> URL), their texts printed once."""
+        return urls if isinstance(urls, Links) else cls({r: str(u) for r, u in urls.items()}, urls)
+
+    def text(self, rel: str) -> str | None:
+        """The text of the ``rel`` link (None: no such link), without making its URL."""
+        return self._texts.get(rel)
+
+    @property
+    def texts(self) -> Mapping[str, str]:
+        """rel -> text of every link."""
+        return self._texts
+
+    def __getitem__(self, rel: str) -> URL:
+        url = self._urls.get(rel)
+        if url is None:
+            # The text is a URL's own printing (see ``read_links``): no quoting to redo.
+            url = self._urls[rel] = URL(self._texts[rel], encoded=True)
+        return url
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __contains__(self, rel: object) -> bool:
+        return rel in self._texts
+
+    def __repr__(self) -> str:
+        return f"Links({self._texts!r})"
+
+
+NO_LINKS: Links = Links({})
+
+
+class _LinkHeader:
+    """aiohttp's own parse of a Link header (``ClientResponse.links``), run on the headers
+    and URL of an answer from any transport: one parser whatever carried the answer."""
+
+    links = aiohttp.ClientResponse.__dict__["links"]
+
+    def __init__(self, headers: Mapping[str, str], url: URL) -> None:
+        self.headers = headers
+        self.url = url
+        self._cache: dict[str, Any] = {}
+
+
+def read_links(
+    headers: CIMultiDictProxy[str] | Mapping[str, str], url: URL, origin: str
+) -> tuple[Links, str | None]:
+    """rel -> URL from the Link header (the first of each rel), or why it cannot be read.
+
+    aiohttp parses the header and resolves each link against ``url`` (the URL answered).
+    A header made only of ``<URL>; rel="name"`` entries whose URLs are plain absolute URLs
+    on ``origin`` (the client's, as ``str(URL.origin())`` prints it) is read by one match
+    instead: for those aiohttp's parse gives the same links, each URL printing as its
+    text (``tests/_paging/test_link_header.py`` holds the two to it). Anything else goes
+    to aiohttp's parse.
+    """
+    getall = getattr(headers, "getall", None)
+    if getall is not None:
+        values = getall("Link", None)
+    else:
+        one = headers.get("Link")
+        values = None if one is None else [one]
+    if values is None:
+        return NO_LINKS, None
+    header = values[0] if len(values) == 1 else ", ".join(values)
+    texts = plain_links(header, origin)
+    if texts is not None:
+        return Links(texts), None
+    urls: dict[str, URL] = {}
+    try:
+        for rel, link in _LinkHeader(headers, url).links.items():
+            target = link["url"]
+            urls.setdefault(str(rel), target if isinstance(target, URL) else URL(str(target)))
+    except (ValueError, TypeError, KeyError):
+        return NO_LINKS, f"cannot be parsed: {header[:200]!r}"
+    return Links.of(urls), None
+
+
+def plain_links(header: str, origin: str) -> dict[str, str] | None:
+    """rel -> URL text of a Link header of plain entries only (see ``read_links``), else None."""
+    entry = _plain_entry(origin)
+    texts: dict[str, str] = {}
+    for part in header.split(", "):
+        match = entry(part)
+        if match is None:
+            return None
+        url, rel = match.groups()
+        if rel not in texts:
+            texts[rel] = url
+    return texts
+
+
+# A plain entry: a URL of unreserved characters (no "." in its path: no dot segments to
+# resolve, no "%": no escapes to normalise; no "," or space: the entries split at ", "
+# as aiohttp splits them) and a quoted lower-case rel.
+_URL_REST = r"/[A-Za-z0-9_~/\-]*(?:\?[A-Za-z0-9._~=&\-]+)?"
+
+
+@functools.lru_cache(maxsize=8)
+def _plain_entry(origin: str) -> Callable[[str], re.Match[str] | None]:
+    return re.compile(f'<({re.escape(origin)}{_URL_REST})>; rel="([a-z]+)"').fullmatch
+
+
+# --- next links as URLs ------------------------------------------------------------------
+
+
+def _offset_link(link: URL, url: URL, offset: int) -> bool:
+    """Whether a next link asks what the offset walk asks next: the request ``url`` (same
+    origin, same path, the same query) at ``offset``, whatever its limit (the walk asks
+    its own: a link that echoes a short page's rest does not shrink the pages after it).
+    Anything else (a cursor, another path, a changed filter) is followed as a link."""
     try:
         if link.origin() != url.origin() or link.path != url.path:
             return False
     except (ValueError, TypeError):
         return False
     query = link.query
-    if query.getall("offset", None) != [str(offset)]:
-        return False
-    link_limits = query.getall("limit", [])
-    if link_limits and (len(link_limits) != 1 or link_limits[0] not in {str(n) for n in limits}):
+    if query.getall("offset", None) != [str(offset)] or len(query.getall("limit", ())) > 1:
         return False
     return _rest(query.items()) == _rest(url.query.items())
 
@@ -73,24 +217,32 @@ def _rest(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     return sorted((k, v) for k, v in items if k not in ("offset", "limit"))
 
 
-def next_target(link: URL, secret: str | None) -> URL:
-    """A next link that may be followed, or PaginationError for one no client should follow
-    (showing the link as ``shown_url`` does, ``secret`` redacted)."""
+def link_key(url: URL) -> LinkKey:
+    """A URL as compared for loops: the same link with its parameters reordered is the same."""
+    return (str(url.origin()), url.path, tuple(sorted(url.query.items())))
+
+
+def _checked(link: URL, origin: URL, visited: Container[LinkKey], secret: str | None) -> URL:
+    """``link`` if a walk may follow it: http(s), no credentials, on ``origin``, not a page
+    already ``visited``; else PaginationError (the link shown as ``shown_url`` shows it,
+    ``secret`` redacted)."""
     shown = shown_url(link, secret)[:200]
     try:
-        link.origin()
+        link_origin = link.origin()
     except (ValueError, TypeError):
         raise PaginationError(f"the next link is not a valid URL: {shown!r}") from None
     if link.scheme not in ("http", "https") or not link.host:
         raise PaginationError(f"refusing a next link that is not http(s): {shown!r}")
     if link.user is not None or link.password is not None:
         raise PaginationError("refusing a next link that carries credentials (user:pass@)")
+    if link_origin != origin:
+        raise PaginationError(
+            f"refusing to follow a next link to another origin ({link_origin}); "
+            f"the client only talks to {origin}"
+        )
+    if link_key(link) in visited:
+        raise PaginationError(f"the next link {shown} was already visited (a loop)")
     return link
-
-
-def link_key(url: URL) -> LinkKey:
-    """A URL as compared for loops: the same link with its parameters reordered is the same."""
-    return (str(url.origin()), url.path, tuple(sorted(url.query.items())))
 
 
 CHAIN = 1024
@@ -98,9 +250,12 @@ CHAIN = 1024
 while-loop over ``get_next_page()`` ends on a loop of up to this many pages."""
 
 
+# --- max_items ---------------------------------------------------------------------------
+
+
 @attrs.frozen(slots=True)
 class Quota:
-    """A walk's ``max_items`` and all its arithmetic: what to ask for, what to keep."""
+    """A walk's ``max_items`` and its arithmetic: what to ask for first, what is left."""
 
     wanted: int | None
     """Items the walk yields at most (None: every item)."""
@@ -120,18 +275,182 @@ class Quota:
             return page_size
         return max(1, min(page_size, left))
 
-    def take(self, items: Sequence[T], emitted: int = 0) -> Sequence[T]:
-        """The part of ``items`` still wanted after ``emitted``."""
-        left = self.left(emitted)
-        return items if left is None or len(items) <= left else items[:left]
-
-    def end(self, start: int) -> int | None:
-        """The offset past the last wanted item of a walk from ``start`` (None: none)."""
-        return None if self.wanted is None else start + self.wanted
-
     def after(self, emitted: int) -> Quota:
         """What is left to want once ``emitted`` items were yielded."""
         return self if self.wanted is None else Quota(self.left(emitted))
+
+
+# --- the next request --------------------------------------------------------------------
+
+
+@attrs.frozen(slots=True)
+class PageInfo:
+    """The request that fetches the page after one (``Page.next_page_info()``): either a
+    next link to follow, already checked, or this listing's own request at an offset."""
+
+    url: URL | None = None
+    """The ``rel="next"`` link to follow as it is (on the client's origin, http(s), no
+    credentials, not a page of the chain already walked); None for an offset request."""
+    offset: int | None = None
+    """The offset of the next request (None when it is a ``url`` to follow)."""
+    limit: int | None = None
+    """The limit of the next request (None when it is a ``url`` to follow)."""
+
+
+class NextRequest:
+    """What the rule decided comes next, with what the page it fetches must know: the
+    request (``url``, or ``offset`` and ``limit``), the walk's grid (``start``, ``step``)
+    and the items still wanted before it (``left``, None: no ``max_items``)."""
+
+    __slots__ = ("left", "limit", "offset", "start", "step", "url")
+
+    def __init__(
+        self,
+        url: URL | None,
+        offset: int | None,
+        limit: int | None,
+        start: int | None,
+        step: int | None,
+        left: int | None,
+    ) -> None:
+        self.url = url
+        self.offset = offset
+        self.limit = limit
+        self.start = start
+        self.step = step
+        self.left = left
+
+    def info(self) -> PageInfo:
+        return PageInfo(url=self.url, offset=self.offset, limit=self.limit)
+
+
+def _step_of(limit: int | None, got: int, meta_limit: object) -> int:
+    """The page size the walk goes on with, learned from a page of ``got`` items asked with
+    ``limit``: the server's own when it answered fewer than asked; without a limit of ours,
+    its ``meta.limit`` (or the page's length)."""
+    if limit is None:
+        if type(meta_limit) is int and meta_limit >= got:
+            return max(meta_limit, 1)
+        return got
+    return min(got, limit)
+
+
+def believed_total(total: object, seen: int) -> int | None:
+    """``totalCount`` if it agrees with the ``seen`` items so far, else None (unknown)."""
+    if type(total) is not int or total < seen:
+        return None
+    return total
+
+
+def _number(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isascii() and text.isdigit() else None
+
+
+class _NextPageContext:
+    """What a page knows of its listing to say what comes after it: the one next-page rule.
+
+    Kept as the answer left it and read only when asked: a walk's pages pay for the rule
+    once each, when the walk asks it.
+    """
+
+    __slots__ = ("asked", "chain", "links", "listing", "secret", "url")
+
+    def __init__(
+        self,
+        listing: Listing[Any],
+        response: Response,
+        links: Links,
+        asked: NextRequest | None,
+        chain: tuple[LinkKey, ...] = (),
+    ) -> None:
+        self.listing = listing
+        self.url = response.url
+        """The URL the page was answered from, its query included."""
+        self.links = links
+        self.secret = response.secret
+        """The token the page was asked with, redacted wherever a link is shown."""
+        self.asked = asked
+        """The request that fetched the page (None: not known, e.g. a page source's)."""
+        self.chain = chain
+        """The pages with links (at most ``CHAIN``) ``get_next_page()`` went through to it."""
+
+    @property
+    def asked_url(self) -> URL:
+        """The URL the page was asked at: the next link followed, else the URL answered
+        (a link is compared for loops with the links followed, as they were written)."""
+        asked = self.asked
+        return self.url if asked is None or asked.url is None else asked.url
+
+    def where(self, meta: ListMeta) -> tuple[int | None, int | None, int | None]:
+        """The page's offset, the limit it was asked with, the items wanted before it."""
+        asked = self.asked
+        if asked is not None and asked.url is None:
+            return asked.offset, asked.limit, asked.left
+        query = self.url.query
+        offset = _number(query.get("offset"))
+        if offset is None and type(meta.offset) is int:
+            offset = meta.offset
+        left = None if asked is None else asked.left
+        return offset, _number(query.get("limit")), left
+
+    def following(
+        self, page: Page[Any], visited: Container[LinkKey] | None = None
+    ) -> NextRequest | None:
+        """What comes after ``page``: the next request, or None at the end of the listing.
+
+        ``visited``: the pages a walk went through (None: this page's chain). Raises
+        PaginationError for a next link no walk may follow.
+        """
+        got = len(page.items)
+        if not got:
+            return None
+        meta = page.meta
+        offset, limit, left = self.where(meta)
+        if left is not None:
+            left -= got
+            if left <= 0:
+                return None
+        after = None if offset is None else offset + got
+        links = self.links
+        if links:  # with Link headers, only rel="next" says there is more
+            text = links.text("next")
+            if text is None:
+                return None
+            if after is not None:
+                start, step, next_limit = self._step_next(after, limit, got, meta, left)
+                if text == self.listing.page_text(after, next_limit) or _offset_link(
+                    links["next"], self.url, after
+                ):
+                    return NextRequest(None, after, next_limit, start, step, left)
+            if visited is None:
+                visited = {*self.chain, link_key(self.asked_url)}
+            target = _checked(links["next"], self.listing.sender.origin, visited, self.secret)
+            return NextRequest(target, None, None, None, None, left)
+        if after is None:
+            return None
+        total = believed_total(meta.total_count, after)
+        if total is not None and after >= total:
+            return None
+        start, step, next_limit = self._step_next(after, limit, got, meta, left)
+        return NextRequest(None, after, next_limit, start, step, left)
+
+    def _step_next(
+        self, after: int, limit: int | None, got: int, meta: ListMeta, left: int | None
+    ) -> tuple[int, int, int]:
+        """The walk's grid (its start, its page size) and the limit that completes the
+        page at ``after`` on it, no more than the items still wanted."""
+        asked = self.asked
+        if asked is not None and asked.step is not None and asked.start is not None:
+            start, step = asked.start, asked.step
+        else:  # the walk's first page (or one reached by a link): it tells the grid
+            start, step = after - got, _step_of(limit, got, meta.limit)
+        next_limit = step - (after - start) % step
+        if left is not None and left < next_limit:
+            next_limit = left
+        return start, step, next_limit
+
+
+# --- a page ------------------------------------------------------------------------------
 
 
 class Sender(Protocol):
@@ -156,6 +475,10 @@ class Page(Generic[T]):
     >>> while page.has_next_page():
     ...     page = await page.get_next_page()
     ```
+
+    What comes after a page is decided in one place, `next_page_info()`, which the
+    ``async for`` walk and ``.pages()`` ask too: chained by hand, pages give the same
+    items as the walk, page for page.
     """
 
     items: Sequence[T]
@@ -180,20 +503,56 @@ class Page(Generic[T]):
         )
         return shown_url(f"Page({fields})", secret)
 
-    def has_next_page(self) -> bool:
-        """Whether the listing goes on after this page, as its walk would decide.
+    def next_page_info(self) -> PageInfo | None:
+        """The request that fetches the next page, or None when this page is the last.
 
-        With Link headers: whether this page has a ``rel="next"`` link. Without: whether
-        items came and the offset after them is below a ``totalCount`` that agrees with
-        them (a total that does not agree is not believed: the next page is then asked
-        for, and an empty one ends the listing). An empty page, the last page, and the
-        page that reaches the listing's ``max_items`` say no.
+        The one rule of what comes next, which `get_next_page()`, `has_next_page()` and
+        the ``async for`` walk all follow:
+
+        - an empty page, and the page that reaches the listing's ``max_items``, are last;
+        - with Link headers, the ``rel="next"`` link says what comes next (none: the
+          end). A link that is this listing's request at the offset after this page's
+          items (whatever its limit) is that offset request
+          (``PageInfo(offset=..., limit=...)``);
+          any other is ``PageInfo(url=...)``, checked first: a link that is not
+          http(s), carries credentials, leaves the client's origin, or leads back to a
+          page of this chain (its last 1,024 pages) raises
+          [`PaginationError`][payroll_async.PaginationError];
+        - without, the offset after this page's items, until it reaches a
+          ``totalCount`` that agrees with the items seen (a total that does not agree
+          is not believed: the next page is asked for, and an empty one ends the
+          listing). A page shorter than the page size is completed first (its limit is
+          the rest of the page).
+
+        ```pycon
+        >>> page = await client.payroll_connections.list(page_size=50)
+        >>> page.next_page_info()
+        PageInfo(url=None, offset=50, limit=50)
+        ```
         """
-        turn = self._next_context
-        return turn is not None and turn.following(self) is not None
+        context = self._next_context
+        following = None if context is None else context.following(self)
+        return None if following is None else following.info()
+
+    def has_next_page(self) -> bool:
+        """Whether the listing goes on after this page, as `next_page_info()` says.
+
+        An empty page, the last page, and the page that reaches the listing's
+        ``max_items`` say no. A next link that may not be followed says yes: the listing
+        goes on, and `get_next_page()` (as the ``async for`` walk) raises
+        [`PaginationError`][payroll_async.PaginationError] for it.
+        """
+        context = self._next_context
+        if context is None:
+            return False
+        try:
+            return context.following(self) is not None
+        except PaginationError:
+            return True
 
     async def get_next_page(self) -> Page[T]:
-        """The page after this one, in one request, with the listing's options.
+        """The page after this one, in one request, with the listing's options: the
+        request `next_page_info()` says.
 
         Raises [`PaginationError`][payroll_async.PaginationError] when there is none
         (check [`has_next_page()`][payroll_async.Page.has_next_page] first), or when the
@@ -201,76 +560,19 @@ class Page(Generic[T]):
         came from by ``get_next_page()`` (its last 1,024 pages), as the ``async for`` walk
         refuses a loop, with the same error.
         """
-        turn = self._next_context
-        following = None if turn is None else turn.following(self)
-        if turn is None or following is None:
+        context = self._next_context
+        following = None if context is None else context.following(self)
+        if context is None or following is None:
             raise PaginationError("this is the last page of its listing: there is no next page")
-        listing = turn.listing
-        if isinstance(following, URL):
-            chain = (*turn.chain[1 - CHAIN :], link_key(turn.url))
-            target = follow(listing, following, set(chain), turn.secret)
-            page, _ = await listing.fetch(target, None, turn.end, chain)
-            return page
-        offset, limit = following
-        page, _ = await listing.fetch(*listing.target(offset, limit), turn.end)
-        return page
-
-
-class _NextPageContext:
-    """What a page needs to know to ask for the one after it, as the walks would.
-
-    Kept as the answer left it (the URL answered, its links) and read only when asked:
-    a walk's pages pay nothing for it.
-    """
-
-    __slots__ = ("chain", "end", "links", "listing", "secret", "url")
-
-    def __init__(
-        self,
-        listing: Listing[Any],
-        response: Response,
-        end: int | None,
-        chain: tuple[LinkKey, ...] = (),
-    ) -> None:
-        self.listing = listing
-        self.chain = chain
-        """The pages (at most ``CHAIN``) that ``get_next_page()`` went through to this one."""
-        self.url = response.url
-        """The URL the page was answered from, its query included."""
-        self.links = response.links
-        self.secret = response.secret
-        """The token the page was asked with, redacted wherever a link is shown."""
-        self.end = end
-        """The offset at which the listing's ``max_items`` ends it."""
-
-    def offset(self, meta: ListMeta) -> int | None:
-        """Where the page starts in the listing: the request's offset, else ``meta.offset``."""
-        offset = _number(self.url.query.get("offset"))
-        if offset is None and type(meta.offset) is int:
-            return meta.offset
-        return offset
-
-    def following(self, page: Page[Any]) -> URL | tuple[int, int | None] | None:
-        """The next page's link, or its (offset, limit); None when there is none."""
-        got = len(page.items)
-        if not got:
-            return None
-        offset = self.offset(page.meta)
-        after = None if offset is None else offset + got
-        end = self.end
-        if end is not None and after is not None and after >= end:
-            return None
-        if self.links:  # with Link headers, only rel="next" says there is more
-            return self.links.get("next")
-        if after is None:
-            return None
-        total = believed_total(page.meta.total_count, after)
-        if total is not None and after >= total:
-            return None
-        limit = _number(self.url.query.get("limit"))  # None: the service's own page size
-        if end is not None and limit is not None:
-            limit = min(limit, end - after)
-        return after, limit
+        chain = context.chain
+        if context.links:  # a page with links: a link may lead back to it
+            chain = (*chain[1 - CHAIN :], link_key(context.asked_url))
+        listing = context.listing
+        if following.url is not None:
+            return await listing.fetch(following.url, None, following, chain)
+        assert following.offset is not None
+        url, params = listing.target(following.offset, following.limit)
+        return await listing.fetch(url, params, following, chain)
 
 
 def download(
@@ -306,17 +608,18 @@ class Listing(Generic[T]):
     operation: str = ""
     """The walk's span and metrics name (``payroll_connections.list``)."""
     span: Any = None
-    end: int | None = None
-    """The offset at which ``max_items`` ends the listing (None: no such end)."""
     _prefix: str | None = attrs.field(init=False, default=None)
     """The text of ``url`` with ``params``, ready for ``limit`` and ``offset`` (None when
     the request's query is not only those: extra query parameters go through aiohttp)."""
+    _origin: str = attrs.field(init=False, default="")
+    """The client's origin as text, as the Link header's plain entries are matched."""
 
     def __attrs_post_init__(self) -> None:
         params = self.params
         if not self.options.extra_query and "limit" not in params and "offset" not in params:
             text = str(self.url.extend_query(params) if params else self.url)
             self._prefix = text + ("&" if "?" in text else "?")
+        self._origin = str(self.sender.origin)
 
     def open_span(self) -> None:
         """Start the walk's span, once (every page request of the walk is its child)."""
@@ -369,71 +672,49 @@ class Listing(Generic[T]):
         self,
         url: URL,
         params: Mapping[str, Any] | None,
-        end: int | None = None,
+        asked: NextRequest | None = None,
         chain: tuple[LinkKey, ...] = (),
-    ) -> tuple[Page[T], Response]:
-        """One page; with ``end``, its items past that offset left out (``max_items``);
-        ``chain``: the pages ``get_next_page()`` went through to it."""
+    ) -> Page[T]:
+        """One page, asked by ``asked`` (see ``parse``); ``chain``: the pages with links
+        ``get_next_page()`` went through to it."""
         response = await download(self.sender, url, self.options, params, self.span)
-        page = self.parse(response, chain)
-        if end is not None and page._next_context is not None:
-            offset = page._next_context.offset(page.meta)
-            if offset is not None and offset + len(page.items) > end:
-                page = with_items(page, page.items[: max(0, end - offset)])
-        return page, response
+        return self.parse(response, asked, chain)
 
-    def parse(self, response: Response, chain: tuple[LinkKey, ...] = ()) -> Page[T]:
+    def parse(
+        self,
+        response: Response,
+        asked: NextRequest | None = None,
+        chain: tuple[LinkKey, ...] = (),
+    ) -> Page[T]:
+        """The page of ``response``, fetched by the request ``asked`` (None: a page read
+        on its own, as a page source's): its items past the limit asked and past
+        ``max_items`` left out."""
         items, meta = self.decoder.decode(response)
-        if response.link_error is not None:
-            shown = shown_url(f"{response.url} {response.link_error}", response.secret)
+        links, link_error = read_links(response.headers, response.url, self._origin)
+        if link_error is not None:
+            shown = shown_url(f"{response.url} {link_error}", response.secret)
             raise PaginationError(f"the Link header of {shown}")
-        texts = response.links.texts
-        links = dict(texts) if texts else {}
-        page = Page(items=items, meta=meta, links=links, headers=response.headers)
-        object.__setattr__(page, "_next_context", _NextPageContext(self, response, self.end, chain))
-        return page
-
-
-def follow(listing: Listing[Any], link: URL, visited: set[LinkKey], secret: str | None) -> URL:
-    """A next link to follow: on the client's origin, and not a page already ``visited``.
-
-    ``secret``: the token of the answer that gave the link, redacted where it is shown.
-    """
-    target = next_target(link, secret)
-    origin = listing.sender.origin
-    if target.origin() != origin:
-        raise PaginationError(
-            f"refusing to follow a next link to another origin ({target.origin()}); "
-            f"the client only talks to {origin}"
+        if asked is not None:
+            keep = asked.left
+            if (
+                asked.url is None
+                and asked.limit is not None
+                and (keep is None or asked.limit < keep)
+            ):
+                keep = asked.limit
+            if keep is not None and len(items) > keep:
+                items = items[:keep]
+        texts = links.texts
+        page = Page(
+            items=items, meta=meta, links=dict(texts) if texts else {}, headers=response.headers
         )
-    key = link_key(target)
-    if key in visited:
-        shown = shown_url(link, secret)
-        raise PaginationError(f"the next link {shown} was already visited (a loop)")
-    visited.add(key)
-    return target
-
-
-def _number(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isascii() and text.isdigit() else None
+        object.__setattr__(
+            page, "_next_context", _NextPageContext(self, response, links, asked, chain)
+        )
+        return page
 
 
 def _retrieve(task: asyncio.Task[Response]) -> None:
     """Mark a cancelled page's outcome as seen: it is not anyone's error any more."""
     if not task.cancelled():
         task.exception()
-
-
-def believed_total(total: object, seen: int) -> int | None:
-    """``totalCount`` if it agrees with the ``seen`` items so far, else None (unknown)."""
-    if type(total) is not int or total < seen:
-        return None
-    return total
-
-
-def with_items(page: Page[T], items: Sequence[T]) -> Page[T]:
-    if len(items) == len(page.items):
-        return page
-    trimmed = attrs.evolve(page, items=items)
-    object.__setattr__(trimmed, "_next_context", page._next_context)  # not an __init__ argument
-    return trimmed

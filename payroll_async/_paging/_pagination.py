@@ -3,20 +3,22 @@
 Nothing is sent until the paginator is iterated, and each iteration is a fresh walk. Each
 page is one request with its own retries (never a retried generator).
 
-Two ways to walk, chosen by the first response (the strategies are in ``_walks``):
+What comes after each page is decided in one place, the page's own rule
+(``Page.next_page_info()``, in ``_page``), which the walk (``_walks.Walk``) asks as
+``get_next_page()`` does, so a walk and pages chained by hand cannot disagree:
 
-- offset/limit, when there is no Link ``rel="next"`` or when the next link is exactly the
+- offset/limit, when there is no Link header, or when the next link is exactly the
   request the offset walk would make next (same origin and path, the same query with the
-  offset advanced by the page), as the service's and the emulator's links are: once the
-  first page gives ``totalCount``, the remaining pages are fetched concurrently (at most
-  ``concurrency`` at once) and still yielded in order. The walk ends on an empty page,
-  when the offset reaches ``totalCount``, or (with links) on a page without a next link.
-  A server that answers with smaller pages than asked is followed at its own page size,
-  and a page that comes back short is completed before the next one is yielded, so no
-  item is skipped. A page whose next link stops matching hands the walk over to:
-- following next links one after another until a page has none (an opaque cursor,
-  another path, a changed filter); a link to another origin or one already visited raises
-  PaginationError, so the token never goes anywhere but the client's base URL.
+  offset advanced by the page), as the service's and the emulator's links are: once a
+  page gives a ``totalCount`` to trust, the pages after it are fetched concurrently (at
+  most ``concurrency`` at once) and still yielded in order. The walk ends on an empty
+  page, when the offset reaches ``totalCount``, or (with links) on a page without a next
+  link. A server that answers with smaller pages than asked is followed at its own page
+  size, and a page that comes back short is completed before the next one is yielded, so
+  no item is skipped.
+- any other next link (an opaque cursor, another path, a changed filter) is followed as
+  it is; a link to another origin or one already visited raises PaginationError, so the
+  token never goes anywhere but the client's base URL.
 
 A ``totalCount`` is trusted only while it agrees with the data: a total that is not an
 integer, or is smaller than the items already seen (-1, or 0 while items arrive), is not
@@ -40,16 +42,18 @@ from collections.abc import AsyncGenerator, Awaitable, Generator, Iterator, Mapp
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
+from yarl import URL
+
 from .._core._exceptions import InvalidArgumentError
 from .._http._auth import Identity
 from .._http._options import FinalOptions
 from .._http._seam import Response
 from ..models import ListMeta
 from ._decode import Decodes, PageDecoder
-from ._page import Listing, Page, Quota, Sender, download, offset_link, with_items
-from ._walks import LinkWalk, OffsetWalk, may_go_on, page_step_after
+from ._page import Listing, NextRequest, Page, PageInfo, Quota, Sender
+from ._walks import Walk
 
-__all__ = ["AsyncPaginator", "Page", "PageSource", "Sender"]
+__all__ = ["AsyncPaginator", "Page", "PageInfo", "PageSource", "Sender"]
 
 T = TypeVar("T")
 
@@ -171,7 +175,6 @@ class AsyncPaginator(Generic[T]):
             decoder=self._decoder,
             name=self._path,
             operation=self._operation,
-            end=self._quota.end(self._start_offset),
         )
 
     def with_decoder(self, decoder: Decodes) -> AsyncPaginator[Any]:
@@ -217,10 +220,17 @@ class AsyncPaginator(Generic[T]):
         quota = self._quota
         if quota.reached(0):  # as iterating it: nothing is asked for, so nothing is sent
             return _no_page(self._start_offset, self._params)
-        limit = quota.limit(self._options.page_size)
         listing = self._listing()
-        page, _ = await listing.fetch(*listing.target(self._start_offset, limit))
-        return with_items(page, quota.take(page.items))
+        return await listing.fetch(*self._first_request(listing))
+
+    def _first_request(
+        self, listing: Listing[T]
+    ) -> tuple[URL, Mapping[str, Any] | None, NextRequest]:
+        """The URL, parameters and request of the listing's first page."""
+        offset = self._start_offset
+        limit = self._quota.limit(self._options.page_size)
+        url, params = listing.target(offset, limit)
+        return url, params, NextRequest(None, offset, limit, None, None, self._quota.wanted)
 
     async def collect(self) -> list[T]:
         """Every item in a list (mind the memory for large collections)."""
@@ -235,27 +245,27 @@ class AsyncPaginator(Generic[T]):
 
 
 class _Walker(Generic[T]):
-    """One walk: the first page, then the strategy it calls for, with the walk's span."""
+    """One walk: its first page, then the ``Walk`` of the pages after it, with its span."""
 
-    __slots__ = ("_items", "_listing", "_over", "_pages", "_paginator", "_strategy")
+    __slots__ = ("_items", "_listing", "_over", "_pages", "_paginator", "_walk")
 
     def __init__(self, paginator: AsyncPaginator[T]) -> None:
         self._paginator = paginator
-        self._strategy: OffsetWalk[T] | LinkWalk[T] | None = None
+        self._walk: Walk[T] | None = None
         self._listing: Listing[T] | None = None
         self._over = False
         self._pages = self._items = 0
 
     async def next_page(self) -> Page[T] | None:
-        strategy = self._strategy
-        if strategy is None:
+        walk = self._walk
+        if walk is None:
             if self._over:
                 return None
-            strategy = await self._first()
-            if strategy is None:
+            walk = await self._first()
+            if walk is None:
                 self.close()
                 return None
-        page = await strategy.next_page()
+        page = await walk.next_page()
         if page is None:
             self.close()
             return None
@@ -263,48 +273,20 @@ class _Walker(Generic[T]):
         self._items += len(page.items)
         return page
 
-    async def _first(self) -> OffsetWalk[T] | LinkWalk[T] | None:
+    async def _first(self) -> Walk[T] | None:
         p = self._paginator
-        quota = p._quota
         listing = self._listing = p._listing()
-        if quota.reached(0):
+        if p._quota.reached(0):
             return None
         listing.open_span()
-        offset = p._start_offset
-        page_size = p._options.page_size
-        limit = quota.limit(page_size)
-        url, params = listing.target(offset, limit)
-        response = await download(listing.sender, url, listing.options, params, listing.span)
-        first = listing.parse(response)
-        next_link = response.links.get("next")
-        got = len(first.items)
-        page_step = page_step_after(
-            limit, got, first.meta.limit, more=may_go_on(got, first.meta.total_count, offset)
-        )
-        strategy: OffsetWalk[T] | LinkWalk[T]
-        if next_link is not None and not offset_link(
-            next_link, response.url, offset + got, page_step
-        ):
-            strategy = LinkWalk(listing, (first, response), quota)
-        else:
-            # No Link header, or next links that say exactly what the offset walk would ask
-            # next: the pages are fetched by offset, concurrently once a total is known.
-            strategy = OffsetWalk(
-                listing,
-                (first, response),
-                offset,
-                limit,
-                page_step,
-                quota,
-                linked=next_link is not None,
-            )
-        self._strategy = strategy
-        return strategy
+        first = await listing.fetch(*p._first_request(listing))
+        self._walk = Walk(listing, first)
+        return self._walk
 
     def close(self) -> list[asyncio.Task[Response]]:
         """End the walk now: cancel what is in flight, end the span (no await)."""
-        strategy, self._strategy = self._strategy, None
-        cancelled = strategy.close() if strategy is not None else []
+        walk, self._walk = self._walk, None
+        cancelled = walk.close() if walk is not None else []
         self._over = True
         listing = self._listing
         if listing is None:

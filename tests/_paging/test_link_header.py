@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from yarl import URL
 
 from payroll_async import PayrollClient
-from payroll_async._http._seam import plain_links, read_links
+from payroll_async._paging._page import plain_links, read_links
 from tests import factories
 from tests.conftest import TOKEN, StartEmulator, _Aioresponses, loopback
 
