@@ -143,6 +143,7 @@ class _HungUp(Exception):
     pass
 
 
+@attrs.define(eq=False, repr=False)
 class ASGIReceiver:
     """An ASGI 3 application that answers POST ``path`` with the router's core.
 
@@ -151,19 +152,11 @@ class ASGIReceiver:
     other methods; a mount's ``root_path`` is taken off the path first.
     """
 
-    def __init__(
-        self,
-        core: Core,
-        path: str,
-        read_timeout: float,
-        max_body: int = MAX_BODY,
-        max_headers: int = MAX_HEADERS,
-    ) -> None:
-        self._core = core
-        self.path = path
-        self._read_timeout = read_timeout
-        self._max_body = max_body
-        self._max_headers = max_headers
+    _core: Core
+    path: str
+    _read_timeout: float
+    _max_body: int = MAX_BODY
+    _max_headers: int = MAX_HEADERS
 
     def __repr__(self) -> str:
         return f"<ASGIReceiver POST {self.path}>"

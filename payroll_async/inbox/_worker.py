@@ -8,6 +8,8 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
+import attrs
+
 from .._core._converter import from_dict
 from .._core._json import loads
 from ..models import WebhookEvent
@@ -25,25 +27,19 @@ _RETRY = 0.05  # seconds between tries of a write about a claimed event, databas
 _GRACE = 1.0  # seconds a worker waits after an outage before it claims again
 
 
+@attrs.define(eq=False)
 class _Worker:
     """One ``Inbox.run``: a loop that claims what it has room for, and a task per event."""
 
-    def __init__(
-        self,
-        inbox: Claims,
-        router: EventRouter,
-        concurrency: int,
-        max_attempts: int,
-        stop: asyncio.Event,
-    ) -> None:
-        self._inbox = inbox
-        self._router = router
-        self._concurrency = concurrency
-        self._max_attempts = max_attempts
-        self._stop = stop
-        self._running: set[asyncio.Task[None]] = set()
-        self._alone: asyncio.Task[None] | None = None  # an event whose last worker died
-        self._wake = asyncio.Event()
+    _inbox: Claims
+    _router: EventRouter
+    _concurrency: int
+    _max_attempts: int
+    _stop: asyncio.Event
+    _running: set[asyncio.Task[None]] = attrs.field(init=False, factory=set)
+    _alone: asyncio.Task[None] | None = attrs.field(init=False, default=None)
+    """An event whose last worker died."""
+    _wake: asyncio.Event = attrs.field(init=False, factory=asyncio.Event)
 
     async def run(self) -> None:
         watcher = asyncio.ensure_future(self._watch_stop())
