@@ -202,28 +202,21 @@ async def by_hand(client: PayrollClient, options: dict[str, Any]) -> tuple[Pages
 
 
 async def walked(
-    client: PayrollClient, options: dict[str, Any], concurrency: int
-) -> tuple[Pages, str | None]:
-    pages: Pages = []
+    client: PayrollClient, options: dict[str, Any], concurrency: int, *, pages: bool
+) -> tuple[list[Any], str | None]:
+    """The walk's pages (``.pages()``: each page's ids) or items (``async for``: the ids),
+    and the error that ended it."""
+    seen: list[Any] = []
     listing = client.payroll_connections.list(page_size=10, concurrency=concurrency, **options)
     try:
-        async for page in listing.pages():
-            pages.append(ids(page))
-            if page.items and not page.has_next_page():
-                assert page.next_page_info() is None
-    except PaginationError as exc:
-        return pages, str(exc)
-    return pages, None
-
-
-async def items_of(
-    client: PayrollClient, options: dict[str, Any], concurrency: int
-) -> tuple[list[str], str | None]:
-    seen: list[str] = []
-    listing = client.payroll_connections.list(page_size=10, concurrency=concurrency, **options)
-    try:
-        async for item in listing:
-            seen.append(str(item.id))
+        if pages:
+            async for page in listing.pages():
+                seen.append(ids(page))
+                if page.items and not page.has_next_page():
+                    assert page.next_page_info() is None
+        else:
+            async for item in listing:
+                seen.append(str(item.id))
     except PaginationError as exc:
         return seen, str(exc)
     return seen, None
@@ -237,8 +230,8 @@ async def test_pages_chained_by_hand_and_every_walk_agree(serve: Serve, name: st
         hand, hand_error = await by_hand(client, options)
         flat = [i for page in hand for i in page]
         for concurrency in (1, 3):
-            assert await walked(client, options, concurrency) == (hand, hand_error), concurrency
-            assert await items_of(client, options, concurrency) == (flat, hand_error), concurrency
+            assert await walked(client, options, concurrency, pages=True) == (hand, hand_error)
+            assert await walked(client, options, concurrency, pages=False) == (flat, hand_error)
     # The items are the listing's, in order, each once; max_items is kept.
     assert flat == sorted(set(flat), key=flat.index)
     if "max_items" in options:
@@ -265,7 +258,7 @@ async def test_what_each_scenario_ends_in(serve: Serve) -> None:
         rule, options = SCENARIOS[name]
         base = await serve(app_of(rule))
         async with PayrollClient(base, TOKEN) as client:
-            seen, raised = await items_of(client, options, 3)
+            seen, raised = await walked(client, options, 3, pages=False)
         assert len(seen) == count, name
         assert seen == [factories.uid(i, 1) for i in range(count)], name
         if error is None:
