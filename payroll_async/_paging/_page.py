@@ -296,28 +296,18 @@ class PageInfo:
     """The limit of the next request (None when it is a ``url`` to follow)."""
 
 
+@attrs.define(slots=True, eq=False)
 class NextRequest:
     """What the rule decided comes next, with what the page it fetches must know: the
     request (``url``, or ``offset`` and ``limit``), the walk's grid (``start``, ``step``)
     and the items still wanted before it (``left``, None: no ``max_items``)."""
 
-    __slots__ = ("left", "limit", "offset", "start", "step", "url")
-
-    def __init__(
-        self,
-        url: URL | None,
-        offset: int | None,
-        limit: int | None,
-        start: int | None,
-        step: int | None,
-        left: int | None,
-    ) -> None:
-        self.url = url
-        self.offset = offset
-        self.limit = limit
-        self.start = start
-        self.step = step
-        self.left = left
+    url: URL | None
+    offset: int | None
+    limit: int | None
+    start: int | None
+    step: int | None
+    left: int | None
 
     def info(self) -> PageInfo:
         return PageInfo(url=self.url, offset=self.offset, limit=self.limit)
