@@ -290,3 +290,21 @@ async def test_next_page_info_says_the_next_request(serve: Serve) -> None:
         assert b.has_next_page()  # the listing says it goes on ...
         with pytest.raises(PaginationError, match="already visited"):
             b.next_page_info()  # ... to a page already walked: refused
+
+
+async def test_a_next_link_that_echoes_the_token_is_not_in_the_infos_repr(serve: Serve) -> None:
+    async def echoing(request: web.Request) -> web.Response:
+        link = f"{request.url.origin()}{PATH}?cursor=b&access_token={TOKEN}&t={TOKEN}"
+        body = factories.envelope([factories.connection(0)], limit=10, total=5)
+        return web.json_response(body, headers={"Link": f'<{link}>; rel="next"'})
+
+    app = web.Application()
+    app.router.add_get(PATH, echoing)
+    base = await serve(app)
+    async with PayrollClient(base, TOKEN) as client:
+        info = (await client.payroll_connections.list(page_size=10)).next_page_info()
+    assert info is not None
+    assert info.url is not None
+    assert info.url.query["t"] == TOKEN  # the link as it came, to follow
+    assert TOKEN not in repr(info)
+    assert "cursor=b" in repr(info)
