@@ -2,6 +2,13 @@
 
     python benchmarks/typed_floor.py                  # CPU time, 100,000 items, 5 repeats
     python benchmarks/typed_floor.py --callgrind      # instructions (valgrind), 20,000 items
+    python benchmarks/typed_floor.py --baseline DIR   # and the SDK of a checkout in DIR
+
+Issue 43 bounds the SDK by the typed floor: its CPU per item at most 1.10x "attrs models,
+cheapest route". Each repeat runs every variant once, in turn, so the SDK and the floor of
+one repeat are a pair run side by side; the script prints the median of the pairs' ratios
+(the same code's CPU moves by up to 30% between runs on a shared machine, and a pair
+moves together).
 
 Issue 27 asks the SDK for at most 1.4x the CPU per item of the concurrent dict floor
 (``bulk_export.py``: aiohttp + orjson, 8 pages in flight, plain dicts). This script asks
@@ -33,6 +40,7 @@ import argparse
 import asyncio
 import datetime
 import json
+import os
 import re
 import subprocess
 import sys
@@ -44,6 +52,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if os.environ.get("PAYROLL_BASELINE"):  # the baseline variant: another checkout's SDK first
+    sys.path.insert(0, os.environ["PAYROLL_BASELINE"])
 
 from _clients import floor_pages
 from _util import HERE, ROOT, TOKEN, machine, median, process_serving, table
@@ -56,6 +66,7 @@ LABELS = {
     "structs_uuid": "msgspec structs, ids as uuid.UUID",
     "attrs_cheapest": "attrs models, cheapest route",
     "attrs_sdk": "attrs models, the SDK's decoder",
+    "attrs_sdk_async": "the SDK's decoder, items by async for",
     "sdk": "the SDK itself (async for, defaults)",
 }
 
@@ -92,6 +103,7 @@ def decoders() -> dict[str, Callable[[bytes], Any]]:
         return decoded[0]
 
     return {
+        "attrs_sdk_async": sdk_page,
         "dicts": lambda body: orjson.loads(body)["data"],
         "structs_str": structs(str),
         "structs_uuid": with_uuids,
@@ -110,6 +122,42 @@ async def sdk_walk(base: str, concurrency: int) -> int:
     async with PayrollClient(base, TOKEN, concurrency=concurrency) as client:
         async for _item in client.payroll_connections.list():
             count += 1
+    return count
+
+
+class _Items:
+    """Items handed out by ``async for`` as the SDK's iterator does (the current page's
+    next item without suspending): what any async SDK's item loop costs."""
+
+    __slots__ = ("_items", "_pages")
+
+    def __init__(self, pages: Any) -> None:
+        self._pages = pages
+        self._items: Any = iter(())
+
+    def __aiter__(self) -> _Items:
+        return self
+
+    async def __anext__(self) -> Any:
+        for item in self._items:
+            return item
+        async for items in self._pages:
+            if items:
+                self._items = iter(items)
+                return next(self._items)
+        raise StopAsyncIteration
+
+
+async def walk_async(base: str, decode: Callable[[bytes], Any], concurrency: int) -> int:
+    """The floor's walk, each page decoded by ``decode``, its items by ``async for``."""
+    import orjson
+
+    count = 0
+    pages = floor_pages(
+        base, concurrency, decode, lambda body, _items: orjson.loads(body)["meta"]["totalCount"]
+    )
+    async for _item in _Items(pages):
+        count += 1
     return count
 
 
@@ -136,8 +184,11 @@ def child(variant: str, base: str, items: int, concurrency: int) -> None:
 
     cpu = time.process_time()
     if variant != "imports":
-        if variant == "sdk":
+        if variant in ("sdk", "baseline"):
             count = asyncio.run(sdk_walk(base, concurrency))
+        elif variant == "attrs_sdk_async":
+            assert decode is not None
+            count = asyncio.run(walk_async(base, decode, concurrency))
         else:
             assert decode is not None
             count = asyncio.run(walk(base, decode, concurrency))
@@ -146,11 +197,23 @@ def child(variant: str, base: str, items: int, concurrency: int) -> None:
     print(json.dumps({"cpu": time.process_time() - cpu}))
 
 
-def run(variant: str, base: str, items: int, concurrency: int, callgrind: bool) -> float:
-    """CPU seconds of one walk, or with ``callgrind`` the instructions of its process."""
+def run(
+    variant: str,
+    base: str,
+    items: int,
+    concurrency: int,
+    callgrind: bool,
+    baseline: str | None = None,
+) -> float:
+    """CPU seconds of one walk, or with ``callgrind`` the instructions of its process.
+
+    ``baseline``: the checkout whose ``payroll_async`` the ``baseline`` variant imports."""
     command = [sys.executable, __file__, "--child", variant, base, str(items), str(concurrency)]
+    env = None
+    if variant == "baseline" and baseline is not None:
+        env = {**os.environ, "PYTHONPATH": baseline, "PAYROLL_BASELINE": baseline}
     if not callgrind:
-        out = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT)
+        out = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT, env=env)
         return float(json.loads(out.stdout.splitlines()[-1])["cpu"])
     with tempfile.TemporaryDirectory() as folder:
         out = subprocess.run(
@@ -174,6 +237,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--callgrind", action="store_true", help="count instructions instead")
+    parser.add_argument("--baseline", help="a checkout whose SDK runs as one more variant")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -185,23 +249,35 @@ def main() -> int:
     unit = "instructions/item" if args.callgrind else "CPU µs/item"
     print(f"{machine()}; {items:,} items, page size {PAGE}, {args.concurrency} in flight; {unit}")
     server = [str(HERE / "_server.py"), "--items", str(items), "--links", "--unique"]
-    measured: dict[str, list[float]] = {v: [] for v in LABELS}
+    labels = dict(LABELS)
+    if args.baseline:
+        labels["baseline"] = f"the SDK of {args.baseline}"
+    measured: dict[str, list[float]] = {v: [] for v in labels}
     with process_serving(server, "PORT") as base:
         start = run("imports", base, items, args.concurrency, True) if args.callgrind else 0.0
         for _ in range(repeats):
-            for variant in LABELS:
-                total = run(variant, base, items, args.concurrency, args.callgrind)
+            for variant in labels:
+                total = run(variant, base, items, args.concurrency, args.callgrind, args.baseline)
                 measured[variant].append((total - start) / items * (1 if args.callgrind else 1e6))
     floor = median(measured["dicts"])
     rows = [
         [
-            LABELS[v],
+            labels[v],
             f"{median(measured[v]):,.0f}" if args.callgrind else f"{median(measured[v]):.2f}",
             f"{median(measured[v]) / floor:.2f}x",
         ]
-        for v in LABELS
+        for v in labels
     ]
     print(table(["decode of each page", unit, "vs the floor"], rows))
+    cheapest = measured["attrs_cheapest"]
+    for variant in ("sdk", "attrs_sdk_async", "baseline"):
+        if variant in measured:
+            ratios = [a / b for a, b in zip(measured[variant], cheapest, strict=True)]
+            shown = ", ".join(f"{r:.2f}" for r in sorted(ratios))
+            print(
+                f"{labels[variant]} / attrs models, cheapest route, paired: median "
+                f"{median(ratios):.2f}x of {len(ratios)} pairs ({shown})"
+            )
     return 0
 
 

@@ -283,7 +283,7 @@ class Quota:
 # --- the next request --------------------------------------------------------------------
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, repr=False)
 class PageInfo:
     """The request that fetches the page after one (``Page.next_page_info()``): either a
     next link to follow, already checked, or this listing's own request at an offset."""
@@ -295,33 +295,33 @@ class PageInfo:
     """The offset of the next request (None when it is a ``url`` to follow)."""
     limit: int | None = None
     """The limit of the next request (None when it is a ``url`` to follow)."""
+    _secret: str | None = attrs.field(default=None, init=False, eq=False)
+
+    def __repr__(self) -> str:
+        """Its fields, the link shown as errors show URLs: the token's text (a link may
+        echo it) and credential-like query values redacted."""
+        url = None if self.url is None else shown_url(self.url, self._secret)
+        return f"PageInfo(url={url!r}, offset={self.offset!r}, limit={self.limit!r})"
 
 
+@attrs.define(slots=True, eq=False)
 class NextRequest:
     """What the rule decided comes next, with what the page it fetches must know: the
     request (``url``, or ``offset`` and ``limit``), the walk's grid (``start``, ``step``)
     and the items still wanted before it (``left``, None: no ``max_items``)."""
 
-    __slots__ = ("left", "limit", "offset", "start", "step", "url")
+    url: URL | None
+    offset: int | None
+    limit: int | None
+    start: int | None
+    step: int | None
+    left: int | None
 
-    def __init__(
-        self,
-        url: URL | None,
-        offset: int | None,
-        limit: int | None,
-        start: int | None,
-        step: int | None,
-        left: int | None,
-    ) -> None:
-        self.url = url
-        self.offset = offset
-        self.limit = limit
-        self.start = start
-        self.step = step
-        self.left = left
-
-    def info(self) -> PageInfo:
-        return PageInfo(url=self.url, offset=self.offset, limit=self.limit)
+    def info(self, secret: str | None) -> PageInfo:
+        """The public form (``secret``: the token, redacted from its repr)."""
+        info = PageInfo(url=self.url, offset=self.offset, limit=self.limit)
+        object.__setattr__(info, "_secret", secret)  # not an __init__ argument
+        return info
 
 
 def _step_of(limit: int | None, got: int, meta_limit: object) -> int:
@@ -532,7 +532,7 @@ class Page(Generic[T]):
         """
         context = self._next_context
         following = None if context is None else context.following(self)
-        return None if following is None else following.info()
+        return None if following is None or context is None else following.info(context.secret)
 
     def has_next_page(self) -> bool:
         """Whether the listing goes on after this page, as `next_page_info()` says.

@@ -202,28 +202,21 @@ async def by_hand(client: PayrollClient, options: dict[str, Any]) -> tuple[Pages
 
 
 async def walked(
-    client: PayrollClient, options: dict[str, Any], concurrency: int
-) -> tuple[Pages, str | None]:
-    pages: Pages = []
+    client: PayrollClient, options: dict[str, Any], concurrency: int, *, pages: bool
+) -> tuple[list[Any], str | None]:
+    """The walk's pages (``.pages()``: each page's ids) or items (``async for``: the ids),
+    and the error that ended it."""
+    seen: list[Any] = []
     listing = client.payroll_connections.list(page_size=10, concurrency=concurrency, **options)
     try:
-        async for page in listing.pages():
-            pages.append(ids(page))
-            if page.items and not page.has_next_page():
-                assert page.next_page_info() is None
-    except PaginationError as exc:
-        return pages, str(exc)
-    return pages, None
-
-
-async def items_of(
-    client: PayrollClient, options: dict[str, Any], concurrency: int
-) -> tuple[list[str], str | None]:
-    seen: list[str] = []
-    listing = client.payroll_connections.list(page_size=10, concurrency=concurrency, **options)
-    try:
-        async for item in listing:
-            seen.append(str(item.id))
+        if pages:
+            async for page in listing.pages():
+                seen.append(ids(page))
+                if page.items and not page.has_next_page():
+                    assert page.next_page_info() is None
+        else:
+            async for item in listing:
+                seen.append(str(item.id))
     except PaginationError as exc:
         return seen, str(exc)
     return seen, None
@@ -237,8 +230,8 @@ async def test_pages_chained_by_hand_and_every_walk_agree(serve: Serve, name: st
         hand, hand_error = await by_hand(client, options)
         flat = [i for page in hand for i in page]
         for concurrency in (1, 3):
-            assert await walked(client, options, concurrency) == (hand, hand_error), concurrency
-            assert await items_of(client, options, concurrency) == (flat, hand_error), concurrency
+            assert await walked(client, options, concurrency, pages=True) == (hand, hand_error)
+            assert await walked(client, options, concurrency, pages=False) == (flat, hand_error)
     # The items are the listing's, in order, each once; max_items is kept.
     assert flat == sorted(set(flat), key=flat.index)
     if "max_items" in options:
@@ -265,7 +258,7 @@ async def test_what_each_scenario_ends_in(serve: Serve) -> None:
         rule, options = SCENARIOS[name]
         base = await serve(app_of(rule))
         async with PayrollClient(base, TOKEN) as client:
-            seen, raised = await items_of(client, options, 3)
+            seen, raised = await walked(client, options, 3, pages=False)
         assert len(seen) == count, name
         assert seen == [factories.uid(i, 1) for i in range(count)], name
         if error is None:
@@ -297,3 +290,21 @@ async def test_next_page_info_says_the_next_request(serve: Serve) -> None:
         assert b.has_next_page()  # the listing says it goes on ...
         with pytest.raises(PaginationError, match="already visited"):
             b.next_page_info()  # ... to a page already walked: refused
+
+
+async def test_a_next_link_that_echoes_the_token_is_not_in_the_infos_repr(serve: Serve) -> None:
+    async def echoing(request: web.Request) -> web.Response:
+        link = f"{request.url.origin()}{PATH}?cursor=b&access_token={TOKEN}&t={TOKEN}"
+        body = factories.envelope([factories.connection(0)], limit=10, total=5)
+        return web.json_response(body, headers={"Link": f'<{link}>; rel="next"'})
+
+    app = web.Application()
+    app.router.add_get(PATH, echoing)
+    base = await serve(app)
+    async with PayrollClient(base, TOKEN) as client:
+        info = (await client.payroll_connections.list(page_size=10)).next_page_info()
+    assert info is not None
+    assert info.url is not None
+    assert info.url.query["t"] == TOKEN  # the link as it came, to follow
+    assert TOKEN not in repr(info)
+    assert "cursor=b" in repr(info)
