@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._json import loads
 from .._sql import column_converter, compiled, converter, id_text, row_converter
+from ._page_sql import CREATE_STAGE
 from ._schema import BOOKKEEPING, CHANGES, RUNS
 from ._seen import KnownDigests
 
@@ -51,7 +52,7 @@ _integers = msgspec.json.Decoder(list[int]).decode
 
 def _thread_job(
     driver: Any,
-) -> Callable[[Callable[[sqlite3.Connection], None]], Awaitable[None]] | None:
+) -> Callable[[Callable[[sqlite3.Connection], Any]], Awaitable[Any]] | None:
     """aiosqlite: the coroutine that runs a function in the connection's thread (after the
     statements queued before it), or None (another driver, or an aiosqlite without it: its
     ``_execute`` and ``_conn`` are private, so they are looked up, never assumed)."""
@@ -59,15 +60,16 @@ def _thread_job(
     if run is None or not isinstance(getattr(type(driver), "_conn", None), property):
         return None
 
-    async def job(function: Callable[[sqlite3.Connection], None]) -> None:
-        await run(partial(function, driver._conn))
+    async def job(function: Callable[[sqlite3.Connection], Any]) -> Any:
+        return await run(partial(function, driver._conn))
 
     return job
 
 
-def _execute_all(statements: list[tuple[str, Any]], connection: sqlite3.Connection) -> None:
-    for statement, params in statements:
-        connection.execute(statement, params)
+def _execute_all(
+    statements: list[tuple[str, Any]], connection: sqlite3.Connection
+) -> list[list[Any]]:
+    return [connection.execute(statement, params).fetchall() for statement, params in statements]
 
 
 class Statements:
@@ -76,7 +78,7 @@ class Statements:
     def __init__(self, table: Table, key: str, fields: Sequence[str], dialect: Dialect) -> None:
         self.dialect = dialect.name
         self._driver: Any = None
-        self._job: Callable[[Callable[[sqlite3.Connection], None]], Awaitable[None]] | None = None
+        self._job: Callable[[Callable[[sqlite3.Connection], Any]], Awaitable[Any]] | None = None
         self.direct = False
         """Whether statements go to the driver's connection (SQLite, once attached)."""
         self._multi: dict[tuple[str, int], str] = {}
@@ -172,6 +174,10 @@ class Statements:
             self._driver = raw.driver_connection
             self._job = _thread_job(self._driver)
             self.direct = self._driver is not None
+            if self.direct:
+                # The write's items, in memory (this connection's own; see ``_page_sql``).
+                await self._driver.execute("PRAGMA temp_store = MEMORY")
+                await self._driver.execute(CREATE_STAGE)
 
     async def _run(self, conn: AsyncConnection, statement: str, params: Any) -> list[Any]:
         if self._driver is not None:
@@ -235,15 +241,17 @@ class Statements:
             start += rows
         return statements
 
-    async def run_all(self, conn: AsyncConnection, statements: list[tuple[str, Any]]) -> None:
-        """SQLite: run ``statements`` (with their parameters) one after another; on the
-        driver's connection as one job of its thread (no round trip to the event loop
-        between two: the thread goes on while the loop walks, and the loop is woken once)."""
+    async def run_all(
+        self, conn: AsyncConnection, statements: list[tuple[str, Any]]
+    ) -> list[list[Any]]:
+        """SQLite: run ``statements`` (with their parameters) one after another, and give
+        each one's rows; on the driver's connection as one job of its thread (no round
+        trip to the event loop between two: the thread goes on while the loop walks, and
+        the loop is woken once)."""
         if self._job is not None:
-            await self._job(partial(_execute_all, statements))
-            return
-        for statement, params in statements:
-            await self._run(conn, statement, params)
+            found: list[list[Any]] = await self._job(partial(_execute_all, statements))
+            return found
+        return [await self._run(conn, statement, params) for statement, params in statements]
 
     def _rows_of_json(self, statement: str) -> str | None:
         """PostgreSQL: the one-row INSERT as ``INSERT ... SELECT ... FROM

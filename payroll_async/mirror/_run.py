@@ -310,6 +310,7 @@ async def _pass(run: _Pass, scope: uuid.UUID | None) -> bool:
         proven = employers.proven
         for employer_id in dict.fromkeys(ids):
             run.store.to_columns = column_maker(run.collection, employer_id)
+            run.store.scope = employer_id
             # one listing of many: its total is not the pass's
             proven &= await _walk(run, employer_id, lambda _total: run.told(None))
         return proven

@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ._change import Change
 from ._commits import Commits
 from ._driver import Statements
+from ._page_sql import PageSQL
 from ._plan import Plan, Planner, Sent
 from ._schema import RUNS, MirrorTable
 from ._seen import KnownDigests, SeenIds
@@ -50,6 +51,7 @@ _BATCH = 500  # ids per statement where a set of ids is marked deleted
 
 
 _uuids = msgspec.convert  # ids' text to UUIDs, in C
+_encode = msgspec.json.encode
 _raw = operator.itemgetter(1)
 
 
@@ -107,6 +109,9 @@ class Store(Commits):
         """Live rows of the run's scope before it (its inserts left out), counted once the
         first pass is written (``narrow_suspects``): the deletion guard's measure."""
         self._whole = scope is None or mirrored.scope is None  # the table's every live row
+        self.scope = scope
+        """The employer of the update groups being walked (the scope column's value)."""
+        self._page = PageSQL(mirrored, mirrored.scope)
 
     async def start(self, started_at: datetime.datetime) -> None:
         await self._sql.attach(self._conn)
@@ -147,6 +152,12 @@ class Store(Commits):
             previous = fresh
             changed = changed or page.changed()
         self._previous = previous
+        if self._sql.direct:
+            if changed or self._open is not None or self._suspects is not None:
+                await self._write_direct(pages, items)
+            else:
+                self.items += items
+            return
         if not changed and self._open is None and self._suspects is None:
             # Every item unchanged (a live row holds its very bytes) and no transaction
             # open: nothing to plan or write (the first pass's walk adds the ids to
@@ -167,6 +178,93 @@ class Store(Commits):
                 # that neither SQLite's write lock nor PostgreSQL's row locks are held
                 # while nothing is written.
                 self._arm_idle()
+
+    async def _write_direct(self, pages: Sequence[SentPage], items: int) -> None:
+        """SQLite reads the pages (``_page_sql``): the items are compared, upserted and
+        their changes recorded by its statements, which run while the walk goes on."""
+        sql, page_sql = self._sql, self._page
+        staged = [
+            (bytes(page.body).decode(), _encode(page.digests.tolist()).decode())
+            for page in pages
+            if len(page)
+        ]
+        scope = None if self.scope is None else str(self.scope)
+        statements = page_sql.stage_all(staged, scope)
+        keys = [key for page in pages for key in page.ids]
+        self._writing = True
+        try:
+            if self._open is None:
+                # This run alone writes the table (the run lock), so its rows are compared
+                # before the write lock is taken, and a write with nothing to write takes none.
+                # (After the last commit: the items' table is the connection's one.)
+                await self._settle()
+                found = await sql.run_all(self._conn, [*statements, (page_sql.count, ())])
+                if not found[-1][0][2]:
+                    self._seen_keys(keys, items)
+                    return
+                statements = []
+                await self._begin()
+            now = datetime.datetime.now(datetime.timezone.utc)
+            params = {
+                "now": sql.time(now),
+                "scope": scope,
+                "run": sql.uuid(self.run_id),
+                "collection": self._collection,
+            }
+            nul = any("\\u0000" in text for text, _ in staged)
+            statements += page_sql.write_all(params, nul, self.keep_changes)
+            self._seen_keys(keys, items)
+            self._inflight = asyncio.ensure_future(
+                self._apply_direct(self._inflight, statements, now, self._pending)
+            )
+        except BaseException:
+            await self._rollback()
+            raise
+        finally:
+            self._writing = False
+            if self._open is not None and self._idle is None:
+                self._arm_idle()  # (as write_pages: the walk may now wait on the service)
+        self._pending_rows += len(set(keys))
+        if self._due():
+            self._start_commit()
+
+    def _seen_keys(self, keys: list[str], items: int) -> None:
+        self.items += items
+        if self._suspects is not None:  # the first pass's walks add to ``seen`` themselves
+            self._suspects.difference_update(_uuids(keys, list[uuid.UUID]))
+
+    async def _apply_direct(
+        self,
+        previous: asyncio.Future[None] | None,
+        statements: list[tuple[str, Any]],
+        now: datetime.datetime,
+        pending: list[Change],
+    ) -> None:
+        """Run a write's statements after the last write's; its counts, warnings and
+        changes (into ``pending``, the list of the transaction they are in) from what
+        they give back."""
+        if previous is not None:
+            await previous
+        found = await self._sql.run_all(self._conn, statements)
+        told = found.pop() if self.keep_changes else []
+        nulls, ((inserted, updated, _),) = found[-2], found[-1]
+        self.counts.inserted += inserted
+        self.counts.updated += updated
+        checked = self._page.checked
+        for key, *empty in nulls:
+            names = [name for name, null in zip(checked, empty, strict=True) if null]
+            if names:
+                logger.warning(
+                    "mirror %s: item %s stored with %s NULL (a value the database cannot "
+                    "hold; mirror_item keeps it as sent)",
+                    self._collection,
+                    key,
+                    ", ".join(names),
+                )
+        pending.extend(
+            Change(self.run_id, self._collection, uuid.UUID(k), kind, now, before, after)
+            for k, kind, before, after in told
+        )
 
     async def _write(self, sent: Sent, items: int) -> None:
         plan: Plan | None = None

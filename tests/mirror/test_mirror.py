@@ -608,6 +608,7 @@ async def test_a_run_cancelled_between_its_writes_leaves_no_row_without_its_chan
                     into=into,
                     on_change=gathered,
                     page_size=50,
+                    concurrency=1,  # two pages ahead: writes of a few pages, many of them
                     on_progress=on_progress,
                 )
             )
