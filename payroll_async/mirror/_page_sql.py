@@ -44,10 +44,22 @@ CREATE_STAGE = (
 
 def _timestamp(value: str) -> str:
     """``YYYY-MM-DD HH:MM:SS.ffffff`` UTC (as the schema's type writes it) of the RFC 3339
-    text ``value`` (``T``/``t``/space, ``Z``/``z`` or an offset with or without its
-    colon, any fraction cut to microseconds); NULL outside the years 1 to 9999 in UTC or
-    for another form. SQLite's ``strftime`` applies the offset; the fraction, which an
-    offset of whole minutes leaves alone, is taken from the text."""
+    text ``value``. The service's own form (``T``, ``Z``) is cut and padded as text; any
+    other (``t``/space, ``z``, an offset with or without its colon; a fraction is cut to
+    microseconds) goes through SQLite's ``strftime``,
+    which applies the offset (the fraction, which an offset of whole minutes leaves alone,
+    is taken from the text); NULL outside the years 1 to 9999 in UTC, or for another form."""
+    return (
+        f"CASE WHEN {value} GLOB '????-??-??T??:??:??Z' THEN replace(substr({value}, 1, 19), "
+        f"'T', ' ') || '.000000' WHEN {value} GLOB '????-??-??T??:??:??.??????Z' THEN "
+        f"replace(substr({value}, 1, 26), 'T', ' ') WHEN {value} GLOB "
+        f"'????-??-??T??:??:??.*Z' THEN replace(substr({value}, 1, 19), 'T', ' ') || '.' || "
+        f"substr(substr({value}, 21, length({value}) - 21) || '000000', 1, 6) "
+        f"ELSE {_any_timestamp(value)} END"
+    )
+
+
+def _any_timestamp(value: str) -> str:
     return (
         "(SELECT CASE WHEN length(s) = 19 AND s >= '0001-01-01' THEN s || '.' || "
         "CASE WHEN substr(n, 20, 1) = '.' THEN substr(substr(n, 21, length(n) - 20 - "
@@ -182,3 +194,115 @@ class PageSQL:
         if told:
             statements.append((self.told, ()))
         return statements
+
+
+# PostgreSQL's json cannot give a field of an item that holds a ``\u0000`` anywhere (a
+# text cannot hold a NUL): such an item's fields are read from its text with each escape
+# made U+FFFE (only an escape, not an escaped backslash before "u0000"), and a text
+# holding U+FFFE is NULL in its column.
+_READ = (
+    r"CASE WHEN strpos(item::text, '\u0000') > 0 THEN regexp_replace(item::text, "
+    r"'(?<!\\)((\\\\)*)\\u0000', '\1\\ufffe', 'g')::json ELSE item END"
+)
+_PG_TIME = r"'^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d(:?\d\d)?)$'"
+
+
+def _pg_expression(column: Any, path: str) -> str:
+    """The value of ``column`` in PostgreSQL from the item's JSON (``s``: see ``_READ``),
+    NULL for a value the column cannot hold: a timestamp outside the years 1 to 9999 in
+    UTC (or of another form than RFC 3339), an integer past 64 bits, a text with a NUL."""
+    kind = column.type
+    value = f"(s ->> {path})"
+    if isinstance(kind, ItemId):
+        return f"{value}::uuid"
+    if isinstance(kind, UTCDateTime):
+        # more than 6 digits of fraction cut, as the model reads them (not rounded)
+        return (
+            f"(SELECT CASE WHEN ts >= '0001-01-01 00:00:00+00' AND ts < '10000-01-01 00:00:00+00'"
+            f" THEN ts END FROM (SELECT CASE WHEN {value} ~ {_PG_TIME} THEN regexp_replace("
+            rf"{value}, '(\.\d{{6}})\d+', '\1')::timestamptz END AS ts) AS read)"
+        )
+    if isinstance(kind, BigInteger):
+        return (
+            f"CASE WHEN json_typeof(s -> {path}) = 'number' AND {value} ~ '^-?[0-9]{{1,19}}$'"
+            f" THEN CASE WHEN {value}::numeric BETWEEN -9223372036854775808 AND "
+            f"9223372036854775807 THEN {value}::bigint END END"
+        )
+    if isinstance(kind, Boolean):
+        return f"{value}::boolean"
+    if isinstance(kind, Text):
+        return f"CASE WHEN strpos({value}, chr(65534)) = 0 THEN {value} END"
+    return (  # text[]
+        f"(SELECT CASE WHEN bool_or(strpos(e, chr(65534)) > 0) IS NOT TRUE THEN coalesce("
+        f"array_agg(e ORDER BY at), '{{}}') END FROM json_array_elements_text(s -> {path})"
+        " WITH ORDINALITY AS list(e, at))"
+    )
+
+
+class PostgresPageSQL:
+    """The one statement that writes a write's pages into one collection's table, in
+    PostgreSQL: the pages (one ``json`` parameter: an array of each page's items as sent) split
+    into their items (each id once, the last seen), compared with their rows, upserted,
+    their changes recorded, and what the run needs back (the counts; the changes, when
+    someone is told; the items with a column left NULL where they have a value) as one
+    row. ``json`` keeps each item's text as sent (``jsonb`` would not, nor hold a
+    ``\\u0000``)."""
+
+    def __init__(self, mirrored: MirrorTable, scope_column: str | None) -> None:
+        table = mirrored.table
+        name, key = f'"{table.name}"', f'"{mirrored.key}"'
+        fields = mirrored.fields
+        path = {f: f"'{to_camel(f)}'" for f in fields}
+        typed = {
+            f: "$6::uuid" if f == scope_column else _pg_expression(table.c[f], path[f])
+            for f in fields[1:]
+        }
+        self.scoped = scope_column is not None
+        checked = [
+            f for f in fields[1:] if f != scope_column and not isinstance(table.c[f].type, ItemId)
+        ]
+        checked = [f for f in checked if not isinstance(table.c[f].type, Boolean)]
+        self.checked = tuple(checked)
+        columns = [*fields, *BOOKKEEPING]
+        kept = {mirrored.key, "mirror_first_seen_at"}
+        sets = ", ".join(f'"{c}" = excluded."{c}"' for c in columns if c not in kept)
+        stored = ", ".join(f't."{f}"' for f in fields[1:])
+        sent = ", ".join(f'c."{f}"' for f in fields[1:])
+        flags = [
+            f"c.\"{f}\" IS NULL AND coalesce(json_typeof(c.s -> {path[f]}), 'null') <> 'null'"
+            for f in checked
+        ]
+        head = (
+            "WITH sent AS (SELECT y.e AS item, x.po, y.io, ((($2::text)::json -> (x.po::int - 1))"
+            " ->> (y.io::int - 1))::bigint AS digest FROM json_array_elements(($1::text)::json)"
+            " WITH ORDINALITY AS x(p, po), json_array_elements(x.p) WITH ORDINALITY"
+            f" AS y(e, io)), read AS (SELECT item, po, io, digest, {_READ} AS s FROM sent),"
+            f" items AS (SELECT DISTINCT ON (k) (s ->> {path[fields[0]]})::uuid AS k, item, s,"
+            " digest, po, io FROM read ORDER BY k, po DESC, io DESC), typed AS"
+            f" (SELECT k, item, s, digest, po, io, "
+            + ", ".join(f'{typed[f]} AS "{f}"' for f in fields[1:])
+            + " FROM items), compared AS (SELECT c.*, t.mirror_item::text AS old, CASE WHEN"
+            f" t.{key} IS NULL OR t.mirror_deleted_at IS NOT NULL THEN 'inserted' WHEN"
+            f" t.mirror_item IS NULL THEN CASE WHEN ({stored}) IS NOT DISTINCT FROM ({sent})"
+            " THEN 'kept' ELSE 'updated' END WHEN t.mirror_item::text = c.item::text THEN CASE"
+            " WHEN t.mirror_digest IS NOT DISTINCT FROM c.digest THEN NULL ELSE 'kept' END"
+            f" ELSE 'updated' END AS kind FROM typed AS c LEFT JOIN {name} AS t ON t.{key} ="
+            f" c.k), upserted AS (INSERT INTO {name} ("
+            + ", ".join(f'"{c}"' for c in columns)
+            + ") SELECT k, "
+            + ", ".join(f'"{f}"' for f in fields[1:])
+            + ", $3, $3, NULL, item, digest FROM compared WHERE kind IS NOT NULL ON CONFLICT"
+            f" ({key}) DO UPDATE SET {sets}), recorded AS (INSERT INTO mirror_changes (run_id,"
+            ' collection, item_id, change, at, "before", "after") SELECT $4, $5, k, kind, $3,'
+            " CASE WHEN kind = 'updated' THEN old::json END, item FROM compared WHERE kind IN"
+            " ('inserted', 'updated') ORDER BY po, io) SELECT count(*) FILTER (WHERE kind ="
+            " 'inserted'), count(*) FILTER (WHERE kind = 'updated'), (SELECT json_agg("
+            "json_build_array(c.k, c.kind, c.old, c.item::text"
+            + "".join(f", {flag}" for flag in flags)
+            + ") ORDER BY po, io)::text FROM compared AS c WHERE c.kind IS NOT NULL AND ("
+        )
+        wanted = " OR ".join(flags) or "false"
+        self.write = f"{head}{wanted})) FROM compared"
+        """The write, giving back the items written with a column left NULL."""
+        self.write_told = f"{head}c.kind <> 'kept' OR {wanted})) FROM compared"
+        """The write, giving back its changes too (someone is told of them)."""
