@@ -36,9 +36,8 @@ from .._core._converter import to_dict
 from .._core._json import dumps
 from .._http._seam import Response
 from .._paging._decode import PageDecoder, fast_decoder
-from .._sql import has_upper
+from .._sql import has_upper, id_text
 from ..models import ListMeta
-from ._driver import id_text
 from ._seen import KnownDigests
 
 __all__ = ["SentPage", "SentPageDecoder", "digest", "digest_seed", "digests", "sent_listing"]

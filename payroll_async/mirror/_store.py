@@ -88,7 +88,7 @@ class Store(Commits):
             self._live = self._live & (table.c[mirrored.scope] == scope)
         super().__init__(
             connection,
-            Statements(table, mirrored.key, mirrored.fields, connection.dialect),
+            Statements(table, mirrored.key, connection.dialect),
             run_id,
         )
         self.seen: SeenIds | None = SeenIds()
@@ -274,7 +274,7 @@ class Store(Commits):
     async def _apply_postgres(
         self, statement: str, args: tuple[Any, ...]
     ) -> tuple[int, int, list[Any]]:
-        row = (await self._conn.exec_driver_sql(statement, args)).one()
+        row: Any = (await self._conn.exec_driver_sql(statement, args)).one()
         return int(row[0]), int(row[1]), _rows(row[2]) if row[2] else []
 
     def _counted(self) -> tuple[int, int, int, int]:
@@ -334,25 +334,16 @@ class Store(Commits):
     async def delete_suspects(self) -> None:
         """Mark the rows every pass missed as deleted, in batches, each batch's changes
         joining ``untold`` once it is committed."""
-        table = self._m.table
         pending = sorted(self._suspects or ())
         for start in range(0, len(pending), _BATCH):
             ids = pending[start : start + _BATCH]
             now = datetime.datetime.now(datetime.timezone.utc)
             async with self._conn.begin():
-                before = await self._sql.items(self._conn, [self._sql.uuid(i) for i in ids])
+                before = await self._sql.delete(self._conn, self.run_id, self._collection, now, ids)
                 batch = [
                     Change(self.run_id, self._collection, i, "deleted", now, before.get(str(i)))
                     for i in ids
                 ]
-                await self._conn.execute(
-                    update(table)
-                    .where(self._key.in_(ids), table.c.mirror_deleted_at.is_(None))
-                    .values(mirror_deleted_at=now)
-                )
-                await self._sql.insert(
-                    self._conn, self._sql.change, [self._sql.change_row(c.values()) for c in batch]
-                )
                 self.counts.deleted += len(ids)
                 await self._progress(now=None)
             self.untold.extend(batch)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-
 from typing import Any
 
 import pytest

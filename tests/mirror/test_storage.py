@@ -588,29 +588,6 @@ async def test_postgresql_commits_group_pages_and_tell_each_change_once_committe
     assert await query(postgres_url, "SHOW synchronous_commit") == [("on",)]
 
 
-def test_sqlite_writes_of_any_size_take_statements_of_a_few_sizes() -> None:
-    # sqlite3 prepares a statement of n rows in about 6 µs a row and keeps 128 in its cache:
-    # a write of each size its own statement would be prepared again and again.
-    from sqlalchemy.dialects import sqlite
-
-    from payroll_async.mirror._driver import Statements
-    from payroll_async.mirror._schema import TABLES
-
-    table = TABLES["payroll-connections"]
-    sql = Statements(table.table, table.key, table.fields, sqlite.dialect())
-    width = 3
-    shapes: set[str] = set()
-    for count in [*range(1, 520), 999, 1000, 1001, 4999, 5000]:
-        columns = [[(count, at, c) for at in range(count)] for c in range(width)]
-        statements = sql.multi_row("INSERT INTO t (a, b, c) VALUES (?, ?, ?)", columns)
-        params = [value for _, values in statements for value in values]
-        assert params == [(count, at, c) for at in range(count) for c in range(width)]
-        for statement, values in statements:
-            assert statement.count("(?, ?, ?)") * width == len(values)
-        shapes.update(statement for statement, _ in statements)
-    assert len(shapes) == 9  # 250 rows, then 128, 64, ... 1
-
-
 async def test_sqlite_without_the_drivers_thread_job_writes_the_same(
     start_emulator: StartEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -685,7 +662,7 @@ async def test_the_live_digests_are_read_with_sqlites_default_cache_and_the_runs
     db = open_database(url, MIRROR_ERRORS, pragmas=MIRROR_PRAGMAS)
     try:
         async with db.connect() as conn:
-            sql = Statements(table.table, table.key, table.fields, conn.dialect)
+            sql = Statements(table.table, table.key, conn.dialect)
             await sql.attach(conn)
             during: list[int] = []
             original = sql._driver.execute_fetchall
