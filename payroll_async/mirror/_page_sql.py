@@ -219,8 +219,10 @@ def _pg_expression(column: Any, path: str) -> str:
         # more than 6 digits of fraction cut, as the model reads them (not rounded)
         return (
             f"(SELECT CASE WHEN ts >= '0001-01-01 00:00:00+00' AND ts < '10000-01-01 00:00:00+00'"
-            f" THEN ts END FROM (SELECT CASE WHEN {value} ~ {_PG_TIME} THEN regexp_replace("
-            rf"{value}, '(\.\d{{6}})\d+', '\1')::timestamptz END AS ts) AS read)"
+            f" THEN ts END FROM (SELECT CASE WHEN {value} LIKE '____-__-__T__:__:__Z' OR {value}"
+            f" LIKE '____-__-__T__:__:__.______Z' THEN {value}::timestamptz WHEN {value} ~"
+            rf" {_PG_TIME} THEN regexp_replace({value}, '(\.\d{{6}})\d+', '\1')::timestamptz"
+            " END AS ts) AS read)"
         )
     if isinstance(kind, BigInteger):
         return (
