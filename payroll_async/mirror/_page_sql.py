@@ -243,8 +243,8 @@ def _pg_expression(column: Any, path: str) -> str:
 
 class PostgresPageSQL:
     """The one statement that writes a write's pages into one collection's table, in
-    PostgreSQL: the pages (one ``json`` parameter: an array of each page's items as sent) split
-    into their items (each id once, the last seen), compared with their rows, upserted,
+    PostgreSQL: the items of its pages as sent (one ``json`` parameter, an array, beside
+    their digests in another; each id once, the last seen), compared with their rows, upserted,
     their changes recorded, and what the run needs back (the counts; the changes, when
     someone is told; the items with a column left NULL where they have a value) as one
     row. ``json`` keeps each item's text as sent (``jsonb`` would not, nor hold a
@@ -275,13 +275,12 @@ class PostgresPageSQL:
             for f in checked
         ]
         head = (
-            "WITH sent AS (SELECT y.e AS item, x.po, y.io, ((($2::text)::json -> (x.po::int - 1))"
-            " ->> (y.io::int - 1))::bigint AS digest FROM json_array_elements(($1::text)::json)"
-            " WITH ORDINALITY AS x(p, po), json_array_elements(x.p) WITH ORDINALITY"
-            f" AS y(e, io)), read AS (SELECT item, po, io, digest, {_READ} AS s FROM sent),"
-            f" items AS (SELECT DISTINCT ON (k) (s ->> {path[fields[0]]})::uuid AS k, item, s,"
-            " digest, po, io FROM read ORDER BY k, po DESC, io DESC), typed AS"
-            f" (SELECT k, item, s, digest, po, io, "
+            "WITH sent AS (SELECT item, digest::bigint AS digest, n FROM ROWS FROM ("
+            "json_array_elements(($1::text)::json), json_array_elements_text(($2::text)::json))"
+            f" WITH ORDINALITY AS z(item, digest, n)), read AS (SELECT item, n, digest, {_READ}"
+            f" AS s FROM sent), items AS (SELECT DISTINCT ON (k) (s ->> {path[fields[0]]})::uuid"
+            " AS k, item, s, digest, n FROM read ORDER BY k, n DESC), typed AS"
+            f" (SELECT k, item, s, digest, n, "
             + ", ".join(f'{typed[f]} AS "{f}"' for f in fields[1:])
             + " FROM items), compared AS (SELECT c.*, t.mirror_item::text AS old, CASE WHEN"
             f" t.{key} IS NULL OR t.mirror_deleted_at IS NOT NULL THEN 'inserted' WHEN"
@@ -297,11 +296,11 @@ class PostgresPageSQL:
             f" ({key}) DO UPDATE SET {sets}), recorded AS (INSERT INTO mirror_changes (run_id,"
             ' collection, item_id, change, at, "before", "after") SELECT $4, $5, k, kind, $3,'
             " CASE WHEN kind = 'updated' THEN old::json END, item FROM compared WHERE kind IN"
-            " ('inserted', 'updated') ORDER BY po, io) SELECT count(*) FILTER (WHERE kind ="
+            " ('inserted', 'updated') ORDER BY n) SELECT count(*) FILTER (WHERE kind ="
             " 'inserted'), count(*) FILTER (WHERE kind = 'updated'), (SELECT json_agg("
             "json_build_array(c.k, c.kind, c.old, c.item::text"
             + "".join(f", {flag}" for flag in flags)
-            + ") ORDER BY po, io)::text FROM compared AS c WHERE c.kind IS NOT NULL AND ("
+            + ") ORDER BY n)::text FROM compared AS c WHERE c.kind IS NOT NULL AND ("
         )
         wanted = " OR ".join(flags) or "false"
         self.write = f"{head}{wanted})) FROM compared"

@@ -196,10 +196,11 @@ class Store(Commits):
                 statements += page_sql.write_all(params, nul, self.keep_changes)
                 run = partial(self._apply_sqlite, statements)
             else:
-                # The pages' items as sent, one JSON array a page (PostgreSQL's json cannot
-                # take a field of a page holding a \u0000: its items are taken one by one).
-                items_sent = b"],[".join(b",".join(page.raws) for page in pages if len(page))
-                args = [f"[[{items_sent.decode()}]]", _encode(digests).decode(), now, self.run_id]
+                # The pages' items as sent, in one JSON array (PostgreSQL's json cannot take
+                # a field of a page holding a \u0000: its items are taken one by one).
+                items_sent = b",".join([raw for page in pages for raw in page.raws])
+                flat = [digest for some in digests for digest in some]
+                args = [f"[{items_sent.decode()}]", _encode(flat).decode(), now, self.run_id]
                 args += [self._collection, *([self.scope] if page_sql.scoped else [])]
                 statement = page_sql.write_told if self.keep_changes else page_sql.write
                 run = partial(self._apply_postgres, statement, tuple(args))
