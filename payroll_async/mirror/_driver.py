@@ -158,15 +158,6 @@ class Statements:
         else:
             await conn.exec_driver_sql(self._progress, params)
 
-    async def any_rows(self, conn: AsyncConnection) -> bool:
-        """Whether the table holds any row (deleted or not)."""
-        statement = f"SELECT 1 FROM {self._name} LIMIT 1"
-        if self._driver is not None:
-            return bool(await self._driver.execute_fetchall(statement))
-        found = bool((await conn.exec_driver_sql(statement)).first())
-        await conn.commit()
-        return found
-
     async def live_digests(self, conn: AsyncConnection) -> tuple[KnownDigests, int]:
         """``mirror_digest`` of the live rows (every scope; a row of schema 1 has none), and
         how many live rows there are, read in parts (the digests kept: 8 bytes a row), in
