@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-import operator
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
@@ -53,7 +52,6 @@ _BATCH = 500  # ids per statement where a set of ids is marked deleted
 _uuids = msgspec.convert  # ids' text to UUIDs, in C
 _encode = msgspec.json.encode
 _rows = msgspec.json.Decoder(list[list[Any]]).decode  # PostgreSQL's rows as JSON text
-_raw = operator.itemgetter(1)
 
 
 @attrs.define
