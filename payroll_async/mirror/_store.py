@@ -1,4 +1,5 @@
-"""Writing pages: compare with the rows, upsert what changed, record it, all at once.
+"""Writing pages: the database compares them with the rows, upserts what changed and
+records it, a write's pages at once (``_page_sql``).
 
 The pages that arrived while the previous write ran (one page when the service is slow,
 at most ``MAX_PAGES`` when it is fast; in SQLite, fewer than ``_walk.HOLD_ITEMS`` wait up
@@ -135,10 +136,11 @@ class Store(Commits):
 
         The pages go into the open transaction, committed once it holds the dialect's
         ``COMMIT_ROWS`` items or is ``COMMIT_SECONDS`` old (``commit()`` commits the
-        rest). An item whose bytes hash to the digest kept in its live row is unchanged:
-        nothing is written. Otherwise its typed columns, ``mirror_item`` and digest are
-        written, and the change recorded with the item before (``mirror_item`` of the
-        row) and after (as sent).
+        rest). A page whose every item's bytes hash to a digest a live row held when the
+        run began is not written. The database compares the others with their rows
+        (``mirror_item``): of an item that changed, the typed columns, ``mirror_item`` and
+        digest are written, and the change recorded with the item before (``mirror_item``
+        of the row) and after (as sent).
         """
         items = 0
         previous = self._previous
