@@ -75,9 +75,7 @@ class Commits:
         assert transaction is not None
         self._cancel_idle()
         self._committing, self._pending, self._pending_rows = self._pending, [], 0
-        self._inflight = asyncio.ensure_future(
-            self._commit(self._inflight, transaction, self._counted())
-        )
+        self._inflight = asyncio.ensure_future(self._commit(self._inflight, transaction))
         self._commit_in_flight = True
 
     def _arm_idle(self) -> None:
@@ -111,11 +109,12 @@ class Commits:
         self,
         statements: asyncio.Future[None] | None,
         transaction: AsyncTransaction,
-        progress: tuple[int, int, int, int],
     ) -> None:
         if statements is not None:
             await statements
-        await self._sql.progress(self._conn, self.run_id, progress)
+        # The counts once the write's statements are done (SQLite's tell them), before
+        # the next write is counted (it waits for this commit).
+        await self._sql.progress(self._conn, self.run_id, self._counted())
         await transaction.commit()
 
     async def _begin(self) -> None:

@@ -24,7 +24,6 @@ from .._sql import MIRROR_PRAGMAS, open_database
 from ._errors import MIRROR_ERRORS, MirrorDeletionsError, MirrorError, MirrorURLError
 from ._guard import MaxDeletions, check_max_deletions, refusal
 from ._migrate import ensure_schema
-from ._plan import column_maker
 from ._result import MirrorProgress, MirrorResult
 from ._schema import TABLES, MirrorTable
 from ._seen import KnownDigests
@@ -160,9 +159,7 @@ async def _mirror(
                 await ensure_schema(db, conn)
                 run_id = uuid.uuid4()
                 started = datetime.datetime.now(datetime.timezone.utc)
-                store = Store(
-                    conn, mirrored, collection, run_id, column_maker(collection, scope), scope
-                )
+                store = Store(conn, mirrored, collection, run_id, scope)
                 store.keep_changes = on_change is not None
                 try:
                     with db.errors(f"writing to {db.shown}"):
@@ -309,7 +306,7 @@ async def _pass(run: _Pass, scope: uuid.UUID | None) -> bool:
             ids.extend(e.id for e in page)
         proven = employers.proven
         for employer_id in dict.fromkeys(ids):
-            run.store.to_columns = column_maker(run.collection, employer_id)
+            run.store.scope = employer_id
             # one listing of many: its total is not the pass's
             proven &= await _walk(run, employer_id, lambda _total: run.told(None))
         return proven

@@ -36,9 +36,8 @@ from .._core._converter import to_dict
 from .._core._json import dumps
 from .._http._seam import Response
 from .._paging._decode import PageDecoder, fast_decoder
-from .._sql import has_upper
+from .._sql import has_upper, id_text
 from ..models import ListMeta
-from ._driver import id_text
 from ._seen import KnownDigests
 
 __all__ = ["SentPage", "SentPageDecoder", "digest", "digest_seed", "digests", "sent_listing"]
@@ -80,7 +79,7 @@ class SentPage(list):  # type: ignore[type-arg]
     known) and ``blob`` (the 16 bytes of each id, in order, when the page was read by
     msgspec; else None), in the same order."""
 
-    __slots__ = ("blob", "digests", "ids", "known", "raws")
+    __slots__ = ("blob", "body", "digests", "ids", "known", "raws")
 
     def __init__(
         self,
@@ -97,6 +96,8 @@ class SentPage(list):  # type: ignore[type-arg]
         self.digests = digests
         self.known = known
         self.blob = blob
+        self.body: bytes = b""
+        """The page's body as the service sent it (SQLite reads the items from it)."""
 
     def changed(self) -> bool:
         """Whether some item of the page is not known (to be written, or compared)."""
@@ -132,6 +133,11 @@ class SentPageDecoder:
         self._seed = digest_seed(model)
 
     def decode(self, response: Response) -> tuple[SentPage, ListMeta]:
+        page, meta = self._decode(response)
+        page.body = response.body
+        return page, meta
+
+    def _decode(self, response: Response) -> tuple[SentPage, ListMeta]:
         fast = self._fast
         if fast is not None:
             body = response.body

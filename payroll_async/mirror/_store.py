@@ -1,4 +1,5 @@
-"""Writing pages: compare with the rows, upsert what changed, record it, all at once.
+"""Writing pages: the database compares them with the rows, upserts what changed and
+records it, a write's pages at once (``_page_sql``).
 
 The pages that arrived while the previous write ran (one page when the service is slow,
 at most ``MAX_PAGES`` when it is fast; in SQLite, fewer than ``_walk.HOLD_ITEMS`` wait up
@@ -22,9 +23,9 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-import operator
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 import attrs
@@ -35,7 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ._change import Change
 from ._commits import Commits
 from ._driver import Statements
-from ._plan import Plan, Planner, Sent
+from ._page_sql import PageSQL, PostgresPageSQL
 from ._schema import RUNS, MirrorTable
 from ._seen import KnownDigests, SeenIds
 from ._sent import SentPage
@@ -50,7 +51,8 @@ _BATCH = 500  # ids per statement where a set of ids is marked deleted
 
 
 _uuids = msgspec.convert  # ids' text to UUIDs, in C
-_raw = operator.itemgetter(1)
+_encode = msgspec.json.encode
+_rows = msgspec.json.Decoder(list[list[Any]]).decode  # PostgreSQL's rows as JSON text
 
 
 @attrs.define
@@ -69,13 +71,10 @@ class Store(Commits):
         mirrored: MirrorTable,
         collection: str,
         run_id: uuid.UUID,
-        to_columns: Callable[[list[Any]], list[list[Any]]],
         scope: uuid.UUID | None,
     ) -> None:
         self._m = mirrored
         self._collection = collection
-        self.to_columns = to_columns
-        """The model's columns of some items' fields (each a list, in the table's order)."""
         self.counts = Counts()
         self.keep_changes = True
         """Whether the changes of the writes are kept for ``untold`` (someone is told of them)."""
@@ -88,7 +87,7 @@ class Store(Commits):
             self._live = self._live & (table.c[mirrored.scope] == scope)
         super().__init__(
             connection,
-            Statements(table, mirrored.key, mirrored.fields, connection.dialect),
+            Statements(table, mirrored.key, connection.dialect),
             run_id,
         )
         self.seen: SeenIds | None = SeenIds()
@@ -97,7 +96,6 @@ class Store(Commits):
         """Whether the first pass's walks were given one id twice (other than overlaps)."""
         self._suspects: set[uuid.UUID] | None = None  # None: the first pass is running
         self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
-        self._planner = Planner(self._sql, collection)
         self.known = KnownDigests()
         """The digests of the live rows when the run began (read by ``start``): the
         pages' decoder takes an item among them for unchanged."""
@@ -107,12 +105,17 @@ class Store(Commits):
         """Live rows of the run's scope before it (its inserts left out), counted once the
         first pass is written (``narrow_suspects``): the deletion guard's measure."""
         self._whole = scope is None or mirrored.scope is None  # the table's every live row
+        self.scope = scope
+        """The employer of the update groups being walked (the scope column's value)."""
+        self._page = (
+            PostgresPageSQL(mirrored, mirrored.scope)
+            if connection.dialect.name == "postgresql"
+            else PageSQL(mirrored, mirrored.scope)
+        )
 
     async def start(self, started_at: datetime.datetime) -> None:
         await self._sql.attach(self._conn)
         self.known, self.live_at_start = await self._sql.live_digests(self._conn)
-        if not self.live_at_start and not await self._sql.any_rows(self._conn):
-            self._planner.table_was_empty()
         await self._conn.execute(
             insert(RUNS).values(
                 run_id=self.run_id,
@@ -133,10 +136,11 @@ class Store(Commits):
 
         The pages go into the open transaction, committed once it holds the dialect's
         ``COMMIT_ROWS`` items or is ``COMMIT_SECONDS`` old (``commit()`` commits the
-        rest). An item whose bytes hash to the digest kept in its live row is unchanged:
-        nothing is written. Otherwise its typed columns, ``mirror_item`` and digest are
-        written, and the change recorded with the item before (``mirror_item`` of the
-        row) and after (as sent).
+        rest). A page whose every item's bytes hash to a digest a live row held when the
+        run began is not written. The database compares the others with their rows
+        (``mirror_item``): of an item that changed, the typed columns, ``mirror_item`` and
+        digest are written, and the change recorded with the item before (``mirror_item``
+        of the row) and after (as sent).
         """
         items = 0
         previous = self._previous
@@ -147,18 +151,68 @@ class Store(Commits):
             previous = fresh
             changed = changed or page.changed()
         self._previous = previous
-        if not changed and self._open is None and self._suspects is None:
+        if changed or self._open is not None or self._suspects is not None:
+            await self._write(pages, items)
+        else:
             # Every item unchanged (a live row holds its very bytes) and no transaction
-            # open: nothing to plan or write (the first pass's walk adds the ids to
-            # ``seen`` itself).
+            # open: nothing to write (the first pass's walk adds the ids to ``seen``).
             self.items += items
-            return
-        sent = Sent(pages)
-        if not sent.at:
-            return
+
+    async def _write(self, pages: Sequence[SentPage], items: int) -> None:
+        """The database reads the pages (``_page_sql``): the items are compared, upserted
+        and their changes recorded by its statements, which run while the walk goes on
+        (each write's after the last one's)."""
+        sql, page_sql = self._sql, self._page
+        now = datetime.datetime.now(datetime.timezone.utc)
+        scope = None if self.scope is None else str(self.scope)
+        keys = [key for page in pages for key in page.ids]
+        bodies = [bytes(page.body).decode() for page in pages if len(page)]
+        digests = [page.digests.tolist() for page in pages if len(page)]
         self._writing = True
         try:
-            await self._write(sent, items)
+            if isinstance(page_sql, PageSQL):
+                statements = page_sql.stage_all(
+                    [(b, _encode(d).decode()) for b, d in zip(bodies, digests, strict=True)],
+                    scope,
+                )
+                if self._open is None:
+                    # This run alone writes the table (the run lock), so its rows are
+                    # compared before the write lock is taken, and a write with nothing
+                    # to write takes none (after the last commit: the items' table is the
+                    # connection's one).
+                    await self._settle()
+                    found = await sql.run_all(self._conn, [*statements, (page_sql.count, ())])
+                    if not found[-1][0][2]:
+                        self._seen_keys(keys, items)
+                        return
+                    statements = []
+                params = {
+                    "now": sql.time(now),
+                    "scope": scope,
+                    "run": sql.uuid(self.run_id),
+                    "collection": self._collection,
+                }
+                nul = any("\\u0000" in body for body in bodies)
+                statements += page_sql.write_all(params, nul, self.keep_changes)
+                run = partial(self._apply_sqlite, statements)
+            else:
+                # The pages' items as sent, in one JSON array (PostgreSQL's json cannot take
+                # a field of a page holding a \u0000: its items are taken one by one).
+                items_sent = b",".join([raw for page in pages for raw in page.raws])
+                flat = [digest for some in digests for digest in some]
+                args = [f"[{items_sent.decode()}]", _encode(flat).decode(), now, self.run_id]
+                args += [self._collection, *([self.scope] if page_sql.scoped else [])]
+                statement = page_sql.write_told if self.keep_changes else page_sql.write
+                run = partial(self._apply_postgres, statement, tuple(args))
+            if self._open is None:
+                await self._begin()
+            self._seen_keys(keys, items)
+            self._inflight = asyncio.ensure_future(
+                self._apply(self._inflight, run, now, self._pending)
+            )
+        except BaseException:
+            await self._rollback()
+            raise
         finally:
             self._writing = False
             if self._open is not None and self._idle is None:
@@ -167,75 +221,68 @@ class Store(Commits):
                 # that neither SQLite's write lock nor PostgreSQL's row locks are held
                 # while nothing is written.
                 self._arm_idle()
-
-    async def _write(self, sent: Sent, items: int) -> None:
-        plan: Plan | None = None
-        settle = self._settle
-        if self._open is None and self._sql.direct:
-            # SQLite: this run alone writes the table (the run lock), so its rows are read
-            # before the write lock is taken, and a batch with nothing to write takes none.
-            plan = await self._planner.plan(self._conn, sent, self.to_columns, settle)
-            if plan.columns is None and not plan.made[0]:
-                self._done(plan, items)
-                return
-        try:
-            if plan is None:
-                if self._open is None:
-                    await self._begin()
-                plan = await self._planner.plan(self._conn, sent, self.to_columns, settle)
-            await settle()
-            if self._open is None:
-                await self._begin()
-            self._done(plan, items)
-            # The statements run while the walk goes on and the next write is planned: the
-            # next use of the connection (a write, a look-up, the commit) waits for them.
-            self._inflight = asyncio.ensure_future(self._apply(plan))
-            if self.keep_changes:
-                self._pending.extend(self._changes(plan))
-        except BaseException:
-            await self._rollback()
-            raise
-        self._pending_rows += len(sent.at)
+        self._pending_rows += len(set(keys))
         if self._due():
             self._start_commit()
+
+    def _seen_keys(self, keys: list[str], items: int) -> None:
+        self.items += items
+        if self._suspects is not None:  # the first pass's walks add to ``seen`` themselves
+            self._suspects.difference_update(_uuids(keys, list[uuid.UUID]))
+
+    async def _apply(
+        self,
+        previous: asyncio.Future[None] | None,
+        run: Callable[[], Awaitable[tuple[int, int, list[Any]]]],
+        now: datetime.datetime,
+        pending: list[Change],
+    ) -> None:
+        """Run a write's statements after the last write's; its counts, warnings and
+        changes (into ``pending``, the list of the transaction they are in) from what
+        they give back: (inserted, updated, rows of key, kind, before, after and, for
+        each of the checked columns, whether it was left NULL)."""
+        if previous is not None:
+            await previous
+        inserted, updated, rows = await run()
+        self.counts.inserted += inserted
+        self.counts.updated += updated
+        checked = self._page.checked
+        for key, kind, before, after, *empty in rows:
+            names = [name for name, null in zip(checked, empty, strict=True) if null]
+            if names:
+                logger.warning(
+                    "mirror %s: item %s stored with %s NULL (a value the database cannot "
+                    "hold; mirror_item keeps it as sent)",
+                    self._collection,
+                    key,
+                    ", ".join(names),
+                )
+            if kind != "kept" and self.keep_changes:
+                change = Change(
+                    self.run_id, self._collection, uuid.UUID(key), kind, now, before, after
+                )
+                pending.append(change)
+
+    async def _apply_sqlite(self, statements: list[tuple[str, Any]]) -> tuple[int, int, list[Any]]:
+        found = await self._sql.run_all(self._conn, statements)
+        told = found.pop() if self.keep_changes else []
+        nulls, ((inserted, updated, _),) = found[-2], found[-1]
+        blank = [False] * len(self._page.checked)
+        rows = [(k, kind, before, after, *blank) for k, kind, before, after in told]
+        rows += [(k, "kept", None, None, *flags) for k, *flags in nulls]
+        return inserted, updated, rows
+
+    async def _apply_postgres(
+        self, statement: str, args: tuple[Any, ...]
+    ) -> tuple[int, int, list[Any]]:
+        row: Any = (await self._conn.exec_driver_sql(statement, args)).one()
+        return int(row[0]), int(row[1]), _rows(row[2]) if row[2] else []
 
     def _counted(self) -> tuple[int, int, int, int]:
         """The run's counts as they are now (items, inserted, updated, deleted): written
         into ``mirror_runs`` in each transaction, before its commit."""
         counts = self.counts
         return (self.items, counts.inserted, counts.updated, counts.deleted)
-
-    async def _apply(self, plan: Plan) -> None:
-        """Write a plan in the open transaction (the run's counts go in at its commit)."""
-        sql, conn = self._sql, self._conn
-        rows: list[tuple[str, list[list[Any]]]] = []
-        if plan.columns is not None and plan.columns[0]:
-            rows.append((sql.upsert, plan.columns))
-        keys, kinds, before, after = plan.made
-        if keys:
-            count = len(keys)
-            run, name, stamp = sql.uuid(self.run_id), self._collection, plan.stamp
-            changes = [[run] * count, [name] * count, keys, kinds, [stamp] * count, before, after]
-            rows.append((sql.change, changes))
-        if sql.direct:
-            # SQLite: the items' and the changes' statements as one job of its thread.
-            await sql.run_all(conn, [s for one, c in rows for s in sql.multi_row(one, c)])
-            return
-        for statement, columns in rows:
-            await sql.insert_columns(conn, statement, columns)
-
-    def _changes(self, plan: Plan) -> list[Change]:
-        return [
-            Change(self.run_id, self._collection, uuid.UUID(k), kind, plan.now, b, a)
-            for k, kind, b, a in zip(*plan.made, strict=True)
-        ]
-
-    def _done(self, plan: Plan, items: int) -> None:
-        self.counts.updated += len(plan.updated)
-        self.counts.inserted += len(plan.made[0]) - len(plan.updated)
-        self.items += items
-        if self._suspects is not None:  # the first pass's walks add to ``seen`` themselves
-            self._suspects.difference_update(_uuids(plan.keys, list[uuid.UUID]))
 
     async def _progress(self, now: datetime.datetime | None, complete: bool = False) -> None:
         await self._conn.execute(
@@ -288,25 +335,16 @@ class Store(Commits):
     async def delete_suspects(self) -> None:
         """Mark the rows every pass missed as deleted, in batches, each batch's changes
         joining ``untold`` once it is committed."""
-        table = self._m.table
         pending = sorted(self._suspects or ())
         for start in range(0, len(pending), _BATCH):
             ids = pending[start : start + _BATCH]
             now = datetime.datetime.now(datetime.timezone.utc)
             async with self._conn.begin():
-                before = await self._sql.items(self._conn, [self._sql.uuid(i) for i in ids])
+                before = await self._sql.delete(self._conn, self.run_id, self._collection, now, ids)
                 batch = [
                     Change(self.run_id, self._collection, i, "deleted", now, before.get(str(i)))
                     for i in ids
                 ]
-                await self._conn.execute(
-                    update(table)
-                    .where(self._key.in_(ids), table.c.mirror_deleted_at.is_(None))
-                    .values(mirror_deleted_at=now)
-                )
-                await self._sql.insert(
-                    self._conn, self._sql.change, [self._sql.change_row(c.values()) for c in batch]
-                )
                 self.counts.deleted += len(ids)
                 await self._progress(now=None)
             self.untold.extend(batch)

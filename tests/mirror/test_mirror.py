@@ -608,6 +608,7 @@ async def test_a_run_cancelled_between_its_writes_leaves_no_row_without_its_chan
                     into=into,
                     on_change=gathered,
                     page_size=50,
+                    concurrency=1,  # two pages ahead: writes of a few pages, many of them
                     on_progress=on_progress,
                 )
             )
@@ -647,11 +648,11 @@ async def test_a_run_cancelled_between_batches_of_deletions_tells_those_committe
             await mirror(client, "payroll-connections", into=into, on_change=gathered)
             # two batches of deletions (500 and 100), within the default bound (half of 1,300)
             emu.churn("payroll-connections", deleted=600)
-            read = mirror_driver.Statements.items
+            read = mirror_driver.Statements.delete
             calls = 0
             second = asyncio.Event()
 
-            async def items(self: mirror_driver.Statements, *args: Any) -> Any:
+            async def delete(self: mirror_driver.Statements, *args: Any) -> Any:
                 nonlocal calls
                 calls += 1
                 if calls == 2:  # the second batch's: held
@@ -659,7 +660,7 @@ async def test_a_run_cancelled_between_batches_of_deletions_tells_those_committe
                     await asyncio.Event().wait()
                 return await read(self, *args)
 
-            monkeypatch.setattr(mirror_driver.Statements, "items", items)
+            monkeypatch.setattr(mirror_driver.Statements, "delete", delete)
             run = asyncio.create_task(
                 mirror(client, "payroll-connections", into=into, on_change=gathered)
             )
@@ -668,7 +669,7 @@ async def test_a_run_cancelled_between_batches_of_deletions_tells_those_committe
             with pytest.raises(asyncio.CancelledError):
                 await run
             assert sum(change == "deleted" for change, _ in gathered.changes) == 500
-            monkeypatch.setattr(mirror_driver.Statements, "items", read)
+            monkeypatch.setattr(mirror_driver.Statements, "delete", read)
             await mirror(client, "payroll-connections", into=into, on_change=gathered)
         await told_once_each(into, gathered, errors)
     assert sum(change == "deleted" for change, _ in gathered.changes) == 600

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import json
 import re
 import signal
@@ -459,6 +460,49 @@ async def test_values_the_database_cannot_hold_never_block_the_collection(into: 
             assert upload_date is not None
 
 
+FORMS = [
+    "2024-03-04T05:06:07Z",
+    "2024-03-04T05:06:07.5Z",
+    "2024-03-04T05:06:07.123Z",
+    "2024-03-04T05:06:07.123456Z",
+    "2024-03-04T05:06:07.1234567Z",  # cut to microseconds, as the model reads it
+    "2024-03-04t05:06:07z",
+    "2024-03-04 05:06:07Z",
+    "2024-03-04T05:06:07+05:30",
+    "2024-03-04T05:06:07.25-01:00",
+    "2024-03-04T05:06:07+0530",
+    "2024-01-01T00:30:00+01:00",  # the day and the year before, in UTC
+]
+
+
+def timestamp_forms(path: str, items: list[dict[str, Any]]) -> None:
+    if path.endswith("/payroll-connections"):
+        for item, form in zip(items, FORMS, strict=False):
+            item["createdAt"] = form
+
+
+async def test_the_database_reads_each_form_of_a_timestamp_as_the_model_does(
+    into: str,
+) -> None:
+    # The database converts the item's text itself: each RFC 3339 form the model reads
+    # (T or t or a space, Z or z or an offset with or without its colon, any fraction) is
+    # the same instant in the typed column, to the microsecond.
+    emu = Emulator(seed=48, payroll_connections=len(FORMS))
+    emu.app.middlewares.append(Rewrite(timestamp_forms))
+    async with emu, PayrollClient(emu.base_url, emu.token) as client:
+        sent = await client.payroll_connections.list().collect()
+        result = await mirror(client, "payroll-connections", into=into)
+    assert result.inserted == len(FORMS)
+    stored = dict(await query(into, "SELECT id, created_at FROM payroll_connections"))
+    for connection in sent:
+        value = stored[connection.id if into.startswith("postgresql") else str(connection.id)]
+        expected = connection.created_at.astimezone(datetime.timezone.utc)
+        if isinstance(value, str):  # SQLite: UTC text, as SQLAlchemy's DateTime writes it
+            assert value == expected.isoformat(" ", "microseconds")[:26]
+        else:
+            assert value == expected
+
+
 def nul_in_a_status(path: str, items: list[dict[str, Any]]) -> None:
     if path.endswith("/payroll-connections"):
         for item in items:
@@ -492,6 +536,30 @@ async def test_a_nul_character_in_postgresql_is_kept_as_sent_and_the_rest_mirror
             assert (status, json.loads(item)["status"]) == (None, "act\x00ive")
         else:
             assert status == json.loads(item)["status"]
+
+
+async def test_a_nul_character_in_sqlite_is_kept_as_sent_and_its_column_null(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # SQLite's JSON functions cut a text at its NUL: the column is NULL (with the
+    # warning), never a text cut short; mirror_item keeps the item as sent.
+    into = f"sqlite:///{tmp_path / 'nul.db'}"
+    emu = Emulator(seed=46, payroll_connections=50)
+    emu.app.middlewares.append(Rewrite(nul_in_a_status))
+    async with emu, PayrollClient(emu.base_url, emu.token) as client:
+        first = await client.payroll_connections.list(page_size=10).collect()
+        result = await mirror(client, "payroll-connections", into=into, page_size=10)
+    hostile = {str(c.id) for c in first if "\x00" in c.status}
+    assert 0 < len(hostile) < 50
+    assert result.inserted == 50
+    rows = await query(into, "SELECT id, status, mirror_item FROM payroll_connections")
+    for key, status, item in rows:
+        if key in hostile:
+            assert (status, json.loads(item)["status"]) == (None, "act\x00ive")
+        else:
+            assert status == json.loads(item)["status"]
+    warned = [r.getMessage() for r in caplog.records if "stored with status NULL" in r.getMessage()]
+    assert len(warned) == len(hostile)
 
 
 DROP_KEY = {
@@ -588,29 +656,6 @@ async def test_postgresql_commits_group_pages_and_tell_each_change_once_committe
     assert await query(postgres_url, "SHOW synchronous_commit") == [("on",)]
 
 
-def test_sqlite_writes_of_any_size_take_statements_of_a_few_sizes() -> None:
-    # sqlite3 prepares a statement of n rows in about 6 µs a row and keeps 128 in its cache:
-    # a write of each size its own statement would be prepared again and again.
-    from sqlalchemy.dialects import sqlite
-
-    from payroll_async.mirror._driver import Statements
-    from payroll_async.mirror._schema import TABLES
-
-    table = TABLES["payroll-connections"]
-    sql = Statements(table.table, table.key, table.fields, sqlite.dialect())
-    width = 3
-    shapes: set[str] = set()
-    for count in [*range(1, 520), 999, 1000, 1001, 4999, 5000]:
-        columns = [[(count, at, c) for at in range(count)] for c in range(width)]
-        statements = sql.multi_row("INSERT INTO t (a, b, c) VALUES (?, ?, ?)", columns)
-        params = [value for _, values in statements for value in values]
-        assert params == [(count, at, c) for at in range(count) for c in range(width)]
-        for statement, values in statements:
-            assert statement.count("(?, ?, ?)") * width == len(values)
-        shapes.update(statement for statement, _ in statements)
-    assert len(shapes) == 9  # 250 rows, then 128, 64, ... 1
-
-
 async def test_sqlite_without_the_drivers_thread_job_writes_the_same(
     start_emulator: StartEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -685,7 +730,7 @@ async def test_the_live_digests_are_read_with_sqlites_default_cache_and_the_runs
     db = open_database(url, MIRROR_ERRORS, pragmas=MIRROR_PRAGMAS)
     try:
         async with db.connect() as conn:
-            sql = Statements(table.table, table.key, table.fields, conn.dialect)
+            sql = Statements(table.table, table.key, conn.dialect)
             await sql.attach(conn)
             during: list[int] = []
             original = sql._driver.execute_fetchall

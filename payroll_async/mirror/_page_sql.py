@@ -1,0 +1,309 @@
+"""SQLite reads the page: one write's items compared, upserted and recorded in SQL.
+
+Each page goes to SQLite once, as the text the service sent (one bound parameter), with
+the digests of its items (a JSON array, in the items' order). ``json_each`` splits the
+page into its items; SQLite itself compares each with its row, extracts the typed
+columns, upserts them and records the changes with ``before``/``after``, in set-based
+statements over a temporary table of the write's items (each id once: the last seen of
+it is written). Python converts no column value.
+
+An item's kind (a column of the temporary table):
+
+- ``inserted``: no row, or a row marked deleted;
+- ``updated``: a live row with another ``mirror_item``;
+- ``kept``: the very item kept (its text, or the same JSON less whitespace) with another
+  digest (an earlier build's), or a row of schema 1 (no ``mirror_item``) whose typed
+  columns are the item's: written again, not a change;
+- NULL: the very item kept with its digest: nothing to write.
+
+A value a typed column cannot hold (a timestamp outside the years 1 to 9999 in UTC, an
+integer past 64 bits, a text with a NUL character, which SQLite's JSON functions cut
+short) is NULL in its column and kept in ``mirror_item``; the write reads back which
+columns were left NULL where the item had a value, for the warning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import BigInteger, Boolean, Text
+
+from .._core._converter import to_camel
+from .._sql import ItemId, UTCDateTime
+from ._schema import BOOKKEEPING, MirrorTable
+
+__all__ = ["PageSQL"]
+
+_STAGE_TABLE = "temp.mirror_page"
+CREATE_STAGE = (
+    "CREATE TEMP TABLE IF NOT EXISTS mirror_page (seq INTEGER PRIMARY KEY, k TEXT UNIQUE, "
+    "item TEXT, digest INTEGER, kind TEXT, old TEXT)"
+)
+"""The write's items, each id once (the temporary table of the run's connection)."""
+
+
+def _timestamp(value: str) -> str:
+    """``YYYY-MM-DD HH:MM:SS.ffffff`` UTC (as the schema's type writes it) of the RFC 3339
+    text ``value``. The service's own form (``T``, ``Z``) is cut and padded as text; any
+    other (``t``/space, ``z``, an offset with or without its colon; a fraction is cut to
+    microseconds) goes through SQLite's ``strftime``,
+    which applies the offset (the fraction, which an offset of whole minutes leaves alone,
+    is taken from the text); NULL outside the years 1 to 9999 in UTC, or for another form."""
+    return (
+        f"CASE WHEN {value} GLOB '????-??-??T??:??:??Z' THEN replace(substr({value}, 1, 19), "
+        f"'T', ' ') || '.000000' WHEN {value} GLOB '????-??-??T??:??:??.??????Z' THEN "
+        f"replace(substr({value}, 1, 26), 'T', ' ') WHEN {value} GLOB "
+        f"'????-??-??T??:??:??.*Z' THEN replace(substr({value}, 1, 19), 'T', ' ') || '.' || "
+        f"substr(substr({value}, 21, length({value}) - 21) || '000000', 1, 6) "
+        f"ELSE {_any_timestamp(value)} END"
+    )
+
+
+def _any_timestamp(value: str) -> str:
+    return (
+        "(SELECT CASE WHEN length(s) = 19 AND s >= '0001-01-01' THEN s || '.' || "
+        "CASE WHEN substr(n, 20, 1) = '.' THEN substr(substr(n, 21, length(n) - 20 - "
+        "CASE WHEN n LIKE '%Z' THEN 1 ELSE 6 END) || '000000', 1, 6) ELSE '000000' END END "
+        "FROM (SELECT strftime('%Y-%m-%d %H:%M:%S', n) AS s, n FROM (SELECT CASE WHEN "
+        "substr(u, -5, 1) IN ('+', '-') THEN substr(u, 1, length(u) - 2) || ':' || "
+        f"substr(u, -2) ELSE u END AS n FROM (SELECT upper({value}) AS u))))"
+    )
+
+
+class PageSQL:
+    """The statements that write pages into one collection's table, in SQLite."""
+
+    def __init__(self, mirrored: MirrorTable, scope_column: str | None) -> None:
+        table = mirrored.table
+        name, key = f'main."{table.name}"', f'"{mirrored.key}"'
+        path = {f: f"'$.{to_camel(f)}'" for f in mirrored.fields}
+        self.stage = (
+            f"INSERT OR REPLACE INTO {_STAGE_TABLE} (k, item, digest, kind, old) "
+            "SELECT j.k, j.value, j.d, CASE WHEN t.rowid IS NULL OR t.mirror_deleted_at IS "
+            "NOT NULL THEN 'inserted' WHEN t.mirror_item = j.value OR CASE WHEN json_valid("
+            "t.mirror_item) THEN json(t.mirror_item) END = j.value THEN CASE WHEN "
+            "t.mirror_digest IS j.d THEN NULL ELSE 'kept' END WHEN t.mirror_item IS NULL "
+            "THEN 'legacy' ELSE 'updated' END, t.mirror_item FROM (SELECT lower(json_extract("
+            f"value, {path[mirrored.key]})) AS k, value, json_extract(:digests, '$[' || key "
+            f"|| ']') AS d FROM json_each(:page, '$.data')) AS j LEFT JOIN {name} AS t ON "
+            f"t.{key} = j.k"
+        )
+        """One page into the write's items, each compared with its row."""
+        self.clear = f"DELETE FROM {_STAGE_TABLE}"
+        self.count = (
+            "SELECT coalesce(sum(kind = 'inserted'), 0), coalesce(sum(kind = 'updated'), 0), "
+            f"count(kind) FROM {_STAGE_TABLE}"
+        )
+        """The write's inserts, updates and rows to write (changes or not)."""
+        exprs: dict[str, str] = {}
+        nul_safe: dict[str, str] = {}
+        checked: list[str] = []  # columns a value may be left NULL in
+        for column in (table.c[f] for f in mirrored.fields):
+            field = column.name
+            value = f"json_extract(item, {path.get(field, 'NULL')})"
+            kind = column.type
+            if field == scope_column:
+                exprs[field] = ":scope"
+                continue
+            if isinstance(kind, ItemId):
+                exprs[field] = f"lower({value})"
+            elif isinstance(kind, UTCDateTime):
+                exprs[field] = _timestamp(value)
+                checked.append(field)
+            elif isinstance(kind, BigInteger):
+                exprs[field] = f"CASE WHEN typeof({value}) = 'integer' THEN {value} END"
+                checked.append(field)
+            elif isinstance(kind, (Text, Boolean)) or field == "webhook_event_types":
+                exprs[field] = value
+                if isinstance(kind, Text):
+                    # A NUL character (``\u0000`` in the text sent) cuts SQLite's text short.
+                    spared = f"json_extract(replace(item, '\\u0000', '\\u0001'), {path[field]})"
+                    nul_safe[field] = f"CASE WHEN {spared} IS {value} THEN {value} END"
+                    checked.append(field)
+            else:  # pragma: no cover - a column type the schema does not use
+                raise AssertionError(f"no SQLite expression for {column!r}")
+        columns = [*mirrored.fields, *BOOKKEEPING]
+        names = ", ".join(f'"{c}"' for c in columns)
+        kept = {mirrored.key, "mirror_first_seen_at"}
+        sets = ", ".join(f'"{c}" = excluded."{c}"' for c in columns if c not in kept)
+
+        def upsert(typed: dict[str, str]) -> str:
+            values = ", ".join(["k", *(typed[f] for f in mirrored.fields[1:])])
+            return (
+                f"INSERT INTO {name} ({names}) SELECT {values}, :now, :now, NULL, item, digest "
+                f"FROM {_STAGE_TABLE} WHERE kind IS NOT NULL ORDER BY seq "
+                f"ON CONFLICT ({key}) DO UPDATE SET {sets}"
+            )
+
+        self.upsert = upsert(exprs)
+        self.upsert_nul = upsert(exprs | nul_safe)
+        """As ``upsert``, for a page whose text holds ``\\u0000``."""
+        compared = ", ".join(
+            f"json({f})" if f == "webhook_event_types" else f'"{f}"' for f in mirrored.fields
+        )
+        typed = ", ".join(
+            f"json({exprs[f]})" if f == "webhook_event_types" else exprs[f]
+            for f in mirrored.fields[1:]
+        )
+        self.legacy = (
+            f"UPDATE {_STAGE_TABLE} SET kind = CASE WHEN (k, {typed}) IS (SELECT {compared} "
+            f"FROM {name} AS t WHERE t.{key} = {_STAGE_TABLE}.k) THEN 'kept' ELSE 'updated' "
+            "END WHERE kind = 'legacy'"
+        )
+        """A row of schema 1 (no ``mirror_item``): a change only if its typed columns differ."""
+        self.changes = (
+            'INSERT INTO main.mirror_changes (run_id, collection, item_id, change, at, "before", '
+            "\"after\") SELECT :run, :collection, k, kind, :now, CASE WHEN kind = 'updated' "
+            f"THEN old END, item FROM {_STAGE_TABLE} WHERE kind IN ('inserted', 'updated') "
+            "ORDER BY seq"
+        )
+        self.told = (
+            f"SELECT k, kind, CASE WHEN kind = 'updated' THEN old END, item FROM {_STAGE_TABLE} "
+            "WHERE kind IN ('inserted', 'updated') ORDER BY seq"
+        )
+        """The write's changes, for ``on_change``."""
+        self.checked = tuple(checked)
+        left = " OR ".join(f't."{c}" IS NULL' for c in checked)
+        flags = ", ".join(
+            f"t.\"{c}\" IS NULL AND coalesce(json_type(p.item, {path[c]}), 'null') <> 'null'"
+            for c in checked
+        )
+        self.nulls = (
+            f"SELECT p.k, {flags} FROM {_STAGE_TABLE} AS p JOIN {name} AS t ON t.{key} = p.k "
+            f"WHERE p.kind IS NOT NULL AND ({left})"
+        )
+        """The items written with a column left NULL where the item has a value."""
+
+    def stage_all(self, pages: list[tuple[str, str]], scope: str | None) -> list[tuple[str, Any]]:
+        """The statements that put a write's pages (text, digests) into its items."""
+        return [
+            (self.clear, ()),
+            *((self.stage, {"page": page, "digests": digests}) for page, digests in pages),
+            (self.legacy, {"scope": scope}),
+        ]
+
+    def write_all(self, params: dict[str, Any], nul: bool, told: bool) -> list[tuple[str, Any]]:
+        """The statements that write the staged items: the upsert, the changes, the
+        columns left NULL, the counts and (``told``) the changes for ``on_change``."""
+        statements: list[tuple[str, Any]] = [
+            (self.upsert_nul if nul else self.upsert, {k: params[k] for k in ("now", "scope")}),
+            (self.changes, {k: params[k] for k in ("run", "collection", "now")}),
+            (self.nulls, ()),
+            (self.count, ()),
+        ]
+        if told:
+            statements.append((self.told, ()))
+        return statements
+
+
+# PostgreSQL's json cannot give a field of an item that holds a ``\u0000`` anywhere (a
+# text cannot hold a NUL): such an item's fields are read from its text with each escape
+# made U+FFFE (only an escape, not an escaped backslash before "u0000"), and a text
+# holding U+FFFE is NULL in its column.
+_READ = (
+    r"CASE WHEN strpos(item::text, '\u0000') > 0 THEN regexp_replace(item::text, "
+    r"'(?<!\\)((\\\\)*)\\u0000', '\1\\ufffe', 'g')::json ELSE item END"
+)
+_PG_TIME = r"'^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d(:?\d\d)?)$'"
+
+
+def _pg_expression(column: Any, path: str) -> str:
+    """The value of ``column`` in PostgreSQL from the item's JSON (``s``: see ``_READ``),
+    NULL for a value the column cannot hold: a timestamp outside the years 1 to 9999 in
+    UTC (or of another form than RFC 3339), an integer past 64 bits, a text with a NUL."""
+    kind = column.type
+    value = f"(s ->> {path})"
+    if isinstance(kind, ItemId):
+        return f"{value}::uuid"
+    if isinstance(kind, UTCDateTime):
+        # more than 6 digits of fraction cut, as the model reads them (not rounded)
+        return (
+            f"(SELECT CASE WHEN ts >= '0001-01-01 00:00:00+00' AND ts < '10000-01-01 00:00:00+00'"
+            f" THEN ts END FROM (SELECT CASE WHEN {value} LIKE '____-__-__T__:__:__Z' OR {value}"
+            f" LIKE '____-__-__T__:__:__.______Z' THEN {value}::timestamptz WHEN {value} ~"
+            rf" {_PG_TIME} THEN regexp_replace({value}, '(\.\d{{6}})\d+', '\1')::timestamptz"
+            " END AS ts) AS read)"
+        )
+    if isinstance(kind, BigInteger):
+        return (
+            f"CASE WHEN json_typeof(s -> {path}) = 'number' AND {value} ~ '^-?[0-9]{{1,19}}$'"
+            f" THEN CASE WHEN {value}::numeric BETWEEN -9223372036854775808 AND "
+            f"9223372036854775807 THEN {value}::bigint END END"
+        )
+    if isinstance(kind, Boolean):
+        return f"{value}::boolean"
+    if isinstance(kind, Text):
+        return f"CASE WHEN strpos({value}, chr(65534)) = 0 THEN {value} END"
+    return (  # text[]
+        f"(SELECT CASE WHEN bool_or(strpos(e, chr(65534)) > 0) IS NOT TRUE THEN coalesce("
+        f"array_agg(e ORDER BY at), '{{}}') END FROM json_array_elements_text(s -> {path})"
+        " WITH ORDINALITY AS list(e, at))"
+    )
+
+
+class PostgresPageSQL:
+    """The one statement that writes a write's pages into one collection's table, in
+    PostgreSQL: the items of its pages as sent (one ``json`` parameter, an array, beside
+    their digests in another; each id once, the last seen), compared with their rows, upserted,
+    their changes recorded, and what the run needs back (the counts; the changes, when
+    someone is told; the items with a column left NULL where they have a value) as one
+    row. ``json`` keeps each item's text as sent (``jsonb`` would not, nor hold a
+    ``\\u0000``)."""
+
+    def __init__(self, mirrored: MirrorTable, scope_column: str | None) -> None:
+        table = mirrored.table
+        name, key = f'"{table.name}"', f'"{mirrored.key}"'
+        fields = mirrored.fields
+        path = {f: f"'{to_camel(f)}'" for f in fields}
+        typed = {
+            f: "$6::uuid" if f == scope_column else _pg_expression(table.c[f], path[f])
+            for f in fields[1:]
+        }
+        self.scoped = scope_column is not None
+        checked = [
+            f for f in fields[1:] if f != scope_column and not isinstance(table.c[f].type, ItemId)
+        ]
+        checked = [f for f in checked if not isinstance(table.c[f].type, Boolean)]
+        self.checked = tuple(checked)
+        columns = [*fields, *BOOKKEEPING]
+        kept = {mirrored.key, "mirror_first_seen_at"}
+        sets = ", ".join(f'"{c}" = excluded."{c}"' for c in columns if c not in kept)
+        stored = ", ".join(f't."{f}"' for f in fields[1:])
+        sent = ", ".join(f'c."{f}"' for f in fields[1:])
+        flags = [
+            f"c.\"{f}\" IS NULL AND coalesce(json_typeof(c.s -> {path[f]}), 'null') <> 'null'"
+            for f in checked
+        ]
+        head = (
+            "WITH sent AS (SELECT item, digest::bigint AS digest, n FROM ROWS FROM ("
+            "json_array_elements(($1::text)::json), json_array_elements_text(($2::text)::json))"
+            f" WITH ORDINALITY AS z(item, digest, n)), read AS (SELECT item, n, digest, {_READ}"
+            f" AS s FROM sent), items AS (SELECT DISTINCT ON (k) (s ->> {path[fields[0]]})::uuid"
+            " AS k, item, s, digest, n FROM read ORDER BY k, n DESC), typed AS"
+            f" (SELECT k, item, s, digest, n, "
+            + ", ".join(f'{typed[f]} AS "{f}"' for f in fields[1:])
+            + " FROM items), compared AS (SELECT c.*, t.mirror_item::text AS old, CASE WHEN"
+            f" t.{key} IS NULL OR t.mirror_deleted_at IS NOT NULL THEN 'inserted' WHEN"
+            f" t.mirror_item IS NULL THEN CASE WHEN ({stored}) IS NOT DISTINCT FROM ({sent})"
+            " THEN 'kept' ELSE 'updated' END WHEN t.mirror_item::text = c.item::text THEN CASE"
+            " WHEN t.mirror_digest IS NOT DISTINCT FROM c.digest THEN NULL ELSE 'kept' END"
+            f" ELSE 'updated' END AS kind FROM typed AS c LEFT JOIN {name} AS t ON t.{key} ="
+            f" c.k), upserted AS (INSERT INTO {name} ("
+            + ", ".join(f'"{c}"' for c in columns)
+            + ") SELECT k, "
+            + ", ".join(f'"{f}"' for f in fields[1:])
+            + ", $3, $3, NULL, item, digest FROM compared WHERE kind IS NOT NULL ON CONFLICT"
+            f" ({key}) DO UPDATE SET {sets}), recorded AS (INSERT INTO mirror_changes (run_id,"
+            ' collection, item_id, change, at, "before", "after") SELECT $4, $5, k, kind, $3,'
+            " CASE WHEN kind = 'updated' THEN old::json END, item FROM compared WHERE kind IN"
+            " ('inserted', 'updated') ORDER BY n) SELECT count(*) FILTER (WHERE kind ="
+            " 'inserted'), count(*) FILTER (WHERE kind = 'updated'), (SELECT json_agg("
+            "json_build_array(c.k, c.kind, c.old, c.item::text"
+            + "".join(f", {flag}" for flag in flags)
+            + ") ORDER BY n)::text FROM compared AS c WHERE c.kind IS NOT NULL AND ("
+        )
+        wanted = " OR ".join(flags) or "false"
+        self.write = f"{head}{wanted})) FROM compared"
+        """The write, giving back the items written with a column left NULL."""
+        self.write_told = f"{head}c.kind <> 'kept' OR {wanted})) FROM compared"
+        """The write, giving back its changes too (someone is told of them)."""
