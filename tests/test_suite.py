@@ -7,9 +7,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests import _start
 
 pytestmark = pytest.mark.slow  # child pytest runs
 
@@ -58,3 +61,15 @@ def test_the_inner_loop_leaves_out_the_tests_that_start_servers() -> None:
     assert all("postgresql" in test for test in collected["slow"])
     assert collected["not slow"]
     assert not any("postgresql" in test for test in collected["not slow"])
+
+
+def test_the_runs_temp_files_are_in_memory(tmp_path: Path) -> None:
+    # tests/_start.py: tmp_path and every temp file in /dev/shm, not on a shared disk
+    folder = _start.memory()
+    if folder is None:
+        pytest.skip("no folder in memory here (/dev/shm, or PAYROLL_TEST_MEMORY)")
+    if os.environ.get("TMPDIR", folder) != folder:
+        pytest.skip("TMPDIR set by the user: kept as it is")
+    assert os.environ["TMPDIR"] == folder  # the processes a test starts too
+    assert tmp_path.resolve().is_relative_to(Path(folder).resolve())
+    assert Path(tempfile.gettempdir()).resolve() == Path(folder).resolve()
