@@ -20,13 +20,16 @@ ROOT = Path(__file__).parents[1]
 ONE_FILE = "tests/_core/test_errors.py"  # small, and writes nothing (no hypothesis database)
 
 
-def _pytest(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m pytest ARGS`` in the checkout, as a contributor types it (no cache)."""
+def _pytest(*args: str, workers: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest ARGS`` in the checkout, as a contributor types it (no cache);
+    ``workers``: the ``PYTEST_XDIST_AUTO_NUM_WORKERS`` of the run."""
     env = {
         name: value
         for name, value in os.environ.items()
         if not name.startswith(("PYTEST_XDIST", "PYTEST_ADDOPTS"))
     }
+    if workers is not None:
+        env["PYTEST_XDIST_AUTO_NUM_WORKERS"] = workers
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=ROOT,
@@ -45,10 +48,12 @@ def test_one_file_runs_alone_without_xdist() -> None:
 
 
 def test_one_file_runs_on_every_core_with_xdist() -> None:
-    # What addopts did before: the -n auto moved to tests/_start.py is still there.
-    run = _pytest(ONE_FILE)
+    # What addopts did before: the -n auto moved to tests/_start.py is still there. One
+    # worker (the count -n auto takes from PYTEST_XDIST_AUTO_NUM_WORKERS, as
+    # tests/conftest.py lets it): each more would only collect again what one runs.
+    run = _pytest(ONE_FILE, workers="1")
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "workers [" in run.stdout  # -n auto, added by tests/_start.py
+    assert "created: 1/1 worker" in run.stdout  # -n auto, added by tests/_start.py
 
 
 def test_the_inner_loop_leaves_out_the_tests_that_start_servers() -> None:
