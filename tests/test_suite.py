@@ -4,6 +4,7 @@ that starts a real server."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -78,3 +79,14 @@ def test_the_runs_temp_files_are_in_memory(tmp_path: Path) -> None:
     assert os.environ["TMPDIR"] == folder  # the processes a test starts too
     assert tmp_path.resolve().is_relative_to(Path(folder).resolve())
     assert Path(tempfile.gettempdir()).resolve() == Path(folder).resolve()
+
+
+def test_what_outlives_a_test_after_a_full_collection_is_frozen(
+    request: pytest.FixtureRequest,
+) -> None:
+    # tests/_start.py: later full collections do not walk the long-lived heap again
+    assert "_freeze_what_outlives_tests" in request.fixturenames  # every test's teardown
+    kept = [["long-lived"]]  # a container of containers: tracked by the collector
+    gc.collect()  # a full collection: what it leaves is long-lived
+    _start.freeze_survivors()  # what this test's teardown does
+    assert not any(found is kept for found in gc.get_objects())  # frozen: out of the way
