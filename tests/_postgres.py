@@ -29,6 +29,8 @@ from typing import Any
 
 import pytest
 
+from tests._start import memory
+
 
 class PostgresServer:
     """A running PostgreSQL: ``url(database)``; ``create()`` makes a fresh database."""
@@ -161,8 +163,8 @@ class PostgresServer:
 def _memory_folder() -> Path | None:
     """A new temp dir in memory for the server's files (see the module's docstring), or
     None for the session's tmp dir."""
-    parent = os.environ.get("PAYROLL_TEST_MEMORY", "/dev/shm")
-    if not parent or not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+    parent = memory()
+    if parent is None:
         return None
     return Path(tempfile.mkdtemp(prefix="payroll-postgres-", dir=parent))
 

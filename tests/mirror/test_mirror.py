@@ -587,7 +587,9 @@ async def test_a_run_cancelled_between_its_writes_leaves_no_row_without_its_chan
     monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 0.0)
     # No hold of small writes either: on a loaded machine the first page comes late, the
     # SQLite walk then holds its pages for larger writes, and the run could end in fewer
-    # writes than ``at`` without ever being cancelled.
+    # writes than ``at`` without ever being cancelled. For the same reason, one page asked
+    # for at a time (two ahead of the writer, not 16): while a loaded machine's first write
+    # ran, the 16 fetched meanwhile made one write, and the 20 pages three in all.
     monkeypatch.setitem(mirror_walk.HOLD_ITEMS, "sqlite", 0)
     gathered = Gathered()
     with loop_errors() as errors:
