@@ -107,6 +107,17 @@ class Store(Commits):
         self._whole = scope is None or mirrored.scope is None  # the table's every live row
         self.scope = scope
         """The employer of the update groups being walked (the scope column's value)."""
+        self._lock_first = (
+            # PostgreSQL: the write lock its statements take, taken when the transaction
+            # begins (they run later, while the walk goes on): whoever waits for this
+            # run's writes (LOCK TABLE ... SHARE) waits for the commit, not for a write
+            # already told to on_progress but not yet begun. SQLite's BEGIN IMMEDIATE
+            # takes its write lock at once.
+            f"LOCK TABLE {connection.dialect.identifier_preparer.format_table(table)} "
+            "IN ROW EXCLUSIVE MODE"
+            if connection.dialect.name == "postgresql"
+            else None
+        )
         self._page = (
             PostgresPageSQL(mirrored, mirrored.scope)
             if connection.dialect.name == "postgresql"
@@ -224,6 +235,11 @@ class Store(Commits):
         self._pending_rows += len(set(keys))
         if self._due():
             self._start_commit()
+
+    async def _begin(self) -> None:
+        await super()._begin()
+        if self._lock_first is not None:
+            await self._conn.exec_driver_sql(self._lock_first)
 
     def _seen_keys(self, keys: list[str], items: int) -> None:
         self.items += items
