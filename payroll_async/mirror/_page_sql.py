@@ -260,10 +260,11 @@ class PostgresPageSQL:
             for f in fields[1:]
         }
         self.scoped = scope_column is not None
-        checked = [
-            f for f in fields[1:] if f != scope_column and not isinstance(table.c[f].type, ItemId)
+        checked = [  # the columns a value may be left NULL in (as SQLite's ``checked``)
+            f
+            for f in fields[1:]
+            if f != scope_column and not isinstance(table.c[f].type, (ItemId, Boolean))
         ]
-        checked = [f for f in checked if not isinstance(table.c[f].type, Boolean)]
         self.checked = tuple(checked)
         columns = [*fields, *BOOKKEEPING]
         kept = {mirrored.key, "mirror_first_seen_at"}
