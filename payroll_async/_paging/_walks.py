@@ -104,11 +104,7 @@ class Walk(Generic[T]):
         else:
             window = self._window
             head = window[0][0] if window else None
-            if (
-                head is not None
-                and head.offset == following.offset
-                and head.limit == following.limit
-            ):
+            if head is not None and _asks_same(head, following):
                 _, task = window.popleft()
                 response = await task
                 # Refilled once this page is in: while it is read, ``concurrency`` pages
@@ -143,7 +139,7 @@ class Walk(Generic[T]):
         window = self._window
         if window:
             head = window[0][0]
-            if head.offset != following.offset or head.limit != following.limit:
+            if not _asks_same(head, following):
                 offset, limit = following.offset, following.limit
                 if offset is not None and limit is not None and offset + limit == head.offset:
                     window.appendleft((following, self._start(following)))  # a short page's rest
@@ -200,3 +196,8 @@ class Walk(Generic[T]):
         self._page = None
         self._next = None
         return self._cancel()
+
+
+def _asks_same(fetched: NextRequest, named: NextRequest) -> bool:
+    """Whether the page fetched ahead is the one the rule names (same offset and limit)."""
+    return fetched.offset == named.offset and fetched.limit == named.limit
