@@ -88,6 +88,18 @@ class Fleet:
             await process.wait()
 
 
+def said_about(event_id: str, logs: Path) -> list[str]:
+    """What the fleet's workers logged about ``event_id``, and every error they logged
+    (the first 40 lines): a failure's evidence."""
+    return [
+        f"{log.name}: {line}"
+        for log in sorted(logs.glob("*.log"))
+        if log.name != "handled.log"
+        for line in log.read_text(errors="replace").splitlines()
+        if event_id in line or line.startswith("ERROR")
+    ][:40]
+
+
 @pytest.fixture
 async def fleet(postgres_url: str, tmp_path: Path) -> AsyncIterator[Fleet]:
     fleet = Fleet(postgres_url, tmp_path / "handled.log")
@@ -155,11 +167,16 @@ async def test_every_event_is_handled_once_or_dead_through_a_kill_and_a_restart(
             async with gate:
                 await deliver(event_id)
 
+        restarted_in = 0.0
+
         async def faults() -> None:
+            nonlocal restarted_in
             await kill_now.wait()
             victim.send_signal(signal.SIGKILL)  # mid-handler: hold-1 is in its hands
             await restart_now.wait()
+            began = asyncio.get_running_loop().time()
             await asyncio.to_thread(postgres_server.restart)
+            restarted_in = asyncio.get_running_loop().time() - began
 
         await asyncio.gather(faults(), *(one(i) for i in deliveries))
 
@@ -181,7 +198,13 @@ async def test_every_event_is_handled_once_or_dead_through_a_kill_and_a_restart(
     dead = 0
     for event_id, status, attempts, last_error in rows:
         if status == "done":
-            assert handled[event_id] == 1, (event_id, handled[event_id])  # exactly once
+            # exactly once; if not, what the workers said about it, and the restart's length
+            assert handled[event_id] == 1, (
+                event_id,
+                handled[event_id],
+                f"database restarted in {restarted_in:.1f} s",
+                said_about(event_id, tmp_path),
+            )
             assert 1 <= attempts <= 4
         else:
             assert status == "dead"
