@@ -73,7 +73,7 @@ class Statements:
         """Whether statements go to the driver's connection (SQLite, once attached)."""
         self.time = converter(table.c.mirror_first_seen_at, self.dialect)
         self.uuid = converter(table.c[key], self.dialect)
-        counted = ("items", "inserted", "updated", "deleted")
+        counted = ("finished_at", "complete", "items", "inserted", "updated", "deleted")
         self._progress, order = compiled(
             update(RUNS)
             .where(RUNS.c.run_id == bindparam("run"))
@@ -150,9 +150,17 @@ class Statements:
         await self._run(conn, self._delete, params[3:])
         return {str(key): before for key, before in found}
 
-    async def progress(self, conn: AsyncConnection, run: Any, counts: Sequence[int]) -> None:
-        """Set a run's counts (items, inserted, updated, deleted) in ``mirror_runs``."""
-        params = (*counts, self.uuid(run))
+    async def progress(
+        self,
+        conn: AsyncConnection,
+        run: Any,
+        counts: Sequence[int],
+        finished: Any = None,
+        complete: bool = False,
+    ) -> None:
+        """Set a run's counts (items, inserted, updated, deleted) in ``mirror_runs``, and
+        when it finished, complete or not."""
+        params = (self.time(finished), complete, *counts, self.uuid(run))
         if self._driver is not None:
             await self._driver.execute(self._progress, params)
         else:
