@@ -38,8 +38,7 @@ from sqlalchemy import ColumnElement, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncTransaction
 
 from ._change import Change
-from ._driver import Statements
-from ._page_sql import PageSQL, PostgresPageSQL
+from ._page_sql import PageSQL, PostgresPageSQL, Statements
 from ._schema import RUNS, MirrorTable
 from ._seen import KnownDigests, SeenIds
 from ._sent import SentPage
