@@ -28,8 +28,10 @@ import datetime
 import logging
 import time
 import uuid
+from bisect import bisect_right
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
+from itertools import accumulate
 from typing import Any
 
 import attrs
@@ -64,6 +66,19 @@ walk waits on the service), so that no lock is held longer than this for nothing
 _uuids = msgspec.convert  # ids' text to UUIDs, in C
 _encode = msgspec.json.encode
 _rows = msgspec.json.Decoder(list[list[Any]]).decode  # PostgreSQL's rows as JSON text
+
+
+def _drops(sizes: list[int], keys: list[str], last: dict[str, int]) -> list[str]:
+    """For each page of a write (of ``sizes`` items; ``keys``, their ids in order), the
+    items whose id comes again later in the write (the overlap: a page's last item, which
+    the next page starts with), as a JSON array of their places in the page."""
+    drops: list[list[int]] = [[] for _ in sizes]
+    if len(last) != len(keys):
+        starts = list(accumulate(sizes, initial=0))
+        for at in sorted(set(range(len(keys))).difference(last.values())):
+            page = bisect_right(starts, at) - 1
+            drops[page].append(at - starts[page])
+    return [_encode(places).decode() for places in drops]
 
 
 @attrs.define
@@ -200,15 +215,15 @@ class Store:
         now = datetime.datetime.now(datetime.timezone.utc)
         scope = None if self.scope is None else str(self.scope)
         keys = [key for page in pages for key in page.ids]
+        last = dict(zip(keys, range(len(keys)), strict=True))  # each id's last place
         bodies = [bytes(page.body).decode() for page in pages if len(page)]
         digests = [page.digests.tolist() for page in pages if len(page)]
         self._writing = True
         try:
             if isinstance(page_sql, PageSQL):
-                statements = page_sql.stage_all(
-                    [(b, _encode(d).decode()) for b, d in zip(bodies, digests, strict=True)],
-                    scope,
-                )
+                drops = _drops([len(page) for page in pages if len(page)], keys, last)
+                staged = zip(bodies, [_encode(d).decode() for d in digests], drops, strict=True)
+                statements = page_sql.stage_all(list(staged), scope)
                 if self._open is None:
                     # This run alone writes the table (the run lock), so its rows are
                     # compared before the write lock is taken, and a write with nothing
@@ -255,7 +270,7 @@ class Store:
                 # that neither SQLite's write lock nor PostgreSQL's row locks are held
                 # while nothing is written.
                 self._arm_idle()
-        self._pending_rows += len(set(keys))
+        self._pending_rows += len(last)
         if self._due():
             self._start_commit()
 
