@@ -258,7 +258,7 @@ class _Run:
                 items=False,
             )
             ids: list[uuid.UUID] = []
-            async for page in employers.pages():
+            async for (page,) in employers.batches(1):
                 ids.extend(e.id for e in page)
             proven = employers.proven
             for employer_id in dict.fromkeys(ids):

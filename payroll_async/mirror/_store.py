@@ -260,7 +260,7 @@ class Store:
                 self._apply(self._inflight, run, now, self._pending)
             )
         except BaseException:
-            await self._rollback()
+            await self.stop()
             raise
         finally:
             self._writing = False
@@ -433,13 +433,6 @@ class Store:
             return
         self._start_commit()
 
-    async def stop(self) -> None:
-        """The run ends before its last commit (cancelled, a callback raised): no commit
-        starts from now on, a commit in flight is waited for (its changes join
-        ``untold``), a write's statements are stopped and the open transaction is rolled
-        back (the next run writes it again), so that nothing else uses the connection."""
-        await self._rollback()
-
     def _cancel_idle(self) -> None:
         idle, self._idle = self._idle, None
         if idle is not None:
@@ -459,7 +452,7 @@ class Store:
 
     async def _settle(self) -> None:
         """Wait for the last write's statements or commit (their failure is raised here).
-        They are not cancelled with this task: ``_rollback`` waits for them then."""
+        They are not cancelled with this task: ``stop`` waits for them then."""
         inflight = self._inflight
         if inflight is None:
             return
@@ -482,20 +475,25 @@ class Store:
         try:
             await self._settle()
         except BaseException:
-            await self._rollback()
+            await self.stop()
             raise
         if self._open is not None:
             try:
                 await self._progress()
             except BaseException:
-                await self._rollback()
+                await self.stop()
                 raise
             transaction, self._open = self._open, None
             await transaction.commit()
         self.untold.extend(self._pending)
         self._pending, self._pending_rows = [], 0
 
-    async def _rollback(self) -> None:
+    async def stop(self) -> None:
+        """Roll back: a write or a commit failed, or the run ends before its last commit
+        (cancelled, a callback raised). No commit starts from now on, a commit in flight
+        is waited for (its changes join ``untold``), a write's statements are stopped and
+        the open transaction is rolled back (the next run writes it again), so that
+        nothing else uses the connection."""
         self._cancel_idle()
         inflight = self._inflight
         if inflight is not None:
