@@ -105,7 +105,8 @@ class PageSQL:
         )
         """One page into the write's items, each compared with its row, less the items at
         ``:drop`` (seen again later in the write: each id is written once, as last seen).
-        Not a unique index on the ids: its random inserts cost 2.2 µs an item."""
+        Not a unique index on the ids: its inserts cost 0.3-0.5 µs an item of SQLite's
+        thread (the stage's 3.1 against 2.6-2.8, 100,000 items)."""
         self.clear = f"DELETE FROM {_STAGE_TABLE}"
         self.count = (
             "SELECT coalesce(sum(kind = 'inserted'), 0), coalesce(sum(kind = 'updated'), 0), "
