@@ -92,7 +92,7 @@ def bare_upsert(source: str, target: str) -> dict[str, Any]:
     import sqlite3
 
     from payroll_async._sql import MIRROR_PRAGMAS
-    from payroll_async.mirror._commits import COMMIT_ROWS
+    from payroll_async.mirror._store import COMMIT_ROWS
 
     every = COMMIT_ROWS["sqlite"]
 

@@ -14,12 +14,12 @@ gone, and a run that would mark more than ``max_deletions`` marks none; see
 """
 
 from ._change import Change
+from ._errors import MaxDeletions as MaxDeletions
 from ._errors import MirrorBusyError, MirrorDeletionsError, MirrorError, MirrorURLError
+from ._errors import check_max_deletions as check_max_deletions
+from ._errors import refusal as refusal
 from ._feed import Feed as Feed
 from ._feed import open_feed as open_feed
-from ._guard import MaxDeletions as MaxDeletions
-from ._guard import check_max_deletions as check_max_deletions
-from ._guard import refusal as refusal
 from ._run import COLLECTIONS, MirrorProgress, MirrorResult, mirror
 from ._schema import CHANGES as CHANGES
 from ._schema import RUNS as RUNS

@@ -1,21 +1,34 @@
-"""The mirror's errors: database failures, typed, with the URL's credentials never in them."""
+"""The mirror's errors (database failures, typed, with the URL's credentials never in
+them) and the deletion guard: a run that would mark too many rows deleted marks none.
+
+An empty but honest-looking listing (``data: []``, ``totalCount: 0``: another account's
+token, a sandbox, an emptied replica) is a proven walk, and the rows it did not see are
+proven gone. Like rsync's ``--max-delete``, a bound on the deletions of one run keeps such
+an answer from emptying the user's table: beyond it the run marks none and says how many
+it would have, and how to allow them.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from .._core._exceptions import InvalidArgumentError, PayrollError
+from .._core._types import NotGiven
 from .._sql import ErrorKinds
 
 if TYPE_CHECKING:
-    from ._result import MirrorResult
+    from ._change import MirrorResult
 
 __all__ = [
+    "DEFAULT_FLOOR",
     "MIRROR_ERRORS",
+    "MaxDeletions",
     "MirrorBusyError",
     "MirrorDeletionsError",
     "MirrorError",
     "MirrorURLError",
+    "check_max_deletions",
+    "refusal",
 ]
 
 
@@ -68,3 +81,55 @@ class MirrorDeletionsError(MirrorError):
 
 MIRROR_ERRORS = ErrorKinds(MirrorError, MirrorURLError, MirrorBusyError, "into")
 """What the mirror's database failures are raised as (``_sql``'s `ErrorKinds`)."""
+
+
+MaxDeletions = int | NotGiven | None
+"""``max_deletions``: at most that many rows marked deleted by a run; None: no bound;
+NOT_GIVEN: the default bound (more than half of the live rows, when at least
+``DEFAULT_FLOOR`` are live, is refused)."""
+
+DEFAULT_FLOOR = 100
+"""Live rows from which the default bound applies: a smaller table may lose every row."""
+
+
+def check_max_deletions(value: MaxDeletions) -> MaxDeletions:
+    """``max_deletions`` checked: a count (0 or more), None or NOT_GIVEN, else
+    `InvalidArgumentError` (before any request)."""
+    if value is None or isinstance(value, NotGiven):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentError(
+            f"max_deletions must be an integer (0 or more), or None for no bound, not {value!r}"
+        )
+    if value < 0:
+        raise InvalidArgumentError(f"max_deletions must be 0 or more, got {value}")
+    return value
+
+
+def refusal(
+    collection: str, deletions: int, live: int, max_deletions: MaxDeletions
+) -> MirrorDeletionsError | None:
+    """The error of a run that would mark ``deletions`` of ``live`` rows deleted, if
+    ``max_deletions`` does not allow it; None if it does."""
+    if max_deletions is None or not deletions:
+        return None
+    if isinstance(max_deletions, NotGiven):
+        if live < DEFAULT_FLOOR or deletions * 2 <= live:
+            return None
+        bound = (
+            f"more than half of them (the default bound, from {DEFAULT_FLOOR} live rows; "
+            "set max_deletions to change it)"
+        )
+    elif deletions <= max_deletions:
+        return None
+    else:
+        bound = f"more than max_deletions={max_deletions} allows"
+    return MirrorDeletionsError(
+        f"{collection}: the run would mark {deletions:,} of the {live:,} live rows deleted, "
+        f"{bound}, so it marked none (its inserts and updates are kept). An empty or short "
+        "answer from the wrong account, a sandbox or an emptied replica looks the same: "
+        "check the service's URL and token. If the items are really gone, run again with "
+        f"max_deletions={deletions} (or max_deletions=None for no bound).",
+        deletions=deletions,
+        live=live,
+    )

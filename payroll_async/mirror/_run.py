@@ -10,8 +10,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import attrs
-from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._client import PayrollClient
 from .._collections import COLLECTIONS as REGISTRY
@@ -20,13 +18,19 @@ from .._core._env import MIRROR_URL, read
 from .._core._exceptions import InvalidArgumentError, NotFoundError
 from .._core._types import NOT_GIVEN
 from .._core._validation import check_id
-from .._sql import MIRROR_PRAGMAS, open_database
-from ._errors import MIRROR_ERRORS, MirrorDeletionsError, MirrorError, MirrorURLError
-from ._guard import MaxDeletions, check_max_deletions, refusal
+from .._sql import MIRROR_PRAGMAS, Database, open_database
+from ._change import MirrorProgress, MirrorResult
+from ._errors import (
+    MIRROR_ERRORS,
+    MaxDeletions,
+    MirrorDeletionsError,
+    MirrorError,
+    MirrorURLError,
+    check_max_deletions,
+    refusal,
+)
 from ._migrate import ensure_schema
-from ._result import MirrorProgress, MirrorResult
-from ._schema import TABLES, MirrorTable
-from ._seen import KnownDigests
+from ._schema import TABLES
 from ._sent import SentPage, sent_listing
 from ._store import MAX_PAGES, Change, Store
 from ._walk import HOLD_ITEMS, HOLD_NEAR, HOLD_SECONDS, Walk
@@ -39,31 +43,6 @@ COLLECTIONS = tuple(TABLES)
 """The collections the mirror copies, as the command names them."""
 
 OnChange = Callable[[Change], Awaitable[None]]
-ListMethod = Callable[..., Any]
-"""A list method of the client: ``listing(page_size=, sort=)`` makes its paginator."""
-Told = Callable[[int | None], None]
-"""Tells ``on_progress`` (if any) how far the pass is, given the total when known."""
-
-
-async def _live_rows(conn: AsyncConnection, mirrored: MirrorTable) -> int:
-    """How many live rows the collection's table holds (all of them, every scope)."""
-    table = mirrored.table
-    query = select(func.count()).select_from(table).where(table.c.mirror_deleted_at.is_(None))
-    async with conn.begin():
-        return int((await conn.execute(query)).scalar() or 0)
-
-
-def _listing(
-    client: PayrollClient, collection: str, employer: uuid.UUID | None, known: KnownDigests
-) -> ListMethod:
-    """The listing of ``collection``, its pages `SentPage`s (each item's fields and bytes;
-    of an item whose digest is ``known``, its id and order key)."""
-    return sent_listing(
-        REGISTRY[collection].list_method(client, employer),
-        TABLES[collection].key,
-        MIRROR_ORDER_FIELDS[collection],
-        known,
-    )
 
 
 async def mirror(
@@ -116,169 +95,147 @@ async def mirror(
     url = into or read(MIRROR_URL)
     if not url:
         raise MirrorURLError(f"into: give a database URL, or set {MIRROR_URL}")
+    run = _Run(client, collection, scope, on_change, on_progress, page_size, concurrency)
     try:
-        return await _mirror(
-            client,
-            collection,
-            url,
-            scope,
-            on_change,
-            wait,
-            on_wait,
-            on_progress,
-            (page_size, concurrency, max_passes, max_deletions),
-        )
+        return await run.run(url, wait, on_wait, max_passes, max_deletions)
     except MirrorError as exc:
         exc.__context__ = None  # the driver's exception may hold what the message hides
         raise
 
 
-async def _mirror(
-    client: PayrollClient,
-    collection: str,
-    url: str,
-    scope: uuid.UUID | None,
-    on_change: OnChange | None,
-    wait: bool,
-    on_wait: Callable[[str], None] | None,
-    on_progress: Callable[[MirrorProgress], None] | None,
-    sizes: tuple[int, int, int, MaxDeletions],
-) -> MirrorResult:
-    page_size, concurrency, max_passes, max_deletions = sizes
-    refused: MirrorDeletionsError | None = None
-    db = open_database(url, MIRROR_ERRORS, pragmas=MIRROR_PRAGMAS)
-    mirrored = TABLES[collection]
-    try:
-        async with db.connect() as conn:
-            notify = on_wait or (lambda message: logger.warning("%s", message))
-            # The run lock first: a run that waits for another of its collection says so
-            # (the schema's check would wait for that run's write lock in SQLite, silently).
-            name = mirrored.table.name
-            busy = f"another mirror of {name} into {db.shown} is running"
-            async with db.run_lock(conn, f"mirror:{name}", busy, wait, notify):
-                await ensure_schema(db, conn)
-                run_id = uuid.uuid4()
-                started = datetime.datetime.now(datetime.timezone.utc)
-                store = Store(conn, mirrored, collection, run_id, scope)
-                store.keep_changes = on_change is not None
-                try:
-                    with db.errors(f"writing to {db.shown}"):
-                        await store.start(started)
-                    complete = False
-                    proven_passes = 0
-                    items = 0
-                    pass_number = 0
-
-                    def told(total: int | None) -> None:
-                        if on_progress is not None:
-                            on_progress(MirrorProgress(store.items, total, pass_number))
-
-                    for attempt in range(max_passes):
-                        pass_number = attempt + 1
-                        store.begin_pass()
-                        hint = store.live_at_start
-                        if attempt:
-                            with db.errors(f"reading {db.shown}"):
-                                hint = await _live_rows(conn, mirrored)
-                        run = _Pass(
-                            client,
-                            collection,
-                            store,
-                            db,
-                            on_change,
-                            told,
-                            page_size,
-                            concurrency,
-                            hint,
-                        )
-                        proven = await _pass(run, scope)
-                        await _commit(run)  # the pass's last pages
-                        with db.errors(f"reading {db.shown}"):
-                            suspects = await store.narrow_suspects()
-                        proven = proven and not store.repeated  # an id twice: the proof is void
-                        items = store.items
-                        proven_passes += proven
-                        logger.debug(
-                            "mirror %s pass %d: proven=%s suspects=%d",
-                            collection,
-                            attempt + 1,
-                            proven,
-                            suspects,
-                        )
-                        if proven and suspects == 0:
-                            complete = True
-                            break
-                        if proven_passes >= 2:
-                            refused = refusal(collection, suspects, store.live, max_deletions)
-                            if refused is None:
-                                with db.errors(f"writing to {db.shown}"):
-                                    await store.delete_suspects()
-                                await _tell(on_change, store)
-                                complete = True
-                            break
-                    with db.errors(f"writing to {db.shown}"):
-                        await store.finish(complete)
-                    await _tell(on_change, store)
-                except BaseException:
-                    # Ended early (cancelled, a failure): what is committed is told, unless
-                    # on_change failed; the rest is rolled back, for the next run to write.
-                    await store.stop()
-                    await _tell(on_change, store)
-                    raise
-    finally:
-        with db.errors("closing"):
-            await db.engine.dispose()
-    counts = store.counts
-    result = MirrorResult(
-        collection=collection,
-        run_id=run_id,
-        items=items,
-        inserted=counts.inserted,
-        updated=counts.updated,
-        deleted=counts.deleted,
-        unchanged=max(0, items - counts.inserted - counts.updated),
-        complete=complete,
-    )
-    if refused is not None:
-        refused.result = result
-        raise refused
-    return result
-
-
-async def _tell(on_change: OnChange | None, store: Store) -> None:
-    """Tell ``on_change`` the changes the store committed, in order, each once: a change
-    leaves ``store.untold`` as it is told (one being told when the run is interrupted
-    counts as told). Once ``on_change`` raised, nothing more: the run ends with its error,
-    and the changes not told are in ``mirror_changes`` (where ``--changes`` reads)."""
-    untold = store.untold
-    while untold and not store.refused:
-        change = untold.popleft()
-        if on_change is not None:
-            try:
-                await on_change(change)
-            except Exception:
-                store.refused = True
-                raise
-
-
 @attrs.define
-class _Pass:
-    """What every walk of one pass shares."""
+class _Run:
+    """One run of ``mirror()``: its passes, each one or more walks written by the store."""
 
     client: PayrollClient
     collection: str
-    store: Store
-    db: Any
+    scope: uuid.UUID | None
     on_change: OnChange | None
-    told: Told
+    on_progress: Callable[[MirrorProgress], None] | None
     page_size: int
     concurrency: int
-    hint: int
+    db: Database = attrs.field(init=False)
+    store: Store = attrs.field(init=False)
+    pass_number: int = 0
+    hint: int = 0
     """The live rows the mirror holds before the pass: how far a walk may have to go."""
 
-    def walk(self, listing: ListMethod, key: str, order: str, *, items: bool = True) -> Walk:
-        """A walk of ``listing``; of the collection's own ``items`` (not employers of
-        update groups): its ids go into the store's (the first pass's) ``seen``."""
+    async def run(
+        self,
+        url: str,
+        wait: bool,
+        on_wait: Callable[[str], None] | None,
+        max_passes: int,
+        max_deletions: MaxDeletions,
+    ) -> MirrorResult:
+        collection = self.collection
+        refused: MirrorDeletionsError | None = None
+        self.db = db = open_database(url, MIRROR_ERRORS, pragmas=MIRROR_PRAGMAS)
+        mirrored = TABLES[collection]
+        try:
+            async with db.connect() as conn:
+                notify = on_wait or (lambda message: logger.warning("%s", message))
+                # The run lock first: a run that waits for another of its collection says
+                # so (the schema's check would wait for that run's write lock in SQLite,
+                # silently).
+                name = mirrored.table.name
+                busy = f"another mirror of {name} into {db.shown} is running"
+                async with db.run_lock(conn, f"mirror:{name}", busy, wait, notify):
+                    await ensure_schema(db, conn)
+                    started = datetime.datetime.now(datetime.timezone.utc)
+                    self.store = store = Store(conn, mirrored, collection, uuid.uuid4(), self.scope)
+                    store.keep_changes = self.on_change is not None
+                    try:
+                        with db.errors(f"writing to {db.shown}"):
+                            await store.start(started)
+                        complete = False
+                        proven_passes = items = 0
+                        for attempt in range(max_passes):
+                            self.pass_number = attempt + 1
+                            store.begin_pass()
+                            # This run alone writes the table (the run lock): the live rows
+                            # are those at its start and its inserts.
+                            self.hint = store.live_at_start + store.counts.inserted
+                            proven = await self._pass()
+                            await self._commit()  # the pass's last pages
+                            with db.errors(f"reading {db.shown}"):
+                                suspects = await store.narrow_suspects()
+                            proven = proven and not store.repeated  # an id twice: no proof
+                            items = store.items
+                            proven_passes += proven
+                            logger.debug(
+                                "mirror %s pass %d: proven=%s suspects=%d",
+                                collection,
+                                attempt + 1,
+                                proven,
+                                suspects,
+                            )
+                            if proven and suspects == 0:
+                                complete = True
+                                break
+                            if proven_passes >= 2:
+                                refused = refusal(collection, suspects, store.live, max_deletions)
+                                if refused is None:
+                                    with db.errors(f"writing to {db.shown}"):
+                                        await store.delete_suspects()
+                                    await self._tell()
+                                    complete = True
+                                break
+                        with db.errors(f"writing to {db.shown}"):
+                            await store.finish(complete)
+                        await self._tell()
+                    except BaseException:
+                        # Ended early (cancelled, a failure): what is committed is told,
+                        # unless on_change failed; the rest is rolled back, for the next
+                        # run to write.
+                        await store.stop()
+                        await self._tell()
+                        raise
+        finally:
+            with db.errors("closing"):
+                await db.engine.dispose()
+        counts = store.counts
+        result = MirrorResult(
+            collection=collection,
+            run_id=store.run_id,
+            items=items,
+            inserted=counts.inserted,
+            updated=counts.updated,
+            deleted=counts.deleted,
+            unchanged=max(0, items - counts.inserted - counts.updated),
+            complete=complete,
+        )
+        if refused is not None:
+            refused.result = result
+            raise refused
+        return result
+
+    async def _tell(self) -> None:
+        """Tell ``on_change`` the changes the store committed, in order, each once: a
+        change leaves ``store.untold`` as it is told (one being told when the run is
+        interrupted counts as told). Once ``on_change`` raised, nothing more: the run ends
+        with its error, and the changes not told are in ``mirror_changes`` (where
+        ``--changes`` reads)."""
+        store, on_change = self.store, self.on_change
+        untold = store.untold
+        while untold and not store.refused:
+            change = untold.popleft()
+            if on_change is not None:
+                try:
+                    await on_change(change)
+                except Exception:
+                    store.refused = True
+                    raise
+
+    def _told(self, total: int | None) -> None:
+        """Tell ``on_progress`` (if any) how far the pass is, given the total when known."""
+        if self.on_progress is not None:
+            self.on_progress(MirrorProgress(self.store.items, total, self.pass_number))
+
+    def _walk_of(self, listing: Callable[..., Any], key: str, order: str, items: bool) -> Walk:
+        """A walk of ``listing`` (a list method of the client); of the collection's own
+        ``items`` (not employers of update groups): its ids go into the store's (the
+        first pass's) ``seen``."""
         paginator = listing(page_size=self.page_size, sort=MIRROR_ORDER)
         return Walk(
             paginator.page_source(),
@@ -291,56 +248,53 @@ class _Pass:
             seen=self.store.seen if items else None,
         )
 
+    async def _pass(self) -> bool:
+        """One walk of the whole collection, every page written; whether it is proven."""
+        if REGISTRY[self.collection].needs_employer and self.scope is None:
+            employers = self._walk_of(
+                self.client.employer_identifiers.list,
+                "id",
+                MIRROR_ORDER_FIELDS["employer-identifiers"],
+                items=False,
+            )
+            ids: list[uuid.UUID] = []
+            async for (page,) in employers.batches(1):
+                ids.extend(e.id for e in page)
+            proven = employers.proven
+            for employer_id in dict.fromkeys(ids):
+                self.store.scope = employer_id
+                # one listing of many: its total is not the pass's
+                proven &= await self._walk(employer_id, lambda _total: self._told(None))
+            return proven
+        return await self._walk(self.scope, self._told)
 
-async def _pass(run: _Pass, scope: uuid.UUID | None) -> bool:
-    """One walk of the whole collection, every page written; whether it is proven."""
-    if REGISTRY[run.collection].needs_employer and scope is None:
-        employers = run.walk(
-            run.client.employer_identifiers.list,
-            "id",
-            MIRROR_ORDER_FIELDS["employer-identifiers"],
-            items=False,
-        )
-        ids: list[uuid.UUID] = []
-        async for page in employers.pages():
-            ids.extend(e.id for e in page)
-        proven = employers.proven
-        for employer_id in dict.fromkeys(ids):
-            run.store.scope = employer_id
-            # one listing of many: its total is not the pass's
-            proven &= await _walk(run, employer_id, lambda _total: run.told(None))
-        return proven
-    return await _walk(run, scope, run.told)
+    async def _walk(self, scope: uuid.UUID | None, told: Callable[[int | None], None]) -> bool:
+        """The walk of the collection (of ``scope``'s update groups), its pages as sent
+        (`SentPage`s: of an item whose digest a live row holds, its id and order key)."""
+        collection, db, store = self.collection, self.db, self.store
+        key = TABLES[collection].key
+        order = MIRROR_ORDER_FIELDS[collection]
+        listing = REGISTRY[collection].list_method(self.client, scope)
+        walk = self._walk_of(sent_listing(listing, key, order, store.known), key, order, True)
+        least = HOLD_ITEMS.get(db.dialect, 0)
+        try:
+            async for batch in walk.batches(MAX_PAGES, least, HOLD_SECONDS, HOLD_NEAR):
+                with db.errors(f"writing to {db.shown}"):
+                    await store.write_pages(cast("list[SentPage]", batch))
+                await self._tell()
+                told(walk.total)
+        except Exception as exc:
+            if isinstance(exc, NotFoundError) and REGISTRY[collection].needs_employer:
+                return False  # the employer went away during the walk
+            if not store.refused:  # on_change failed: nothing more committed untold
+                await self._commit()  # a failed run keeps what it fetched
+            raise
+        return walk.proven
 
-
-async def _walk(run: _Pass, scope: uuid.UUID | None, told: Told) -> bool:
-    collection = run.collection
-    walk = run.walk(
-        _listing(run.client, collection, scope, run.store.known),
-        TABLES[collection].key,
-        MIRROR_ORDER_FIELDS[collection],
-    )
-    db = run.db
-    least = HOLD_ITEMS.get(db.dialect, 0)
-    try:
-        async for batch in walk.batches(MAX_PAGES, least, HOLD_SECONDS, HOLD_NEAR):
-            with db.errors(f"writing to {db.shown}"):
-                await run.store.write_pages(cast("list[SentPage]", batch))
-            await _tell(run.on_change, run.store)
-            told(walk.total)
-    except Exception as exc:
-        if isinstance(exc, NotFoundError) and REGISTRY[collection].needs_employer:
-            return False  # the employer went away during the walk
-        if not run.store.refused:  # on_change failed: nothing more committed untold
-            await _commit(run)  # a failed run keeps what it fetched
-        raise
-    return walk.proven
-
-
-async def _commit(run: _Pass) -> None:
-    """Commit the pages written since the last commit (each whole) and tell their changes:
-    at the end of a pass, and when a walk fails (a write that failed has rolled back)."""
-    db = run.db
-    with db.errors(f"writing to {db.shown}"):
-        await run.store.commit()
-    await _tell(run.on_change, run.store)
+    async def _commit(self) -> None:
+        """Commit the pages written since the last commit (each whole) and tell their
+        changes: at the end of a pass, and when a walk fails (a write that failed has
+        rolled back)."""
+        with self.db.errors(f"writing to {self.db.shown}"):
+            await self.store.commit()
+        await self._tell()

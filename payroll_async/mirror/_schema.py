@@ -63,14 +63,6 @@ ITEM_JSON = Text().with_variant(postgresql.JSON(), "postgresql")
 """An item's JSON, its text exactly as sent: ``json`` in PostgreSQL (which keeps the text,
 and holds what ``jsonb`` cannot, a ``\\u0000``; cast it ``::jsonb`` to query it as such);
 in SQLite text that SQLite's JSON functions read."""
-BOOKKEEPING = (
-    "mirror_first_seen_at",
-    "mirror_last_seen_at",
-    "mirror_deleted_at",
-    "mirror_item",
-    "mirror_digest",
-)
-
 METADATA = MetaData()
 
 
@@ -84,6 +76,10 @@ def _bookkeeping() -> list[Column[Any]]:
         Column("mirror_item", ITEM_JSON, nullable=True),
         Column("mirror_digest", BigInteger, nullable=True),
     ]
+
+
+BOOKKEEPING = tuple(column.name for column in _bookkeeping())
+"""The columns every collection's table has after the model's."""
 
 
 @attrs.frozen

@@ -31,7 +31,6 @@ __all__ = ["KNOWN_SET_ROWS", "KnownDigests", "SeenIds"]
 _MASK = (1 << 64) - 1
 _BUCKETS = 256
 _LITTLE = sys.byteorder == "little"
-_WORDS = array("Q").itemsize == 8  # 64-bit halves, as on every platform CPython builds on
 _PENDING = 64 * 1024  # bytes of ids (4,096) put into their buckets at once
 
 
@@ -129,20 +128,11 @@ class SeenIds:
         for at, records in enumerate(self._records):
             if not records:
                 continue
-            if _WORDS:
-                words = array("Q", records)
-                if _LITTLE:
-                    words.byteswap()  # the big-endian halves, as int(text, 16) gives them
-                self._high[at].extend(words[0::2])
-                self._low[at].extend(words[1::2])
-            else:
-                numbers = [
-                    int.from_bytes(records[one : one + 16], "big")
-                    for one in range(0, len(records), 16)
-                ]
-                self._add(
-                    zip([n >> 64 for n in numbers], [n & _MASK for n in numbers], strict=True)
-                )
+            words = array("Q", records)  # 64-bit halves ("Q" is 8 bytes wherever CPython is)
+            if _LITTLE:
+                words.byteswap()  # the big-endian halves, as int(text, 16) gives them
+            self._high[at].extend(words[0::2])
+            self._low[at].extend(words[1::2])
             self._records[at] = bytearray()
 
     def freeze(self) -> None:

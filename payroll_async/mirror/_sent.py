@@ -40,7 +40,7 @@ from .._sql import has_upper, id_text
 from ..models import ListMeta
 from ._seen import KnownDigests
 
-__all__ = ["SentPage", "SentPageDecoder", "digest", "digest_seed", "digests", "sent_listing"]
+__all__ = ["SentPage", "SentPageDecoder", "digest_seed", "digests", "sent_listing"]
 
 _xxh3 = xxhash.xxh3_64_intdigest
 _xxh3_bytes = xxhash.xxh3_64_digest
@@ -55,16 +55,10 @@ def digest_seed(model: type[Any]) -> int:
     return _xxh3(f"{model.__qualname__}({', '.join(fields)})".encode())
 
 
-def digest(raw: Any, seed: int = 0) -> int:
-    """A 64-bit digest of an item's bytes (``mirror_digest``): XXH3, its 64 bits read as a
-    signed integer (a BIGINT)."""
-    value = _xxh3(raw, seed)
-    return value - (value >> 63 << 64)
-
-
 def digests(raws: list[Any], seed: int = 0) -> array[int]:
-    """``digest`` of each of ``raws``, in C: their 8 bytes (big-endian) laid end to end,
-    read as signed integers (no Python integer made of each)."""
+    """A 64-bit digest of each of ``raws`` (an item's bytes: ``mirror_digest``): XXH3, its
+    8 bytes (big-endian) laid end to end and read as signed integers (a BIGINT), in C (no
+    Python integer made of each)."""
     hashed = array("q", b"".join(map(_xxh3_bytes, raws, [seed] * len(raws))))
     if _LITTLE:
         hashed.byteswap()
@@ -152,7 +146,8 @@ class SentPageDecoder:
             result = fast.decode_keyed_page(body, self._key)
             if result is not None:
                 wires, raws, meta, blob = result
-                return self._page(wires, raws, blob), meta
+                ids = _lower(list(map(self._get_key, wires)))
+                return self._whole(wires, ids, raws, blob), meta
         items, meta = self._models.decode_slow(response)  # the errors, as for models
         raws = None if fast is None else fast.raw_items(response.body)
         if raws is None or len(raws) != len(items):
@@ -160,10 +155,6 @@ class SentPageDecoder:
         key = self._get_key
         ids = [id_text(key(m)) for m in items]
         return self._whole(items, ids, raws, None), meta
-
-    def _page(self, items: list[Any], raws: list[Any], blob: bytes | None) -> SentPage:
-        """A page whose items' fields are all decoded."""
-        return self._whole(items, _lower(list(map(self._get_key, items))), raws, blob)
 
     def _whole(
         self, items: list[Any], ids: list[str], raws: list[Any], blob: bytes | None

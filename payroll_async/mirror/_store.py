@@ -1,5 +1,5 @@
 """Writing pages: the database compares them with the rows, upserts what changed and
-records it, a write's pages at once (``_page_sql``).
+records it, a write's pages at once (``_page_sql``), in transactions of several writes.
 
 The pages that arrived while the previous write ran (one page when the service is slow,
 at most ``MAX_PAGES`` when it is fast; in SQLite, fewer than ``_walk.HOLD_ITEMS`` wait up
@@ -7,10 +7,11 @@ to ``_walk.HOLD_SECONDS`` for the next page, unless the listing is near: ``HOLD_
 written at once, into a transaction that also holds the run's progress in ``mirror_runs``
 and commits every ``COMMIT_ROWS`` items of its database (5,000 items in both) or
 ``COMMIT_SECONDS`` (also while the walk waits on the service: a slow page, a 429's pause),
-and when a walk ends or fails, so that a run killed at any point leaves
-every page either wholly written or not at all; the next run, finding those rows equal,
-records nothing twice. A change is told (``on_change``) only once its transaction has
-committed.
+and when a walk ends or fails, so that a run killed at any point leaves every page either
+wholly written or not at all; the next run, finding those rows equal, records nothing
+twice. A commit runs while the next write is planned (it waits for the last write's
+statements, then writes the run's counts); a change is told (``on_change``) only once its
+transaction has committed.
 
 Which ids the first pass saw is kept in memory, exactly, in ``seen`` (a ``SeenIds``, 16
 bytes an id, about 16 MB for a million; see ``_seen``), which the pass's walks fill (each
@@ -21,38 +22,63 @@ which live rows the pass did not see.
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import datetime
 import logging
+import time
 import uuid
+from bisect import bisect_right
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
+from itertools import accumulate
 from typing import Any
 
 import attrs
 import msgspec
-from sqlalchemy import ColumnElement, func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import ColumnElement, func, insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncTransaction
 
 from ._change import Change
-from ._commits import Commits
-from ._driver import Statements
-from ._page_sql import PageSQL, PostgresPageSQL
+from ._page_sql import PageSQL, PostgresPageSQL, Statements
 from ._schema import RUNS, MirrorTable
 from ._seen import KnownDigests, SeenIds
 from ._sent import SentPage
 
-__all__ = ["MAX_PAGES", "Change", "Counts", "Store"]
+__all__ = ["COMMIT_ROWS", "COMMIT_SECONDS", "MAX_PAGES", "Change", "Counts", "Store"]
 
 logger = logging.getLogger("payroll_async")
 
 MAX_PAGES = 10
 """Most pages written in one statement group (what arrived while the last was written)."""
 _BATCH = 500  # ids per statement where a set of ids is marked deleted
+COMMIT_ROWS = {"postgresql": 5000, "sqlite": 5000}
+"""Items a transaction gathers before it commits. PostgreSQL: a commit waits for the
+server's disk (``synchronous_commit`` as the server says), so pages are grouped; SQLite: a
+commit writes every page the transaction changed into the WAL, and random ids change pages
+all over the id index, so fewer commits write far less (its lock is the whole database's:
+another collection's run waits, at most ``COMMIT_SECONDS`` at a time)."""
+COMMIT_SECONDS = 1.0
+"""Or once the transaction is this old: at the next write, or while no write comes (the
+walk waits on the service), so that no lock is held longer than this for nothing."""
 
 
 _uuids = msgspec.convert  # ids' text to UUIDs, in C
 _encode = msgspec.json.encode
 _rows = msgspec.json.Decoder(list[list[Any]]).decode  # PostgreSQL's rows as JSON text
+
+
+def _drops(sizes: list[int], keys: list[str], last: dict[str, int]) -> list[str]:
+    """For each page of a write (of ``sizes`` items; ``keys``, their ids in order), the
+    items whose id comes again later in the write (the overlap: a page's last item, which
+    the next page starts with), as a JSON array of their places in the page."""
+    drops: list[list[int]] = [[] for _ in sizes]
+    if len(last) != len(keys):
+        starts = list(accumulate(sizes, initial=0))
+        for at in sorted(set(range(len(keys))).difference(last.values())):
+            page = bisect_right(starts, at) - 1
+            drops[page].append(at - starts[page])
+    return [_encode(places).decode() for places in drops]
 
 
 @attrs.define
@@ -62,8 +88,9 @@ class Counts:
     deleted: int = 0
 
 
-class Store(Commits):
-    """The run's writes into one collection's table, on one connection."""
+class Store:
+    """The run's writes into one collection's table, on one connection, and their
+    transactions."""
 
     def __init__(
         self,
@@ -73,7 +100,6 @@ class Store(Commits):
         run_id: uuid.UUID,
         scope: uuid.UUID | None,
     ) -> None:
-        self._m = mirrored
         self._collection = collection
         self.counts = Counts()
         self.keep_changes = True
@@ -85,11 +111,23 @@ class Store(Commits):
         self._live: ColumnElement[bool] = table.c.mirror_deleted_at.is_(None)
         if scope is not None and mirrored.scope is not None:
             self._live = self._live & (table.c[mirrored.scope] == scope)
-        super().__init__(
-            connection,
-            Statements(table, mirrored.key, connection.dialect),
-            run_id,
-        )
+        self._conn = connection
+        self._sql = Statements(table, mirrored.key, connection.dialect)
+        self.run_id = run_id
+        self._open: AsyncTransaction | None = None  # the transaction not committed yet
+        self._inflight: asyncio.Future[None] | None = None  # the last write's statements
+        self._opened = 0.0
+        self._pending: list[Change] = []  # its changes
+        self._committing: list[Change] = []  # the changes of a commit in flight
+        self.untold: collections.deque[Change] = collections.deque()
+        """The changes committed and not told yet, in order (the run tells them)."""
+        self.refused = False
+        """Whether ``on_change`` raised: the run tells no more (it ends with that error)."""
+        self._commit_in_flight = False
+        self._pending_rows = 0
+        self._writing = False  # inside write_pages (it commits for itself at its end)
+        self._idle: asyncio.TimerHandle | None = None  # commits while the walk waits
+        self._commit_rows = COMMIT_ROWS.get(connection.dialect.name, 1)
         self.seen: SeenIds | None = SeenIds()
         """The ids the first pass's walks saw (they add them); None once narrowed."""
         self.repeated = False
@@ -177,15 +215,15 @@ class Store(Commits):
         now = datetime.datetime.now(datetime.timezone.utc)
         scope = None if self.scope is None else str(self.scope)
         keys = [key for page in pages for key in page.ids]
+        last = dict(zip(keys, range(len(keys)), strict=True))  # each id's last place
         bodies = [bytes(page.body).decode() for page in pages if len(page)]
         digests = [page.digests.tolist() for page in pages if len(page)]
         self._writing = True
         try:
             if isinstance(page_sql, PageSQL):
-                statements = page_sql.stage_all(
-                    [(b, _encode(d).decode()) for b, d in zip(bodies, digests, strict=True)],
-                    scope,
-                )
+                drops = _drops([len(page) for page in pages if len(page)], keys, last)
+                staged = zip(bodies, [_encode(d).decode() for d in digests], drops, strict=True)
+                statements = page_sql.stage_all(list(staged), scope)
                 if self._open is None:
                     # This run alone writes the table (the run lock), so its rows are
                     # compared before the write lock is taken, and a write with nothing
@@ -222,7 +260,7 @@ class Store(Commits):
                 self._apply(self._inflight, run, now, self._pending)
             )
         except BaseException:
-            await self._rollback()
+            await self.stop()
             raise
         finally:
             self._writing = False
@@ -232,12 +270,14 @@ class Store(Commits):
                 # that neither SQLite's write lock nor PostgreSQL's row locks are held
                 # while nothing is written.
                 self._arm_idle()
-        self._pending_rows += len(set(keys))
+        self._pending_rows += len(last)
         if self._due():
             self._start_commit()
 
     async def _begin(self) -> None:
-        await super()._begin()
+        await self._settle()  # a commit in flight
+        self._open = await self._conn.begin()
+        self._opened = time.monotonic()
         if self._lock_first is not None:
             await self._conn.exec_driver_sql(self._lock_first)
 
@@ -294,25 +334,14 @@ class Store(Commits):
         row: Any = (await self._conn.exec_driver_sql(statement, args)).one()
         return int(row[0]), int(row[1]), _rows(row[2]) if row[2] else []
 
-    def _counted(self) -> tuple[int, int, int, int]:
-        """The run's counts as they are now (items, inserted, updated, deleted): written
-        into ``mirror_runs`` in each transaction, before its commit."""
+    async def _progress(
+        self, finished: datetime.datetime | None = None, complete: bool = False
+    ) -> None:
+        """The run's counts as they are now into ``mirror_runs``: in each transaction,
+        before its commit, and once the run is ``finished``."""
         counts = self.counts
-        return (self.items, counts.inserted, counts.updated, counts.deleted)
-
-    async def _progress(self, now: datetime.datetime | None, complete: bool = False) -> None:
-        await self._conn.execute(
-            update(RUNS)
-            .where(RUNS.c.run_id == self.run_id)
-            .values(
-                items=self.items,
-                inserted=self.counts.inserted,
-                updated=self.counts.updated,
-                deleted=self.counts.deleted,
-                finished_at=now,
-                complete=complete,
-            )
-        )
+        numbers = (self.items, counts.inserted, counts.updated, counts.deleted)
+        await self._sql.progress(self._conn, self.run_id, numbers, finished, complete)
 
     def begin_pass(self) -> None:
         self.items = 0
@@ -362,7 +391,7 @@ class Store(Commits):
                     for i in ids
                 ]
                 self.counts.deleted += len(ids)
-                await self._progress(now=None)
+                await self._progress()
             self.untold.extend(batch)
         self._suspects = set()
 
@@ -370,3 +399,113 @@ class Store(Commits):
         await self.commit()  # nothing new: the run committed (and told) after the pass
         async with self._conn.begin():
             await self._progress(datetime.datetime.now(datetime.timezone.utc), complete)
+
+    def _due(self) -> bool:
+        """Whether the open transaction is to be committed now (at the end of a write)."""
+        return (
+            self._pending_rows >= self._commit_rows
+            or time.monotonic() - self._opened >= COMMIT_SECONDS
+        )
+
+    def _start_commit(self) -> None:
+        """Commit the open transaction after the last write's statements: the commit (which
+        waits for the disk) runs while the next write is planned; its changes are handed
+        out once it is done (by a later ``write_pages``, or ``commit``)."""
+        transaction, self._open = self._open, None
+        assert transaction is not None
+        self._cancel_idle()
+        self._committing, self._pending, self._pending_rows = self._pending, [], 0
+        self._inflight = asyncio.ensure_future(self._commit(self._inflight, transaction))
+        self._commit_in_flight = True
+
+    def _arm_idle(self) -> None:
+        delay = max(0.0, self._opened + COMMIT_SECONDS - time.monotonic())
+        self._idle = asyncio.get_running_loop().call_later(delay, self._idle_commit)
+
+    def _idle_commit(self) -> None:
+        """The timer: commit the open transaction if no write is under way (a write
+        commits for itself when it ends) and it is old enough."""
+        self._idle = None
+        if self._open is None or self._writing:  # (open: no commit in flight, _begin settled)
+            return
+        if time.monotonic() - self._opened < COMMIT_SECONDS:
+            self._arm_idle()
+            return
+        self._start_commit()
+
+    def _cancel_idle(self) -> None:
+        idle, self._idle = self._idle, None
+        if idle is not None:
+            idle.cancel()
+
+    async def _commit(
+        self,
+        statements: asyncio.Future[None] | None,
+        transaction: AsyncTransaction,
+    ) -> None:
+        if statements is not None:
+            await statements
+        # The counts once the write's statements are done (SQLite's tell them), before
+        # the next write is counted (it waits for this commit).
+        await self._progress()
+        await transaction.commit()
+
+    async def _settle(self) -> None:
+        """Wait for the last write's statements or commit (their failure is raised here).
+        They are not cancelled with this task: ``stop`` waits for them then."""
+        inflight = self._inflight
+        if inflight is None:
+            return
+        await asyncio.wait([inflight])
+        self._done_inflight(inflight)
+        inflight.result()
+
+    def _done_inflight(self, inflight: asyncio.Future[None]) -> None:
+        """The statements or the commit in flight are done: a commit that went through
+        has its changes join ``untold``."""
+        self._inflight = None
+        committing, self._committing = self._committing, []
+        if self._commit_in_flight and not inflight.cancelled() and inflight.exception() is None:
+            self.untold.extend(committing)
+        self._commit_in_flight = False
+
+    async def commit(self) -> None:
+        """Commit the pages written since the last commit; their changes join ``untold``."""
+        self._cancel_idle()
+        try:
+            await self._settle()
+        except BaseException:
+            await self.stop()
+            raise
+        if self._open is not None:
+            try:
+                await self._progress()
+            except BaseException:
+                await self.stop()
+                raise
+            transaction, self._open = self._open, None
+            await transaction.commit()
+        self.untold.extend(self._pending)
+        self._pending, self._pending_rows = [], 0
+
+    async def stop(self) -> None:
+        """Roll back: a write or a commit failed, or the run ends before its last commit
+        (cancelled, a callback raised). No commit starts from now on, a commit in flight
+        is waited for (its changes join ``untold``), a write's statements are stopped and
+        the open transaction is rolled back (the next run writes it again), so that
+        nothing else uses the connection."""
+        self._cancel_idle()
+        inflight = self._inflight
+        if inflight is not None:
+            # Statements are stopped; a commit is waited for (nothing else may use the
+            # connection meanwhile, and it is not cancelled with this task), and if it
+            # went through its changes are still told.
+            if not self._commit_in_flight:
+                inflight.cancel()
+            await asyncio.wait([inflight])
+            self._done_inflight(inflight)
+        transaction, self._open = self._open, None
+        self._pending, self._pending_rows = [], 0
+        if transaction is not None and transaction.is_active:
+            with contextlib.suppress(Exception):
+                await transaction.rollback()

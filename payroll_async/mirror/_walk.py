@@ -139,13 +139,6 @@ class Walk:
             if self._own:
                 self._ids = None  # no proof to keep ids for any more
 
-    async def pages(self) -> AsyncGenerator[Sequence[Any], None]:
-        """The pages in order (overlapping items included: the caller dedupes)."""
-        async with contextlib.aclosing(self.batches(1)) as batches:
-            async for batch in batches:
-                for page in batch:
-                    yield page
-
     async def batches(
         self, most: int, least: int = 0, hold: float = 0.0, near: float = 0.0
     ) -> AsyncGenerator[list[Sequence[Any]], None]:

@@ -25,8 +25,7 @@ from payroll_async.mirror import (
     MirrorResult,
     mirror,
 )
-from payroll_async.mirror import _commits as mirror_commits
-from payroll_async.mirror import _driver as mirror_driver
+from payroll_async.mirror import _page_sql as mirror_sql
 from payroll_async.mirror import _store as mirror_store
 from payroll_async.mirror import _walk as mirror_walk
 from tests._postgres import query
@@ -427,7 +426,7 @@ async def written_by_others(into: str) -> int:
 async def test_a_walk_that_waits_on_the_service_holds_no_lock_meanwhile(
     into: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 0.05)
+    monkeypatch.setattr(mirror_store, "COMMIT_SECONDS", 0.05)
     emu, stall = stalling(seed=11)
     async with emu, PayrollClient(emu.base_url, emu.token) as client:
         written = asyncio.Event()
@@ -457,7 +456,7 @@ async def test_a_run_cancelled_while_the_walk_waits_starts_no_commit_after(
         timers.append(store._idle)  # type: ignore[arg-type]
 
     monkeypatch.setattr(mirror_store.Store, "_arm_idle", armed)
-    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 3600.0)
+    monkeypatch.setattr(mirror_store, "COMMIT_SECONDS", 3600.0)
     emu, stall = stalling(seed=13)
     async with emu, PayrollClient(emu.base_url, emu.token) as client:
         written = asyncio.Event()
@@ -529,7 +528,7 @@ async def recorded_ids(into: str) -> list[uuid.UUID]:
 async def test_a_run_cancelled_after_a_commit_while_the_walk_waits_tells_what_it_committed(
     into: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 0.05)
+    monkeypatch.setattr(mirror_store, "COMMIT_SECONDS", 0.05)
     emu, stall = stalling(seed=14)
     told = Gathered()
     async with emu, PayrollClient(emu.base_url, emu.token) as client:
@@ -549,16 +548,16 @@ async def test_a_run_cancelled_after_a_commit_while_the_walk_waits_tells_what_it
 async def test_a_run_cancelled_during_a_commit_waits_for_it_and_tells_it(
     into: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 0.05)
+    monkeypatch.setattr(mirror_store, "COMMIT_SECONDS", 0.05)
     committing, go = asyncio.Event(), asyncio.Event()
-    commit = mirror_commits.Commits._commit
+    commit = mirror_store.Store._commit
 
-    async def held(self: mirror_commits.Commits, *args: Any) -> None:
+    async def held(self: mirror_store.Store, *args: Any) -> None:
         committing.set()
         await go.wait()
         await commit(self, *args)
 
-    monkeypatch.setattr(mirror_commits.Commits, "_commit", held)
+    monkeypatch.setattr(mirror_store.Store, "_commit", held)
     emu, stall = stalling(seed=15)
     told = Gathered()
     with loop_errors() as errors:
@@ -584,7 +583,7 @@ async def test_a_run_cancelled_between_its_writes_leaves_no_row_without_its_chan
 ) -> None:
     # A commit after every write: the cancel lands while a write waits for the last
     # commit, whose statements' task must not be left running on the connection.
-    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 0.0)
+    monkeypatch.setattr(mirror_store, "COMMIT_SECONDS", 0.0)
     # No hold of small writes either: on a loaded machine the first page comes late, the
     # SQLite walk then holds its pages for larger writes, and the run could end in fewer
     # writes than ``at`` without ever being cancelled. For the same reason, one page asked
@@ -650,11 +649,11 @@ async def test_a_run_cancelled_between_batches_of_deletions_tells_those_committe
             await mirror(client, "payroll-connections", into=into, on_change=gathered)
             # two batches of deletions (500 and 100), within the default bound (half of 1,300)
             emu.churn("payroll-connections", deleted=600)
-            read = mirror_driver.Statements.delete
+            read = mirror_sql.Statements.delete
             calls = 0
             second = asyncio.Event()
 
-            async def delete(self: mirror_driver.Statements, *args: Any) -> Any:
+            async def delete(self: mirror_sql.Statements, *args: Any) -> Any:
                 nonlocal calls
                 calls += 1
                 if calls == 2:  # the second batch's: held
@@ -662,7 +661,7 @@ async def test_a_run_cancelled_between_batches_of_deletions_tells_those_committe
                     await asyncio.Event().wait()
                 return await read(self, *args)
 
-            monkeypatch.setattr(mirror_driver.Statements, "delete", delete)
+            monkeypatch.setattr(mirror_sql.Statements, "delete", delete)
             run = asyncio.create_task(
                 mirror(client, "payroll-connections", into=into, on_change=gathered)
             )
@@ -671,7 +670,7 @@ async def test_a_run_cancelled_between_batches_of_deletions_tells_those_committe
             with pytest.raises(asyncio.CancelledError):
                 await run
             assert sum(change == "deleted" for change, _ in gathered.changes) == 500
-            monkeypatch.setattr(mirror_driver.Statements, "delete", read)
+            monkeypatch.setattr(mirror_sql.Statements, "delete", read)
             await mirror(client, "payroll-connections", into=into, on_change=gathered)
         await told_once_each(into, gathered, errors)
     assert sum(change == "deleted" for change, _ in gathered.changes) == 600
@@ -710,7 +709,7 @@ async def test_a_run_that_waits_for_another_says_so_while_that_one_writes(
     into: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The first run's transaction stays open while the service keeps it waiting.
-    monkeypatch.setattr(mirror_commits, "COMMIT_SECONDS", 3600.0)
+    monkeypatch.setattr(mirror_store, "COMMIT_SECONDS", 3600.0)
     emu, stall = stalling(seed=12)
     waiting = asyncio.Event()
     async with emu, PayrollClient(emu.base_url, emu.token) as client:

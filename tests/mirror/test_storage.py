@@ -661,13 +661,13 @@ async def test_sqlite_without_the_drivers_thread_job_writes_the_same(
 ) -> None:
     # The writes go to aiosqlite's thread as one job each through its private ``_execute``;
     # an aiosqlite without it gets the statements one by one, with the same result.
-    from payroll_async.mirror import _driver
+    from payroll_async.mirror import _page_sql
 
     emu = await start_emulator(seed=52, payroll_connections=1_234)
     kept: dict[str, list[tuple[Any, ...]]] = {}
     for way in ("one job", "one by one"):
         if way == "one by one":
-            monkeypatch.setattr(_driver, "_thread_job", lambda driver: None)
+            monkeypatch.setattr(_page_sql, "_thread_job", lambda driver: None)
         path = tmp_path / f"{way}.db"
         async with PayrollClient(emu.base_url, emu.token) as client:
             result = await mirror(client, "payroll-connections", into=f"sqlite:///{path}")
@@ -714,8 +714,8 @@ async def test_the_live_digests_are_read_with_sqlites_default_cache_and_the_runs
     # The read passes every page of the table once: with the run's 32 MiB each page would
     # take new memory. The run's cache is back for its writes, even when the read fails.
     from payroll_async._sql import MIRROR_PRAGMAS, open_database
-    from payroll_async.mirror._driver import Statements
     from payroll_async.mirror._errors import MIRROR_ERRORS
+    from payroll_async.mirror._page_sql import Statements
     from payroll_async.mirror._schema import TABLES
 
     emu = await start_emulator(seed=53, payroll_connections=321)
