@@ -114,7 +114,7 @@ class Database:
             if self.dialect == "postgresql":
                 # synchronous_commit is left as the server or role sets it (on by
                 # default): a committed change is never lost, so it is never told twice.
-                # Pages are grouped into few commits (_commits.COMMIT_ROWS), so that commits
+                # Pages are grouped into few commits (mirror._store.COMMIT_ROWS), so that commits
                 # that wait for the disk cost little.
                 # A table that grows from empty during the run has statistics that say
                 # it is empty: without this, the look-up of a page's rows by id can be
