@@ -21,9 +21,9 @@ ROOT = Path(__file__).parents[1]
 ONE_FILE = "tests/_core/test_errors.py"  # small, and writes nothing (no hypothesis database)
 
 
-def _pytest(*args: str, workers: str | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m pytest ARGS`` in the checkout, as a contributor types it (no cache);
-    ``workers``: the ``PYTEST_XDIST_AUTO_NUM_WORKERS`` of the run."""
+def _start_pytest(*args: str, workers: str | None = None) -> subprocess.Popen[str]:
+    """``python -m pytest ARGS`` in the checkout, as a contributor types it (no cache),
+    started; ``workers``: the ``PYTEST_XDIST_AUTO_NUM_WORKERS`` of the run."""
     env = {
         name: value
         for name, value in os.environ.items()
@@ -31,14 +31,30 @@ def _pytest(*args: str, workers: str | None = None) -> subprocess.CompletedProce
     }
     if workers is not None:
         env["PYTEST_XDIST_AUTO_NUM_WORKERS"] = workers
-    return subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=ROOT,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=300,
     )
+
+
+def _ended(run: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    """The run of ``_start_pytest``, once it has ended (300 s at most: not a hang)."""
+    try:
+        out, err = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    return subprocess.CompletedProcess(run.args, run.returncode, out, err)
+
+
+def _pytest(*args: str, workers: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest ARGS`` run to its end (see ``_start_pytest``)."""
+    return _ended(_start_pytest(*args, workers=workers))
 
 
 def test_one_file_runs_alone_without_xdist() -> None:
@@ -59,10 +75,22 @@ def test_one_file_runs_on_every_core_with_xdist() -> None:
 
 def test_the_inner_loop_leaves_out_the_tests_that_start_servers() -> None:
     collected = {}
-    for marks in ("slow", "not slow"):
-        run = _pytest("-p", "no:xdist", "-q", "--co", "-m", marks, "tests/mirror/test_mirror.py")
-        assert run.returncode == 0, run.stdout + run.stderr
-        collected[marks] = [line for line in run.stdout.splitlines() if "::" in line]
+    runs = {  # the two at once
+        marks: _start_pytest(
+            "-p", "no:xdist", "-q", "--co", "-m", marks, "tests/mirror/test_mirror.py"
+        )
+        for marks in ("slow", "not slow")
+    }
+    try:
+        for marks, started in runs.items():
+            run = _ended(started)
+            assert run.returncode == 0, run.stdout + run.stderr
+            collected[marks] = [line for line in run.stdout.splitlines() if "::" in line]
+    finally:
+        for started in runs.values():  # the other, if one failed
+            if started.poll() is None:
+                started.kill()
+                started.communicate()
     assert collected["slow"]
     assert all("postgresql" in test for test in collected["slow"])
     assert collected["not slow"]
