@@ -22,6 +22,7 @@ Each failure names the importing module, its line, and what it imports.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 from types import FrameType
@@ -128,7 +129,11 @@ def _imports(name: str) -> list[Import]:
     return out
 
 
-IMPORTS = [i for name in sorted(MODULES) for i in _imports(name)]
+@functools.cache
+def _all_imports() -> list[Import]:
+    """Every import of the package's modules, read when a test first asks (not when every
+    worker of a run collects this file)."""
+    return [i for name in sorted(MODULES) for i in _imports(name)]
 
 
 def _room(module: str) -> str:
@@ -150,7 +155,7 @@ def test_every_first_level_module_has_a_layer() -> None:
 def test_no_module_imports_a_layer_above_its_own() -> None:
     upward = [
         f"{i} (layer {LAYERS[_room(i.source)]} imports layer {LAYERS[_room(i.module)]})"
-        for i in IMPORTS
+        for i in _all_imports()
         if LAYERS[_room(i.module)] > LAYERS[_room(i.source)]
     ]
     assert upward == [], "\n".join(upward)
@@ -159,7 +164,7 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
 def test_models_import_nothing_and_sql_only_core() -> None:
     wrong = [
         str(i)
-        for i in IMPORTS
+        for i in _all_imports()
         if (_room(i.source) == "models" and _room(i.module) != "models")
         or (_room(i.source) == "_sql" and _room(i.module) not in {"_sql", "_core", "models"})
     ]
@@ -169,7 +174,7 @@ def test_models_import_nothing_and_sql_only_core() -> None:
 def test_apps_import_one_another_only_by_declared_edges() -> None:
     wrong = [
         f"{i}: no edge {_room(i.source)} -> {_room(i.module)} in APP_EDGES"
-        for i in IMPORTS
+        for i in _all_imports()
         if _room(i.source) in APPS
         and _room(i.module) in APPS
         and _room(i.source) != _room(i.module)
@@ -181,7 +186,7 @@ def test_apps_import_one_another_only_by_declared_edges() -> None:
 def test_every_declared_edge_is_used() -> None:
     used = {
         (_room(i.source), _room(i.module))
-        for i in IMPORTS
+        for i in _all_imports()
         if _room(i.source) in APPS and _room(i.module) in APPS
     }
     assert APP_EDGES.keys() - used == set(), "drop the edges no import needs"
@@ -191,7 +196,7 @@ def test_an_app_is_entered_only_through_its_face() -> None:
     """Nothing outside an app imports the app's private modules: only its ``__init__``."""
     wrong = [
         f"{i}: import it from {ROOT}.{_room(i.module)}"
-        for i in IMPORTS
+        for i in _all_imports()
         if _room(i.module) in APPS
         and _room(i.source) != _room(i.module)
         and _is_private_module(i.module)
@@ -203,7 +208,7 @@ def test_no_private_name_of_another_package_is_imported() -> None:
     """``from x import _y`` where ``_y`` is a name (not a module) of another package."""
     wrong = [
         str(i)
-        for i in IMPORTS
+        for i in _all_imports()
         if i.name is not None
         and i.name.startswith("_")
         and not i.name.startswith("__")
@@ -214,7 +219,7 @@ def test_no_private_name_of_another_package_is_imported() -> None:
 
 def test_the_checks_see_every_kind_of_import() -> None:
     """Function-local, TYPE_CHECKING, relative and absolute imports are all read."""
-    seen = {(i.source, i.module) for i in IMPORTS}
+    seen = {(i.source, i.module) for i in _all_imports()}
     assert ("payroll_async.cli._entry", "payroll_async.cli._commands") in seen  # local
     assert ("payroll_async._collections", "payroll_async._client") in seen  # TYPE_CHECKING
     assert ("payroll_async._core._converter", "payroll_async.models") in seen  # relative ..
@@ -272,7 +277,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycle() -> None:
     graph: dict[str, set[str]] = {name: set() for name in MODULES}
-    for i in IMPORTS:
+    for i in _all_imports():
         # a module importing its own package's __init__ is how re-exports work, not a cycle
         if not i.source.startswith(i.module + "."):
             graph[i.source].add(i.module)

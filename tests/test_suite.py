@@ -4,11 +4,13 @@ that starts a real server."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -19,11 +21,12 @@ pytestmark = pytest.mark.slow  # child pytest runs
 
 ROOT = Path(__file__).parents[1]
 ONE_FILE = "tests/_core/test_errors.py"  # small, and writes nothing (no hypothesis database)
+ONE_MODULE = "tests/mirror/test_mirror.py"  # with tests on PostgreSQL and on SQLite
 
 
-def _pytest(*args: str, workers: str | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m pytest ARGS`` in the checkout, as a contributor types it (no cache);
-    ``workers``: the ``PYTEST_XDIST_AUTO_NUM_WORKERS`` of the run."""
+def _start_pytest(*args: str, workers: str | None = None) -> subprocess.Popen[str]:
+    """``python -m pytest ARGS`` in the checkout, as a contributor types it (no cache),
+    started; ``workers``: the ``PYTEST_XDIST_AUTO_NUM_WORKERS`` of the run."""
     env = {
         name: value
         for name, value in os.environ.items()
@@ -31,14 +34,36 @@ def _pytest(*args: str, workers: str | None = None) -> subprocess.CompletedProce
     }
     if workers is not None:
         env["PYTEST_XDIST_AUTO_NUM_WORKERS"] = workers
-    return subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=ROOT,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=300,
     )
+
+
+def _ended(run: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    """The run of ``_start_pytest``, once it has ended (300 s at most: not a hang)."""
+    try:
+        out, err = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    return subprocess.CompletedProcess(run.args, run.returncode, out, err)
+
+
+def _kill_running(processes: Iterable[subprocess.Popen[str]]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+
+
+def _pytest(*args: str, workers: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest ARGS`` run to its end (see ``_start_pytest``)."""
+    return _ended(_start_pytest(*args, workers=workers))
 
 
 def test_one_file_runs_alone_without_xdist() -> None:
@@ -59,10 +84,18 @@ def test_one_file_runs_on_every_core_with_xdist() -> None:
 
 def test_the_inner_loop_leaves_out_the_tests_that_start_servers() -> None:
     collected = {}
-    for marks in ("slow", "not slow"):
-        run = _pytest("-p", "no:xdist", "-q", "--co", "-m", marks, "tests/mirror/test_mirror.py")
-        assert run.returncode == 0, run.stdout + run.stderr
-        collected[marks] = [line for line in run.stdout.splitlines() if "::" in line]
+    with contextlib.ExitStack() as started:  # the two at once; each closed and waited for
+        runs = {
+            marks: started.enter_context(
+                _start_pytest("-p", "no:xdist", "-q", "--co", "-m", marks, ONE_MODULE)
+            )
+            for marks in ("slow", "not slow")
+        }
+        started.callback(_kill_running, runs.values())  # first: the other, if one failed
+        for marks, process in runs.items():
+            run = _ended(process)
+            assert run.returncode == 0, run.stdout + run.stderr
+            collected[marks] = [line for line in run.stdout.splitlines() if "::" in line]
     assert collected["slow"]
     assert all("postgresql" in test for test in collected["slow"])
     assert collected["not slow"]

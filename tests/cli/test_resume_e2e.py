@@ -118,6 +118,8 @@ async def test_interrupt_then_resume_gives_every_item_once(
         done = json.loads(target.with_name(target.name + ".checkpoint").read_text())["items"]
         assert 0 < done < TOTAL
 
+        # the rest needs no pause to land in: 10 ms a page, two still in flight at a time
+        emu.latency = 0.01
         second = await export(emu, target, "--format", fmt, "--concurrency", "2", "--resume")
         _, err = await asyncio.wait_for(second.communicate(), 120)
         assert second.returncode == 0, err.decode()

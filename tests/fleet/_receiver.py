@@ -1,7 +1,8 @@
 """One receiver process of the fleet tests: an EventRouter with RedisDedupe on a port.
 
-``python tests/fleet/_receiver.py REDIS_URL KEY LEASE HANDLED_FILE HOLD`` prints
-``{"port": N}``, then serves POST /hooks. Every handled event is appended to HANDLED_FILE
+``python tests/fleet/_receiver.py REDIS_URL KEY LEASE HANDLED_FILE HOLD TIMEOUT`` prints
+``{"port": N}``, then serves POST /hooks. LEASE and TIMEOUT are RedisDedupe's ``lease`` and
+``timeout`` (the longest one Redis call may take). Every handled event is appended to HANDLED_FILE
 as ``EVENT_ID PID``. With HOLD ``1``, the handler of an event whose id starts with
 ``hold`` prints ``{"started": ID}`` and waits for a line ``release ID`` on stdin (forever,
 if none comes: the test kills the process).
@@ -22,12 +23,12 @@ async def main(argv: list[str]) -> None:
     from payroll_async.events import EventRouter, WebhookEvent, header_secret
     from payroll_async.fleet import RedisDedupe
 
-    redis_url, key, lease, handled_file, hold = argv
+    redis_url, key, lease, handled_file, hold, timeout = argv
     released: dict[str, asyncio.Event] = {}
     redis = Redis.from_url(redis_url)
     router = EventRouter(
         verify=header_secret("X-Test-Secret", "fleet"),
-        dedupe=RedisDedupe(redis, key=key, lease=float(lease)),
+        dedupe=RedisDedupe(redis, key=key, lease=float(lease), timeout=float(timeout)),
     )
     fd = os.open(handled_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 

@@ -60,9 +60,9 @@ Start = Callable[..., Awaitable[Receiver]]
 @pytest.fixture
 async def fleet(redis_server: RedisServer, tmp_path: Path) -> AsyncIterator[Start]:
     key = f"hooks:{uuid.uuid4().hex}"
-    started: list[Receiver] = []
+    started: list[asyncio.subprocess.Process] = []  # from the moment each is started
 
-    async def start(*, lease: float = 30.0, hold: bool = False) -> Receiver:
+    async def start(*, lease: float = 30.0, hold: bool = False, timeout: float = 1.0) -> Receiver:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             str(RECEIVER),
@@ -71,26 +71,28 @@ async def fleet(redis_server: RedisServer, tmp_path: Path) -> AsyncIterator[Star
             str(lease),
             str(tmp_path / "handled.log"),
             "1" if hold else "0",
+            str(timeout),
             cwd=ROOT,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
         )
+        started.append(process)
         assert process.stdout is not None
         line = await asyncio.wait_for(process.stdout.readline(), 60)
-        receiver = Receiver(process, json.loads(line)["port"])
-        started.append(receiver)
-        return receiver
+        return Receiver(process, json.loads(line)["port"])
 
-    yield start
-    for receiver in started:
-        if receiver.process.returncode is None:
-            assert receiver.process.stdin is not None
-            receiver.process.stdin.close()  # the receiver shuts down cleanly
+    async def stop(process: asyncio.subprocess.Process) -> None:
+        if process.returncode is None:
+            assert process.stdin is not None
+            process.stdin.close()  # the receiver shuts down cleanly
             try:
-                await asyncio.wait_for(receiver.process.wait(), 30)
+                await asyncio.wait_for(process.wait(), 30)
             except asyncio.TimeoutError:
-                receiver.kill()
-                await receiver.process.wait()
+                process.kill()
+                await process.wait()
+
+    yield start  # a test starts its receivers together (asyncio.gather): they start at once
+    await asyncio.gather(*(stop(process) for process in started))
 
 
 def handled(tmp_path: Path) -> list[tuple[str, int]]:
@@ -136,7 +138,7 @@ async def deliver_until_acknowledged(
 async def test_redeliveries_and_concurrent_copies_are_handled_once(
     fleet: Start, tmp_path: Path
 ) -> None:
-    receivers = [await fleet() for _ in range(3)]
+    receivers = list(await asyncio.gather(fleet(), fleet(), fleet()))
     pick = random.Random(22)
     events = [f"evt-{n}" for n in range(120)]
     # every event 1 to 3 times, the copies sent at once to random receivers, and
@@ -162,7 +164,7 @@ async def test_redeliveries_and_concurrent_copies_are_handled_once(
 async def test_a_copy_arriving_while_another_process_handles_it_gets_409(
     fleet: Start, tmp_path: Path
 ) -> None:
-    holder, other = await fleet(hold=True), await fleet()
+    holder, other = await asyncio.gather(fleet(hold=True), fleet())
     async with aiohttp.ClientSession() as session:
         first = asyncio.create_task(deliver(session, holder, "hold-1"))
         assert await holder.started() == "hold-1"
@@ -178,7 +180,7 @@ async def test_a_killed_handler_process_does_not_block_the_event(
     fleet: Start, tmp_path: Path
 ) -> None:
     # 2 s: a loaded machine may take a while between the kill and the next delivery
-    holder, other = await fleet(hold=True, lease=2.0), await fleet(lease=2.0)
+    holder, other = await asyncio.gather(fleet(hold=True, lease=2.0), fleet(lease=2.0))
     async with aiohttp.ClientSession() as session:
         first = asyncio.create_task(deliver(session, holder, "hold-2"))
         assert await holder.started() == "hold-2"
@@ -193,13 +195,13 @@ async def test_a_killed_handler_process_does_not_block_the_event(
 
 
 async def test_a_held_lease_is_renewed_past_its_length(fleet: Start, tmp_path: Path) -> None:
-    # The handler holds for several lease lengths: renewed, the claim is never taken over.
+    # The handler holds for two lease lengths: renewed, the claim is never taken over.
     # renewed every 0.33 s: the holder may stall up to 0.67 s (a loaded machine) and keep it
-    holder, other = await fleet(hold=True, lease=1.0), await fleet(lease=1.0)
+    holder, other = await asyncio.gather(fleet(hold=True, lease=1.0), fleet(lease=1.0))
     async with aiohttp.ClientSession() as session:
         first = asyncio.create_task(deliver(session, holder, "hold-3"))
         assert await holder.started() == "hold-3"
-        deadline = time.monotonic() + 3.0  # three lease lengths
+        deadline = time.monotonic() + 2.0  # two lease lengths
         while time.monotonic() < deadline:
             assert await deliver(session, other, "hold-3") == 409
             await asyncio.sleep(0.05)
@@ -212,7 +214,7 @@ async def test_a_held_lease_is_renewed_past_its_length(fleet: Start, tmp_path: P
 async def test_a_redis_restart_answers_503_then_handles_each_event_once(
     fleet: Start, redis_server: RedisServer, tmp_path: Path
 ) -> None:
-    receivers = [await fleet(), await fleet()]
+    receivers = list(await asyncio.gather(fleet(), fleet()))
     events = [f"down-{n}" for n in range(20)]
     async with aiohttp.ClientSession() as session:
         assert await deliver(session, receivers[0], "before") == 200
@@ -242,25 +244,34 @@ return 0
 """
 
 
+# The stall test's receivers: each Redis call bounded at TIMEOUT, a claim's lease LEASE. A
+# stall of 1 s is three timeouts long; the lease outlasts it by 2.5 s: a claim renewed just
+# before the stall (a third of the lease, 1.17 s) is still held when the stall ends, with
+# 1.33 s left for the completion tried again (within 0.4 s: the router's backoff) and one
+# more call.
+TIMEOUT = 0.3
+LEASE = 3.5
+
+
 @contextlib.asynccontextmanager
 async def frozen(redis_server: RedisServer) -> AsyncIterator[None]:
-    """Redis stopped (SIGSTOP) for 2.5 s: nothing answered, keys expire on its clock."""
+    """Redis stopped (SIGSTOP) for 1 s: nothing answered, keys expire on its clock."""
     redis_server.freeze()
     try:
         yield
-        await asyncio.sleep(2.5)  # the stall itself, not a synchronisation
+        await asyncio.sleep(1.0)  # the stall itself, not a synchronisation
     finally:
         redis_server.thaw()
 
 
 @contextlib.asynccontextmanager
 async def one_slow_command(redis_server: RedisServer) -> AsyncIterator[None]:
-    """One command that takes Redis 1.2 s, which answers nothing else meanwhile."""
+    """One command that takes Redis 0.75 s, which answers nothing else meanwhile."""
     from redis.asyncio import Redis
 
     redis = Redis.from_url(redis_server.url)
     try:
-        slow = asyncio.create_task(redis.eval(_BUSY, 0, 1_200_000))  # type: ignore[arg-type]
+        slow = asyncio.create_task(redis.eval(_BUSY, 0, 750_000))  # type: ignore[arg-type]
         await asyncio.sleep(0.1)  # sent, and running (the script holds Redis from here)
         yield
         await slow
@@ -275,12 +286,14 @@ async def test_a_redis_stall_mid_run_never_gets_an_event_handled_twice(
     tmp_path: Path,
     stall: Callable[[RedisServer], contextlib.AbstractAsyncContextManager[None]],
 ) -> None:
-    # Redis stops answering (frozen by SIGSTOP for 2.5 s, or busy with one 1.2 s command)
+    # Redis stops answering (frozen by SIGSTOP for 1 s, or busy with one 0.75 s command)
     # while three receivers handle three concurrent copies of each event: claims,
     # renewals and the recording of completions meet the stall. A completion that could
     # not be recorded at once must be recorded later, the claim kept meanwhile: never
     # answered 200 and then run again by a copy once the claim expired.
-    receivers = [await fleet(lease=6.0, hold=True) for _ in range(3)]
+    receivers = list(
+        await asyncio.gather(*(fleet(lease=LEASE, hold=True, timeout=TIMEOUT) for _ in range(3)))
+    )
     events = [f"frozen-{n}" for n in range(45)]
     copies = [event_id for event_id in events for _ in range(3)]
     random.Random(9).shuffle(copies)

@@ -137,9 +137,11 @@ async def test_a_fleet_budget_under_the_limit_avoids_429s(
     emu = await start_emulator(payroll_connections=10, rate_limit=20)
     other = await start_emulator(payroll_connections=10, rate_limit=20)
     key = f"test:{uuid.uuid4().hex}"
+    # 1 s of each worker: the budgeted fleet's 17 requests or so may not meet one 429 (1%
+    # of them), while four processes on their own each send 80 a second into a limit of 20
     await asyncio.gather(
-        run_workers(4, emu.base_url, emu.token, "redis", redis_server.url, key, "16", 2),
-        run_workers(4, other.base_url, other.token, "local", redis_server.url, key, "none", 2),
+        run_workers(4, emu.base_url, emu.token, "redis", redis_server.url, key, "16", 1),
+        run_workers(4, other.base_url, other.token, "local", redis_server.url, key, "none", 1),
     )
     budgeted = dict(emu.stats)
     unbudgeted = dict(other.stats)
