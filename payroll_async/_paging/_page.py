@@ -677,6 +677,8 @@ class Listing(Generic[T]):
     ) -> Page[T]:
         """One page, asked by ``asked`` (see ``parse``); ``chain``: the pages with links
         ``get_next_page()`` went through to it."""
+        if self.span is None:  # a page asked for by hand, or a walk that records nothing
+            _otel.configure()
         response = await download(self.sender, url, self.options, params, self.span)
         return self.parse(response, asked, chain)
 
