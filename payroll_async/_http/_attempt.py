@@ -89,19 +89,33 @@ def build_request(
     return Request(method, url, params, data, headers, options)
 
 
-@attrs.frozen(slots=True)
 class Exchange:
-    """What one send got back: the answer's status line, headers and body, and its time."""
+    """What one send got back: the answer's status line, headers and body, and its time.
 
-    status: int
-    reason: str | None
-    url: URL
-    headers: Mapping[str, str]
-    body: bytes
-    started: float
-    sends: int
-    """How many times the transport put the request on the wire (aiohttp's DELETEs are
-    counted)."""
+    A plain class (read only by this package's attempt): made for every request, it costs
+    a third of a frozen attrs class's making."""
+
+    __slots__ = ("body", "headers", "reason", "sends", "started", "status", "url")
+
+    def __init__(
+        self,
+        status: int,
+        reason: str | None,
+        url: URL,
+        headers: Mapping[str, str],
+        body: bytes,
+        started: float,
+        sends: int,
+    ) -> None:
+        self.status = status
+        self.reason = reason
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.started = started
+        self.sends: int = sends
+        """How many times the transport put the request on the wire (aiohttp's DELETEs
+        are counted)."""
 
 
 async def exchange(
@@ -156,13 +170,7 @@ async def exchange(
         status = answer.status
         _otel.finish(span, method, status, elapsed, None if status < 400 else str(status))
     result = Exchange(
-        status=status,
-        reason=answer.reason,
-        url=answer.url or sent.url,
-        headers=answer.headers,
-        body=body,
-        started=started,
-        sends=answer.sends,
+        status, answer.reason, answer.url or sent.url, answer.headers, body, started, answer.sends
     )
     if logger.isEnabledFor(logging.DEBUG):
         _log(method, result, number, token)

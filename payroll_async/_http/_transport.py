@@ -270,7 +270,9 @@ class Transport:
         if self.is_closed:
             raise self.closed_error()
         self._started = True
-        async with self.semaphore:
+        semaphore = self.semaphore
+        await semaphore.acquire()  # no context manager's two coroutines around it
+        try:
             # Nothing to wait for at the gates (no pause, no rate, no fleet's gate): no
             # coroutine to make for them; the same holds for a static token.
             waited = 0.0 if self._open() else await self._admit()
@@ -278,10 +280,11 @@ class Transport:
                 token = self.auth.static or await self._token(
                     request, time_limit(request.options.timeout)
                 )
-            try:
-                answer = await exchange(self.wire, request, token, number, waited=waited)
-            except GateClosed:
-                return HELD
+            answer = await exchange(self.wire, request, token, number, waited=waited)
+        except GateClosed:
+            return HELD
+        finally:
+            semaphore.release()
         if succeeded(answer):
             return response(request, answer, token)
         if answer.status == 401 and may_refresh and self.auth.can_refresh:
