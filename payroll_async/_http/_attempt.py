@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
-import attrs
 from multidict import MultiDict
 from yarl import URL
 
@@ -58,16 +57,27 @@ logger: logging.Logger = logging.getLogger("payroll_async")
 _GATE_EVENT_MIN = 0.001  # seconds at the gate worth an event on the attempt's span
 
 
-@attrs.frozen(slots=True)
 class Request:
-    """What every attempt of one request sends: built once per request."""
+    """What every attempt of one request sends: built once per request (a plain class: one
+    is made for every page of a walk); read only, by convention."""
 
-    method: str
-    url: URL
-    params: Mapping[str, Any] | None
-    data: bytes | None
-    headers: Mapping[str, str]
-    options: FinalOptions
+    __slots__ = ("data", "headers", "method", "options", "params", "url")
+
+    def __init__(
+        self,
+        method: str,
+        url: URL,
+        params: Mapping[str, Any] | None,
+        data: bytes | None,
+        headers: Mapping[str, str],
+        options: FinalOptions,
+    ) -> None:
+        self.method = method
+        self.url = url
+        self.params = params
+        self.data = data
+        self.headers = headers
+        self.options = options
 
 
 def build_request(
@@ -214,14 +224,7 @@ def succeeded(answer: Exchange) -> bool:
 
 def response(request: Request, answer: Exchange, token: str) -> Response:
     """The Response of a successful answer (the token kept to redact its echoes)."""
-    return Response(
-        method=request.method,
-        status=answer.status,
-        url=answer.url,
-        headers=answer.headers,
-        body=answer.body,
-        secret=token,
-    )
+    return Response(request.method, answer.status, answer.url, answer.headers, answer.body, token)
 
 
 def already_gone(request: Request, answer: Exchange, *, gone_is_done: bool) -> Response | None:
