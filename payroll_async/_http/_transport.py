@@ -275,7 +275,11 @@ class Transport:
         try:
             # Nothing to wait for at the gates (no pause, no rate, no fleet's gate): no
             # coroutine to make for them; the same holds for a static token.
-            waited = 0.0 if self._open() else await self._admit()
+            waited = (
+                0.0
+                if self.shared_gate is None and self.local_gate.open_now()
+                else await self._admit()
+            )
             if token is None:
                 token = self.auth.static or await self._token(
                     request, time_limit(request.options.timeout)
@@ -297,10 +301,6 @@ class Transport:
         if pause is not None:
             await self.pause(pause)
         raise error
-
-    def _open(self) -> bool:
-        """Whether a request passes the gates now without waiting (``_admit`` would not wait)."""
-        return self.shared_gate is None and self.local_gate.open_now()
 
     async def _admit(self) -> float:
         """Wait at this client's gate, then the fleet's; the seconds waited."""
