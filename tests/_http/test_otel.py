@@ -208,7 +208,8 @@ async def main():
         await listing  # the first page alone: no walk, no operation span
         print(sorted(span.name for span in exporter.get_finished_spans()))
         data = reader.get_metrics_data()
-        print(sorted(m.name for r in data.resource_metrics for s in r.scope_metrics for m in s.metrics))
+        scopes = [s for r in data.resource_metrics for s in r.scope_metrics]
+        print(sorted(m.name for s in scopes for m in s.metrics))
 
 asyncio.run(main())
 """
