@@ -72,12 +72,12 @@ class Request:
         headers: Mapping[str, str],
         options: FinalOptions,
     ) -> None:
-        self.method = method
-        self.url = url
-        self.params = params
-        self.data = data
-        self.headers = headers
-        self.options = options
+        self.method: str = method
+        self.url: URL = url
+        self.params: Mapping[str, Any] | None = params
+        self.data: bytes | None = data
+        self.headers: Mapping[str, str] = headers
+        self.options: FinalOptions = options
 
 
 def build_request(
@@ -117,12 +117,12 @@ class Exchange:
         started: float,
         sends: int,
     ) -> None:
-        self.status = status
-        self.reason = reason
-        self.url = url
-        self.headers = headers
-        self.body = body
-        self.started = started
+        self.status: int = status
+        self.reason: str | None = reason
+        self.url: URL = url
+        self.headers: Mapping[str, str] = headers
+        self.body: bytes = body
+        self.started: float = started
         self.sends: int = sends
         """How many times the transport put the request on the wire (aiohttp's DELETEs
         are counted)."""
