@@ -30,8 +30,6 @@ __all__ = ["AiohttpTransport"]
 
 logger: logging.Logger = logging.getLogger("payroll_async")
 
-_NO_EXTRA: dict[str, Any] = {}  # read only: what most requests add to aiohttp's keywords
-
 
 class GatedConnector(aiohttp.TCPConnector):
     """A connector that looks at the gate again once it has a connection.
@@ -84,6 +82,12 @@ class AiohttpTransport:
         """Whether it was closed because its event loop ended."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watch: asyncio.Task[None] | None = None
+        self._keywords: dict[str, Any] = {
+            "allow_redirects": False,
+            "raise_for_status": False,
+            **route.request,
+        }
+        """What every request adds to aiohttp's keywords (read only): made once."""
         self.tracing: bool = False
         """Whether sends are traced (debug logging was on as the session started, or aiohttp
         counts a request's sends no other way: before 3.12)."""
@@ -153,12 +157,11 @@ class AiohttpTransport:
         # before an answer. For a DELETE that matters (a 404 then means "deleted by the send
         # that got no answer"), so its sends are counted; other methods pay nothing.
         sends: list[object] = []
-        extra: dict[str, Any] = _NO_EXTRA
+        keywords = self._keywords
         if method == "DELETE":
-            extra = count_sends(sends)
-        if self.tracing and "trace_request_ctx" not in extra:
-            extra = {**extra, "trace_request_ctx": []}
-        token = _token_of(request)
+            keywords = {**keywords, **count_sends(sends)}
+        if self.tracing and "trace_request_ctx" not in keywords:
+            keywords = {**keywords, "trace_request_ctx": []}
         failure = None
         try:
             async with session.request(
@@ -167,14 +170,11 @@ class AiohttpTransport:
                 data=request.content,
                 headers=request.headers,
                 timeout=request.timeout,
-                allow_redirects=False,
-                raise_for_status=False,
-                **extra,
-                **self.route.request,
+                **keywords,
             ) as response:
-                body = await read_body(response, method, request.max_response_size, token)
+                body = await read_body(response, method, request.max_response_size, request)
         except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
-            failure = connection_error(exc, method, url, None, request.timeout, token)
+            failure = connection_error(exc, method, url, None, request.timeout, _token_of(request))
         if failure is not None:
             # Raised here, outside the except block, so that aiohttp's exception (whose
             # request info holds the Authorization header) is not chained.
@@ -195,13 +195,13 @@ def _token_of(request: TransportRequest) -> str:
 
 
 async def read_body(
-    response: aiohttp.ClientResponse, method: str, limit: int | None, secret: str
+    response: aiohttp.ClientResponse, method: str, limit: int | None, sent: TransportRequest
 ) -> bytes:
     """The body, at most ``limit`` bytes after decompression (None: no limit).
 
     An error body is read only as far as its excerpt needs. Past the limit the connection
     is closed (never reused half-read) and ResponseDecodeError is raised; its excerpt has
-    ``secret`` (the token sent) redacted.
+    the token ``sent`` with the request redacted.
     """
     success = _assumed.SUCCESS_MIN <= response.status <= _assumed.SUCCESS_MAX
     if not success:
@@ -233,7 +233,7 @@ async def read_body(
         "(None for no limit)",
         status=response.status,
         url=str(response.url),
-        body_excerpt=excerpt(b"".join(chunks), secret),
+        body_excerpt=excerpt(b"".join(chunks), _token_of(sent)),
         method=method,
     )
 

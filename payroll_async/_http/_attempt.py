@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
-import attrs
 from multidict import MultiDict
 from yarl import URL
 
@@ -58,16 +57,27 @@ logger: logging.Logger = logging.getLogger("payroll_async")
 _GATE_EVENT_MIN = 0.001  # seconds at the gate worth an event on the attempt's span
 
 
-@attrs.frozen(slots=True)
 class Request:
-    """What every attempt of one request sends: built once per request."""
+    """What every attempt of one request sends: built once per request (a plain class: one
+    is made for every page of a walk); read only, by convention."""
 
-    method: str
-    url: URL
-    params: Mapping[str, Any] | None
-    data: bytes | None
-    headers: Mapping[str, str]
-    options: FinalOptions
+    __slots__ = ("data", "headers", "method", "options", "params", "url")
+
+    def __init__(
+        self,
+        method: str,
+        url: URL,
+        params: Mapping[str, Any] | None,
+        data: bytes | None,
+        headers: Mapping[str, str],
+        options: FinalOptions,
+    ) -> None:
+        self.method: str = method
+        self.url: URL = url
+        self.params: Mapping[str, Any] | None = params
+        self.data: bytes | None = data
+        self.headers: Mapping[str, str] = headers
+        self.options: FinalOptions = options
 
 
 def build_request(
@@ -89,19 +99,33 @@ def build_request(
     return Request(method, url, params, data, headers, options)
 
 
-@attrs.frozen(slots=True)
 class Exchange:
-    """What one send got back: the answer's status line, headers and body, and its time."""
+    """What one send got back: the answer's status line, headers and body, and its time.
 
-    status: int
-    reason: str | None
-    url: URL
-    headers: Mapping[str, str]
-    body: bytes
-    started: float
-    sends: int
-    """How many times the transport put the request on the wire (aiohttp's DELETEs are
-    counted)."""
+    A plain class (read only by this package's attempt): made for every request, it costs
+    a third of a frozen attrs class's making."""
+
+    __slots__ = ("body", "headers", "reason", "sends", "started", "status", "url")
+
+    def __init__(
+        self,
+        status: int,
+        reason: str | None,
+        url: URL,
+        headers: Mapping[str, str],
+        body: bytes,
+        started: float,
+        sends: int,
+    ) -> None:
+        self.status: int = status
+        self.reason: str | None = reason
+        self.url: URL = url
+        self.headers: Mapping[str, str] = headers
+        self.body: bytes = body
+        self.started: float = started
+        self.sends: int = sends
+        """How many times the transport put the request on the wire (aiohttp's DELETEs
+        are counted)."""
 
 
 async def exchange(
@@ -156,13 +180,7 @@ async def exchange(
         status = answer.status
         _otel.finish(span, method, status, elapsed, None if status < 400 else str(status))
     result = Exchange(
-        status=status,
-        reason=answer.reason,
-        url=answer.url or sent.url,
-        headers=answer.headers,
-        body=body,
-        started=started,
-        sends=answer.sends,
+        status, answer.reason, answer.url or sent.url, answer.headers, body, started, answer.sends
     )
     if logger.isEnabledFor(logging.DEBUG):
         _log(method, result, number, token)
@@ -206,14 +224,7 @@ def succeeded(answer: Exchange) -> bool:
 
 def response(request: Request, answer: Exchange, token: str) -> Response:
     """The Response of a successful answer (the token kept to redact its echoes)."""
-    return Response(
-        method=request.method,
-        status=answer.status,
-        url=answer.url,
-        headers=answer.headers,
-        body=answer.body,
-        secret=token,
-    )
+    return Response(request.method, answer.status, answer.url, answer.headers, answer.body, token)
 
 
 def already_gone(request: Request, answer: Exchange, *, gone_is_done: bool) -> Response | None:

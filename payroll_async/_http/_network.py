@@ -186,7 +186,10 @@ def _check_proxy(value: str, source: str) -> tuple[URL, str | None]:
 def _tls(value: object, base_url: URL, *, borrowed: bool) -> ssl.SSLContext | bool:
     """The TLS context ``ssl=`` asks for (True: the default trust, see ``_default_tls``)."""
     if value is True:
-        return True if borrowed else _default_tls()
+        # A plain http:// service never does TLS (no redirects are followed, next links
+        # stay on its origin, no proxy carries it): no trust store is read for it (some
+        # 20 ms of CPU where SSL_CERT_FILE names the system's bundle).
+        return True if borrowed or base_url.scheme == "http" else _default_tls()
     if value is False:
         if not is_loopback(base_url.host):
             raise InvalidArgumentError(

@@ -27,6 +27,7 @@ from .._core._version import __version__
 __all__ = [
     "ENABLED",
     "attempt",
+    "configure",
     "end",
     "event",
     "finish",
@@ -40,6 +41,7 @@ __all__ = [
 
 try:
     from opentelemetry import metrics, trace
+    from opentelemetry.metrics import _internal as _meters
 except ImportError:  # pragma: no cover - exercised where the otel extra is not installed
     ENABLED = False
 else:
@@ -47,15 +49,39 @@ else:
 
 _NAME = "payroll_async"
 
+# The API's globals that ``set_tracer_provider``/``set_meter_provider`` set (and the API
+# itself, when it loads a provider its environment variable names): read per request as
+# one attribute each, instead of ``get_*_provider()``, which reads ``os.environ`` every time
+# no provider is set (about 2 us a request with telemetry off). Where an API release keeps
+# them elsewhere, every check asks the API.
+_GLOBALS = ENABLED and hasattr(trace, "_TRACER_PROVIDER") and hasattr(_meters, "_METER_PROVIDER")
+
+
+def configure() -> None:
+    """Let the API load a provider its environment variables name (it does so when first
+    asked for one): once per SDK operation, walk, or page asked for by hand, so that each
+    request's check reads only the globals."""
+    if ENABLED:
+        trace.get_tracer_provider()
+        metrics.get_meter_provider()
+
 
 def _tracing() -> bool:
     """Whether an SDK's tracer provider is configured (the API's default records nothing)."""
-    return ENABLED and not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    if not ENABLED:
+        return False
+    if _GLOBALS:
+        provider = trace._TRACER_PROVIDER
+        return provider is not None and not isinstance(provider, trace.ProxyTracerProvider)
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 def _metering() -> bool:
     """Whether an SDK's meter provider is configured (the API's default records nothing)."""
-    return ENABLED and type(metrics.get_meter_provider()).__name__ != "_ProxyMeterProvider"
+    if not ENABLED:
+        return False
+    provider = _meters._METER_PROVIDER if _GLOBALS else metrics.get_meter_provider()
+    return provider is not None and type(provider).__name__ != "_ProxyMeterProvider"
 
 
 def _tracer() -> Any:
@@ -79,6 +105,7 @@ def _instrument(kind: str, name: str, unit: str, description: str) -> Any:
 @contextlib.contextmanager
 def operation(name: str, **attributes: Any) -> Iterator[Any]:
     """The span of one SDK operation (the current span while it runs), or None."""
+    configure()
     if not _tracing():
         yield None
         return
@@ -96,6 +123,8 @@ def attempt(
     Without a tracer or a meter configured, a shared context that yields None (no
     generator to make for every request).
     """
+    if _GLOBALS and trace._TRACER_PROVIDER is None and _meters._METER_PROVIDER is None:
+        return _NO_SPAN  # telemetry off, as by default: two reads, no call
     if not _tracing():
         return _NO_SPAN if not _metering() else _METRICS_ONLY_SPAN
     return _attempt_span(method, url, number, secret)
@@ -179,6 +208,7 @@ def items(operation_name: str, count: int) -> None:
 
 def start(name: str) -> Any:
     """A span for a listing's walk, not made current (a walk is an async generator)."""
+    configure()
     return _tracer().start_span(name) if _tracing() else None
 
 

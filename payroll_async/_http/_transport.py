@@ -270,18 +270,25 @@ class Transport:
         if self.is_closed:
             raise self.closed_error()
         self._started = True
-        async with self.semaphore:
+        semaphore = self.semaphore
+        await semaphore.acquire()  # no context manager's two coroutines around it
+        try:
             # Nothing to wait for at the gates (no pause, no rate, no fleet's gate): no
             # coroutine to make for them; the same holds for a static token.
-            waited = 0.0 if self._open() else await self._admit()
+            waited = (
+                0.0
+                if self.shared_gate is None and self.local_gate.open_now()
+                else await self._admit()
+            )
             if token is None:
                 token = self.auth.static or await self._token(
                     request, time_limit(request.options.timeout)
                 )
-            try:
-                answer = await exchange(self.wire, request, token, number, waited=waited)
-            except GateClosed:
-                return HELD
+            answer = await exchange(self.wire, request, token, number, waited=waited)
+        except GateClosed:
+            return HELD
+        finally:
+            semaphore.release()
         if succeeded(answer):
             return response(request, answer, token)
         if answer.status == 401 and may_refresh and self.auth.can_refresh:
@@ -294,10 +301,6 @@ class Transport:
         if pause is not None:
             await self.pause(pause)
         raise error
-
-    def _open(self) -> bool:
-        """Whether a request passes the gates now without waiting (``_admit`` would not wait)."""
-        return self.shared_gate is None and self.local_gate.open_now()
 
     async def _admit(self) -> float:
         """Wait at this client's gate, then the fleet's; the seconds waited."""

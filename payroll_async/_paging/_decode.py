@@ -178,9 +178,11 @@ class PageDecoder(Generic[T]):
 
     def __init__(self, model: type[T]) -> None:
         self._model = model
-        self._structure: Callable[[Any, type[T]], T] = (
-            _plain_dict if model is dict else structure_hook(model)  # type: ignore[assignment]
+        self._structure: Callable[[Any, type[T]], T] | None = (
+            _plain_dict if model is dict else None  # type: ignore[assignment]
         )
+        """The converter's function, generated when the converter first decodes a page
+        (with msgspec, most listings never need it)."""
         self._fast = fast_decoder(model)
 
     def decode(self, response: Response) -> tuple[list[T], ListMeta]:
@@ -194,6 +196,8 @@ class PageDecoder(Generic[T]):
         """The converter's path, the definition of both."""
         data = _json(response)
         structure, model = self._structure, self._model
+        if structure is None:
+            structure = self._structure = structure_hook(model)
         try:
             raw_items = data["data"]
             if type(raw_items) is not list:

@@ -613,6 +613,8 @@ class Listing(Generic[T]):
     the request's query is not only those: extra query parameters go through aiohttp)."""
     _origin: str = attrs.field(init=False, default="")
     """The client's origin as text, as the Link header's plain entries are matched."""
+    _task_name: str = attrs.field(init=False, default="")
+    """The name of the walk's page tasks (``payroll_async page <path>``), made once."""
 
     def __attrs_post_init__(self) -> None:
         params = self.params
@@ -620,6 +622,7 @@ class Listing(Generic[T]):
             text = str(self.url.extend_query(params) if params else self.url)
             self._prefix = text + ("&" if "?" in text else "?")
         self._origin = str(self.sender.origin)
+        self._task_name = f"payroll_async page {self.name}"
 
     def open_span(self) -> None:
         """Start the walk's span, once (every page request of the walk is its child)."""
@@ -660,8 +663,7 @@ class Listing(Generic[T]):
 
     def start(self, url: URL, params: Mapping[str, Any] | None) -> asyncio.Task[Response]:
         task = asyncio.create_task(
-            download(self.sender, url, self.options, params, self.span),
-            name=f"payroll_async page {self.name}",
+            download(self.sender, url, self.options, params, self.span), name=self._task_name
         )
         # A page fetched ahead that fails is the walk's error when its turn comes (awaiting
         # it raises); if the walk is abandoned first, nobody is left to be told.
@@ -677,6 +679,8 @@ class Listing(Generic[T]):
     ) -> Page[T]:
         """One page, asked by ``asked`` (see ``parse``); ``chain``: the pages with links
         ``get_next_page()`` went through to it."""
+        if self.span is None:  # a page asked for by hand, or a walk that records nothing
+            _otel.configure()
         response = await download(self.sender, url, self.options, params, self.span)
         return self.parse(response, asked, chain)
 

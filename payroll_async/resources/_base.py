@@ -80,7 +80,11 @@ class Binding:
 
     async def send(self, request: Request) -> Response:
         """``request`` sent by the transport's loop: the Response of its 2xx."""
-        response: Response = await self.send_recovering(request, None)
+        transport = self.transport
+        if self._closing.closed or transport.is_closed:
+            raise transport.closed_error()
+        response: Response = await transport.loop(request)
+        record(response)
         return response
 
     async def send_recovering(self, request: Request, recovery: Recovery | None) -> Any:

@@ -318,6 +318,17 @@ async def test_ssl_cert_file_keeps_working(
     await _list_through(f"https://localhost:{service.port}", service)
 
 
+def test_a_plain_http_service_reads_no_trust_store(
+    ca: PrivateCA, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TLS never happens on an http:// service: its client reads no CA bundle (some 20 ms
+    of CPU for the system's), even with SSL_CERT_FILE set; an https:// one does."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca.bundle))
+    assert PayrollClient("http://127.0.0.1:9", "tok")._transport.route.ssl is True
+    https = PayrollClient(f"https://{SERVICE_HOST}", "tok")._transport.route.ssl
+    assert isinstance(https, ssl.SSLContext)
+
+
 @pytest.fixture
 def hashed(ca: PrivateCA, tmp_path: Path) -> Path:
     """The CA in a directory of hashed certificates, as ``c_rehash`` makes one."""

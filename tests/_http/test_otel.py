@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -180,3 +182,46 @@ async def test_nothing_is_recorded_when_telemetry_is_off(
     async with PayrollClient(emu.base_url, emu.token) as client:
         await client.payroll_connections.list().collect()
     assert spans.get_finished_spans() == ()
+
+
+_LATER = """
+import asyncio
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from payroll_async import PayrollClient
+from payroll_async.testing import MockTransport, page_response
+
+async def main():
+    transport = MockTransport(lambda request: page_response([]))
+    async with PayrollClient("https://api.example.com", "tok", transport=transport) as client:
+        listing = client.payroll_connections.list()
+        await listing  # telemetry off: nothing is recorded, nothing is kept of the check
+        exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+        await listing  # the first page alone: no walk, no operation span
+        print(sorted(span.name for span in exporter.get_finished_spans()))
+        data = reader.get_metrics_data()
+        scopes = [s for r in data.resource_metrics for s in r.scope_metrics]
+        print(sorted(m.name for s in scopes for m in s.metrics))
+
+asyncio.run(main())
+"""
+
+
+def test_providers_set_after_the_client_made_requests_get_spans_at_once() -> None:
+    """Each request reads the providers as they are now: a tracer and a meter installed
+    after a client has already sent requests record its very next one."""
+    out = subprocess.run(
+        [sys.executable, "-c", _LATER], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    spans, instruments = out.stdout.splitlines()
+    assert spans == "['GET']"
+    assert instruments == "['http.client.request.duration']"
