@@ -10,7 +10,7 @@ move; the kernel's share of a send is not counted):
 - ``floor``: aiohttp's own request (``session.get(url)``, ``read()``), as the floor sends;
 - ``wire``: the SDK's transport below the seam (``AiohttpTransport``: its gated connector,
   the body read within its bound, the ``TransportResponse``);
-- ``send``: the whole request path above it too (``build_request``, ``Binding.send``,
+- ``send``: the whole request path above it too (``build_request``, ``BoundClient.send``,
   ``Transport.loop``, the attempt and the exchange);
 - ``ready``: the path above the seam alone, over a transport whose answer is ready.
 

@@ -22,7 +22,7 @@ from ._http._options import SINGLE_ATTEMPT, ClientOptions, FinalOptions, Unpack,
 from ._http._seam import AsyncTransport
 from ._http._transport import DEFAULT_HEADERS, Transport
 from .resources import EmployerIdentifiers, PayrollConnections, Webhooks
-from .resources._base import Binding, Closing
+from .resources._base import BoundClient, Closing
 from .resources._generic import Generic
 from .resources._generic_calls import GenericCalls
 
@@ -198,7 +198,7 @@ class PayrollClient(GenericCalls):
         self._parent = parent  # a copy shares its parent's transport and never closes it
         self._state = ClientState.UNOPENED
         self._closing = Closing()
-        binding = Binding(transport, options=options, closing=self._closing)
+        binding = BoundClient(transport, options=options, closing=self._closing)
         self.webhooks = Webhooks(binding)
         self.employer_identifiers = EmployerIdentifiers(binding)
         self.payroll_connections = PayrollConnections(binding)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
+import attrs
 from multidict import MultiDict
 from yarl import URL
 
@@ -57,27 +58,18 @@ logger: logging.Logger = logging.getLogger("payroll_async")
 _GATE_EVENT_MIN = 0.001  # seconds at the gate worth an event on the attempt's span
 
 
+@attrs.define(slots=True, eq=False, repr=False)
 class Request:
-    """What every attempt of one request sends: built once per request (a plain class: one
-    is made for every page of a walk); read only, by convention."""
+    """What every attempt of one request sends: built once per request (one for every
+    page of a walk). Read only, by convention: a frozen attrs class costs three times as
+    much to make, a mutable one no more than a plain class."""
 
-    __slots__ = ("data", "headers", "method", "options", "params", "url")
-
-    def __init__(
-        self,
-        method: str,
-        url: URL,
-        params: Mapping[str, Any] | None,
-        data: bytes | None,
-        headers: Mapping[str, str],
-        options: FinalOptions,
-    ) -> None:
-        self.method: str = method
-        self.url: URL = url
-        self.params: Mapping[str, Any] | None = params
-        self.data: bytes | None = data
-        self.headers: Mapping[str, str] = headers
-        self.options: FinalOptions = options
+    method: str
+    url: URL
+    params: Mapping[str, Any] | None
+    data: bytes | None
+    headers: Mapping[str, str]
+    options: FinalOptions
 
 
 def build_request(
@@ -99,33 +91,20 @@ def build_request(
     return Request(method, url, params, data, headers, options)
 
 
+@attrs.define(slots=True, eq=False, repr=False)
 class Exchange:
     """What one send got back: the answer's status line, headers and body, and its time.
+    Made for every request; read only, by convention (as ``Request``)."""
 
-    A plain class (read only by this package's attempt): made for every request, it costs
-    a third of a frozen attrs class's making."""
-
-    __slots__ = ("body", "headers", "reason", "sends", "started", "status", "url")
-
-    def __init__(
-        self,
-        status: int,
-        reason: str | None,
-        url: URL,
-        headers: Mapping[str, str],
-        body: bytes,
-        started: float,
-        sends: int,
-    ) -> None:
-        self.status: int = status
-        self.reason: str | None = reason
-        self.url: URL = url
-        self.headers: Mapping[str, str] = headers
-        self.body: bytes = body
-        self.started: float = started
-        self.sends: int = sends
-        """How many times the transport put the request on the wire (aiohttp's DELETEs
-        are counted)."""
+    status: int
+    reason: str | None
+    url: URL
+    headers: Mapping[str, str]
+    body: bytes
+    started: float
+    sends: int
+    """How many times the transport put the request on the wire (aiohttp's DELETEs are
+    counted)."""
 
 
 async def exchange(

@@ -102,36 +102,25 @@ class AsyncTransport(Protocol):
         ...
 
 
+@attrs.define(slots=True, eq=False, repr=False)
 class Response:
     """What ``Transport.loop()`` returns: nothing in it needs the connection any more.
+    Made for every request; read only, by convention (a frozen attrs class costs three
+    times as much to make, a mutable one no more than a plain class)."""
 
-    A plain class, made for every request (a frozen attrs class costs three times as
-    much to make); read only, by convention."""
-
-    __slots__ = ("body", "headers", "method", "secret", "status", "url")
-
-    def __init__(
-        self,
-        method: str,
-        status: int,
-        url: URL,
-        headers: CIMultiDictProxy[str] | Mapping[str, str],
-        body: bytes,
-        secret: str | None = None,
-    ) -> None:
-        self.method: str = method
-        """The method sent."""
-        self.status: int = status
-        """The HTTP status (a 2xx)."""
-        self.url: URL = url
-        """The URL answered, query included."""
-        self.headers: CIMultiDictProxy[str] | Mapping[str, str] = headers
-        """The response headers (case-insensitive), the Link header as it came (a
-        listing's pages read it: ``_paging``)."""
-        self.body: bytes = body
-        """The whole body, at most the client's ``max_response_size``."""
-        self.secret: str | None = secret
-        """The token the request was sent with, to redact if the body echoes it."""
+    method: str
+    """The method sent."""
+    status: int
+    """The HTTP status (a 2xx)."""
+    url: URL
+    """The URL answered, query included."""
+    headers: CIMultiDictProxy[str] | Mapping[str, str]
+    """The response headers (case-insensitive), the Link header as it came (a listing's
+    pages read it: ``_paging``)."""
+    body: bytes
+    """The whole body, at most the client's ``max_response_size``."""
+    secret: str | None = None
+    """The token the request was sent with, to redact if the body echoes it."""
 
     def __repr__(self) -> str:
         shown = shown_url(self.url, self.secret)

@@ -1,8 +1,8 @@
 """One page of a listing and what comes after it: ``Page``, the Link header read into
 ``Links``, and the one next-page rule (``_NextPageContext.following``), which
 ``Page.next_page_info()``, ``has_next_page()``, ``get_next_page()`` and every walk ask;
-``Listing`` (what every request of a walk shares), ``Quota`` (``max_items``) and
-``Sender`` (what the requests go through).
+``ListRequest`` (what every request of a walk shares), ``MaxItems`` (``max_items``) and
+``SendsPages`` (what the requests go through).
 
 The rule, for a page of ``got`` items (after ``max_items`` and the limit asked):
 
@@ -51,12 +51,12 @@ __all__ = [
     "NO_LINKS",
     "LinkKey",
     "Links",
-    "Listing",
+    "ListRequest",
     "NextRequest",
     "Page",
     "PageInfo",
-    "Quota",
-    "Sender",
+    "MaxItems",
+    "SendsPages",
     "believed_total",
     "download",
     "link_key",
@@ -254,7 +254,7 @@ while-loop over ``get_next_page()`` ends on a loop of up to this many pages."""
 
 
 @attrs.frozen(slots=True)
-class Quota:
+class MaxItems:
     """A walk's ``max_items`` and its arithmetic: what to ask for first, what is left."""
 
     wanted: int | None
@@ -275,9 +275,9 @@ class Quota:
             return page_size
         return max(1, min(page_size, left))
 
-    def after(self, emitted: int) -> Quota:
+    def after(self, emitted: int) -> MaxItems:
         """What is left to want once ``emitted`` items were yielded."""
-        return self if self.wanted is None else Quota(self.left(emitted))
+        return self if self.wanted is None else MaxItems(self.left(emitted))
 
 
 # --- the next request --------------------------------------------------------------------
@@ -357,7 +357,7 @@ class _NextPageContext:
 
     def __init__(
         self,
-        listing: Listing[Any],
+        listing: ListRequest[Any],
         response: Response,
         links: Links,
         asked: NextRequest | None,
@@ -453,7 +453,7 @@ class _NextPageContext:
 # --- a page ------------------------------------------------------------------------------
 
 
-class Sender(Protocol):
+class SendsPages(Protocol):
     """What a paginator sends its GETs through: one client's transport, options and state."""
 
     @property
@@ -576,7 +576,7 @@ class Page(Generic[T]):
 
 
 def download(
-    sender: Sender,
+    sender: SendsPages,
     url: URL,
     options: FinalOptions,
     params: Mapping[str, Any] | None,
@@ -589,17 +589,17 @@ def download(
 
 
 async def _download_in(
-    span: Any, sender: Sender, url: URL, options: FinalOptions, params: Mapping[str, Any] | None
+    span: Any, sender: SendsPages, url: URL, options: FinalOptions, params: Mapping[str, Any] | None
 ) -> Response:
     with _otel.using(span):
         return await sender.send(build_request("GET", url, options, params))
 
 
 @attrs.define(slots=True)
-class Listing(Generic[T]):
+class ListRequest(Generic[T]):
     """What every page request of one walk shares: where, how, and how to read a page."""
 
-    sender: Sender
+    sender: SendsPages
     url: URL
     params: Mapping[str, Any]
     options: FinalOptions

@@ -50,10 +50,10 @@ from .._http._options import FinalOptions
 from .._http._seam import Response
 from ..models import ListMeta
 from ._decode import Decodes, PageDecoder
-from ._page import Listing, NextRequest, Page, PageInfo, Quota, Sender
+from ._page import ListRequest, MaxItems, NextRequest, Page, PageInfo, SendsPages
 from ._walks import Walk
 
-__all__ = ["AsyncPaginator", "Page", "PageInfo", "PageSource", "Sender"]
+__all__ = ["AsyncPaginator", "Page", "PageInfo", "PageSource", "SendsPages"]
 
 T = TypeVar("T")
 
@@ -65,7 +65,7 @@ class PageSource(Generic[T]):
 
     __slots__ = ("_listing",)
 
-    def __init__(self, listing: Listing[T]) -> None:
+    def __init__(self, listing: ListRequest[T]) -> None:
         self._listing = listing
 
     def request(self, offset: int, limit: int) -> Awaitable[Response]:
@@ -103,7 +103,7 @@ class AsyncPaginator(Generic[T]):
 
     def __init__(
         self,
-        sender: Sender,
+        sender: SendsPages,
         path: str,
         model: type[T],
         *,
@@ -119,14 +119,14 @@ class AsyncPaginator(Generic[T]):
         self._model = model
         self._decoder: Decodes = PageDecoder(model)
         self._params = params
-        self._quota = Quota(max_items)
+        self._max_items = MaxItems(max_items)
         self._start_offset = start_offset
         self._options = options
 
     def __repr__(self) -> str:
         return (
             f"<AsyncPaginator {self._path} page_size={self._options.page_size} "
-            f"max_items={self._quota.wanted} start_offset={self._start_offset}>"
+            f"max_items={self._max_items.wanted} start_offset={self._start_offset}>"
         )
 
     @property
@@ -146,7 +146,7 @@ class AsyncPaginator(Generic[T]):
             "path": self._path,
             "query": {str(k): str(v) for k, v in sorted(self._params.items())},
             "start_offset": self._start_offset,
-            "max_items": self._quota.wanted,
+            "max_items": self._max_items.wanted,
         }
 
     def skip(self, count: int) -> AsyncPaginator[T]:
@@ -162,12 +162,12 @@ class AsyncPaginator(Generic[T]):
             return self
         clone = copy.copy(self)
         clone._start_offset = self._start_offset + count
-        clone._quota = self._quota.after(count)
+        clone._max_items = self._max_items.after(count)
         return clone
 
-    def _listing(self) -> Listing[T]:
+    def _listing(self) -> ListRequest[T]:
         """What every page request of one walk of this listing shares."""
-        return Listing(
+        return ListRequest(
             sender=self._sender,
             url=self._sender.url(self._path),
             params=self._params,
@@ -217,20 +217,19 @@ class AsyncPaginator(Generic[T]):
 
     async def _first_page(self) -> Page[T]:
         # One request, as the walk's first: no fetch-ahead of the pages after it.
-        quota = self._quota
-        if quota.reached(0):  # as iterating it: nothing is asked for, so nothing is sent
+        if self._max_items.reached(0):  # as iterating it: nothing is asked for, so nothing is sent
             return _no_page(self._start_offset, self._params)
         listing = self._listing()
         return await listing.fetch(*self._first_request(listing))
 
     def _first_request(
-        self, listing: Listing[T]
+        self, listing: ListRequest[T]
     ) -> tuple[URL, Mapping[str, Any] | None, NextRequest]:
         """The URL, parameters and request of the listing's first page."""
         offset = self._start_offset
-        limit = self._quota.limit(self._options.page_size)
+        limit = self._max_items.limit(self._options.page_size)
         url, params = listing.target(offset, limit)
-        return url, params, NextRequest(None, offset, limit, None, None, self._quota.wanted)
+        return url, params, NextRequest(None, offset, limit, None, None, self._max_items.wanted)
 
     async def collect(self) -> list[T]:
         """Every item in a list (mind the memory for large collections)."""
@@ -252,7 +251,7 @@ class _Walker(Generic[T]):
     def __init__(self, paginator: AsyncPaginator[T]) -> None:
         self._paginator = paginator
         self._walk: Walk[T] | None = None
-        self._listing: Listing[T] | None = None
+        self._listing: ListRequest[T] | None = None
         self._over = False
         self._pages = self._items = 0
 
@@ -276,7 +275,7 @@ class _Walker(Generic[T]):
     async def _first(self) -> Walk[T] | None:
         p = self._paginator
         listing = self._listing = p._listing()
-        if p._quota.reached(0):
+        if p._max_items.reached(0):
             return None
         listing.open_span()
         first = await listing.fetch(*p._first_request(listing))

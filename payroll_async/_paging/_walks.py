@@ -17,7 +17,7 @@ from typing import Generic, TypeVar
 
 from .._core._exceptions import PaginationError
 from .._http._seam import Response
-from ._page import LinkKey, Listing, NextRequest, Page, believed_total, link_key
+from ._page import LinkKey, ListRequest, NextRequest, Page, believed_total, link_key
 
 __all__ = ["Walk"]
 
@@ -51,7 +51,7 @@ class Walk(Generic[T]):
         "_window",
     )
 
-    def __init__(self, listing: Listing[T], first: Page[T]) -> None:
+    def __init__(self, listing: ListRequest[T], first: Page[T]) -> None:
         self._listing = listing
         self._page: Page[T] | None = first
         self._handed = False

@@ -31,7 +31,7 @@ from .._http._transport import Transport
 from .._paging._decode import structure_body
 from .._paging._pagination import AsyncPaginator
 
-__all__ = ["Binding", "RawView", "Resource", "operation", "raw"]
+__all__ = ["BoundClient", "RawView", "Resource", "operation", "raw"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -48,7 +48,7 @@ class Closing:
         self.closed: bool = False
 
 
-class Binding:
+class BoundClient:
     """One client as its resources and paginators see it: transport, options, state.
 
     Every request goes through ``send()``, which refuses to send once this client (or
@@ -118,7 +118,7 @@ class Resource:
     _name = "resource"
     """The operation spans' prefix: ``payroll_connections`` in ``payroll_connections.list``."""
 
-    def __init__(self, binding: Binding) -> None:
+    def __init__(self, binding: BoundClient) -> None:
         self._binding = binding
 
     @property

@@ -9,7 +9,7 @@ from .._core._types import IdLike, SortLike
 from .._http._options import CallOptions, ListOptions, Unpack
 from .._paging._pagination import AsyncPaginator
 from ..models import EmployerIdentifier, InviteSession, UpdateGroup
-from ._base import Binding, RawView, Resource, operation, raw
+from ._base import BoundClient, RawView, Resource, operation, raw
 
 __all__ = ["EmployerIdentifiers", "Invites", "InvitesWithRawResponse", "UpdateGroups"]
 
@@ -84,7 +84,7 @@ class EmployerIdentifiers(Resource):
 
     _name = "employer_identifiers"
 
-    def __init__(self, binding: Binding) -> None:
+    def __init__(self, binding: BoundClient) -> None:
         super().__init__(binding)
         self.update_groups: UpdateGroups = UpdateGroups(binding)
         """The update groups of an employer."""
