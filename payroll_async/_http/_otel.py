@@ -123,8 +123,6 @@ def attempt(
     Without a tracer or a meter configured, a shared context that yields None (no
     generator to make for every request).
     """
-    if _GLOBALS and trace._TRACER_PROVIDER is None and _meters._METER_PROVIDER is None:
-        return _NO_SPAN  # telemetry off, as by default: two reads, no call
     if not _tracing():
         return _NO_SPAN if not _metering() else _METRICS_ONLY_SPAN
     return _attempt_span(method, url, number, secret)

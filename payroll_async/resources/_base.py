@@ -78,21 +78,22 @@ class BoundClient:
         """A call's options over this client's: the record its requests read."""
         return options.over(self.options)
 
+    def _open(self) -> Transport:
+        """The transport, unless this client (or the one it was copied from) is closed."""
+        if self._closing.closed or self.transport.is_closed:
+            raise self.transport.closed_error()
+        return self.transport
+
     async def send(self, request: Request) -> Response:
         """``request`` sent by the transport's loop: the Response of its 2xx."""
-        transport = self.transport
-        if self._closing.closed or transport.is_closed:
-            raise transport.closed_error()
-        response: Response = await transport.loop(request)
+        response: Response = await self._open().loop(request)
         record(response)
         return response
 
     async def send_recovering(self, request: Request, recovery: Recovery | None) -> Any:
         """``send``, with ``recovery`` consulted when an answer is lost: the Response of a
         2xx, or what ``recovery.find`` found the lost attempt did."""
-        if self._closing.closed or self.transport.is_closed:
-            raise self.transport.closed_error()
-        found = await self.transport.loop(request, recovery)
+        found = await self._open().loop(request, recovery)
         if isinstance(found, Response):
             record(found)
         return found
