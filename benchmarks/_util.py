@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -118,3 +119,20 @@ def run_child(script: str, kind: str, base: str, target: str) -> dict[str, Any]:
         raise RuntimeError(f"{kind} into {target} failed:\n{out.stderr}")
     result: dict[str, Any] = json.loads(out.stdout.splitlines()[-1])
     return result
+
+
+def instructions(command: Sequence[str], env: Mapping[str, str] | None = None) -> int:
+    """The instructions ``command`` runs, as valgrind's callgrind counts them (the
+    machine's load does not move them)."""
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
+    found = re.search(r"Collected : (\d+)", out.stderr)
+    if found is None:
+        raise RuntimeError(f"no instruction count from callgrind:\n{out.stderr}")
+    return int(found.group(1))

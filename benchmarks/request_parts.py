@@ -23,15 +23,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _util import HERE, ROOT, TOKEN, process_serving
+from _util import HERE, TOKEN, instructions, process_serving
 
 if os.environ.get("PAYROLL_BASELINE"):  # another checkout's SDK first
     sys.path.insert(0, os.environ["PAYROLL_BASELINE"])
@@ -96,24 +94,12 @@ async def requests(layer: str, base: str, count: int) -> None:
             await binding.send(build_request("GET", url(i), options))
 
 
-def instructions(layer: str, base: str, count: int, baseline: str | None) -> int:
+def layer_instructions(layer: str, base: str, count: int, baseline: str | None) -> int:
     """The instructions of a process that sends ``count`` requests through ``layer``."""
     env = dict(os.environ)
     if baseline is not None:
         env.update(PYTHONPATH=baseline, PAYROLL_BASELINE=baseline)
-    command = [sys.executable, __file__, "--child", layer, base, str(count)]
-    out = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-    )
-    found = re.search(r"Collected : (\d+)", out.stderr)
-    if found is None:
-        raise RuntimeError(f"no instruction count from callgrind:\n{out.stderr}")
-    return int(found.group(1))
+    return instructions([sys.executable, __file__, "--child", layer, base, str(count)], env)
 
 
 def main() -> int:
@@ -136,8 +122,8 @@ def main() -> int:
             for layer in LAYERS:
                 if layer == "floor" and baseline is not None:
                     continue  # no SDK code: the same for every checkout
-                few = instructions(layer, base, 300, baseline)
-                many = instructions(layer, base, 1300, baseline)
+                few = layer_instructions(layer, base, 300, baseline)
+                many = layer_instructions(layer, base, 1300, baseline)
                 print(f"{name}: {layer}: {(many - few) / 1000:,.0f} instructions/request")
     return 0
 

@@ -55,7 +55,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections import deque
@@ -66,7 +65,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _clients import HEADERS, floor_pages
-from _util import HERE, ROOT, TOKEN, machine, median, process_serving, table
+from _util import HERE, ROOT, TOKEN, instructions, machine, median, process_serving, table
 
 # The baseline variant: another checkout's SDK first. After the imports above, since
 # ``_clients`` puts this checkout first as it is imported (before 2026-11-28, session 2,
@@ -334,19 +333,7 @@ def run(
     if not callgrind:
         out = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT, env=env)
         return float(json.loads(out.stdout.splitlines()[-1])["cpu"])
-    with tempfile.TemporaryDirectory() as folder:
-        out = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={folder}/out", *command],
-            check=True,
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env=env,
-        )
-    found = re.search(r"Collected : (\d+)", out.stderr)
-    if found is None:
-        raise RuntimeError(f"no instruction count from callgrind:\n{out.stderr}")
-    return float(found.group(1))
+    return float(instructions(command, env))
 
 
 def main() -> int:
