@@ -352,18 +352,15 @@ class Handling:
         return task
 
 
-_RETRY_AFTER = "5"  # seconds: a busy claim or an unreachable store is asked again then
 _RETRY_WITHIN = 1.0  # seconds: a failed renewal or recording is tried again within this
 
 
 def _busy() -> Reply:
-    return answer({"error": "being handled by another receiver"}, 409, Retry_After=_RETRY_AFTER)
+    return answer({"error": "being handled by another receiver"}, 409)
 
 
 def _unreachable() -> Reply:
-    return answer(
-        {"error": "the receivers' shared memory cannot be reached"}, 503, Retry_After=_RETRY_AFTER
-    )
+    return answer({"error": "the receivers' shared memory cannot be reached"}, 503)
 
 
 async def _logging_failure(call: Awaitable[None], doing: str, key: str) -> None:
@@ -382,7 +379,6 @@ def _unrecorded() -> Reply:
     return answer(
         {"error": "handled, but the receivers' shared memory could not record it"},
         503,
-        Retry_After=_RETRY_AFTER,
     )
 
 

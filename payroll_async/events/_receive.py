@@ -59,9 +59,16 @@ class Reply:
     """The JSON body: ``{"status": ...}`` or ``{"error": ...}``."""
 
 
+RETRY_AFTER = "5"
+"""Seconds a sender is asked to wait before it delivers again after a 409 or a 503."""
+
+
 def answer(document: Mapping[str, str], status: int = 200, **headers: str) -> Reply:
-    """A JSON reply (``Retry_After="5"`` is sent as ``Retry-After: 5``)."""
+    """A JSON reply (``Content_Type="x"`` is sent as ``Content-Type: x``); a 409 or a 503
+    always carries ``Retry-After``, so that a sender knows when to deliver again."""
     named = {name.replace("_", "-"): value for name, value in headers.items()}
+    if status in (409, 503):
+        named.setdefault("Retry-After", RETRY_AFTER)
     return Reply(status, {"Content-Type": "application/json", **named}, dumps(dict(document)))
 
 

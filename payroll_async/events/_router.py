@@ -311,9 +311,7 @@ class EventRouter:
                     event.event_id,
                     type(exc).__name__,
                 )
-            return answer(
-                {"error": "the inbox cannot store notifications"}, 503, Retry_After=_RETRY_AFTER
-            )
+            return answer({"error": "the inbox cannot store notifications"}, 503)
         if self._inbox_failing:
             self._inbox_failing = False
             logger.info("the inbox stores notifications again")
@@ -381,9 +379,6 @@ class EventRouter:
     def dedupe_memory(self) -> int:
         """Approximate bytes held by the event ids remembered in this process."""
         return 0 if self._local is None else self._local.memory
-
-
-_RETRY_AFTER = "5"  # seconds: an inbox that failed is asked again then
 
 
 def _number(value: object) -> bool:

@@ -335,9 +335,9 @@ async def test_a_copy_waiting_on_a_cancelled_handling_does_not_hang() -> None:
         payload = json.dumps(body(event_id="c")).encode()
         async with aiohttp.ClientSession() as first, aiohttp.ClientSession() as others:
 
-            async def deliver(session: aiohttp.ClientSession) -> int:
+            async def deliver(session: aiohttp.ClientSession) -> tuple[int, str | None]:
                 async with session.post(url, data=payload) as response:
-                    return response.status
+                    return response.status, response.headers.get("Retry-After")
 
             hung_up = asyncio.create_task(deliver(first))
             await started.wait()
@@ -345,8 +345,8 @@ async def test_a_copy_waiting_on_a_cancelled_handling_does_not_hang() -> None:
             await arrivals.reached(2)  # the copy is waiting on the first handling
             hung_up.cancel()  # the first sender hangs up mid-handling
             await first.close()
-            assert await asyncio.wait_for(copy, 10) == 503
-            assert await deliver(others) == 200  # not remembered as handled: runs again
+            assert await asyncio.wait_for(copy, 10) == (503, "5")
+            assert await deliver(others) == (200, None)  # not remembered as handled: runs again
     assert runs == 2
 
 
@@ -710,6 +710,34 @@ async def test_an_inbox_that_hangs_is_bounded_by_the_handler_timeout() -> None:
     router = EventRouter(secret=SECRET, inbox=Hanging(), handler_timeout=0.05)
     raw, headers = signed()
     assert (await router.receive(raw, headers)).status == 503
+
+
+async def test_every_503_says_when_to_deliver_again() -> None:
+    # a handler, an inbox or a verify hook past the handler timeout: each 503 carries
+    # Retry-After, as the answers for an unreachable store or a busy claim do
+    async def hang() -> bool:
+        await asyncio.Event().wait()
+        return True
+
+    class Hanging:
+        async def accept(self, event: WebhookEvent, body: bytes) -> bool:
+            return await hang()
+
+    async def verify(request: Any, body: bytes) -> bool:
+        return await hang()
+
+    timed_out = EventRouter(secret=SECRET, handler_timeout=0.05)
+
+    @timed_out.on()
+    async def handler(event: WebhookEvent) -> None:
+        await hang()
+
+    stores = EventRouter(secret=SECRET, inbox=Hanging(), handler_timeout=0.05)
+    verifies = EventRouter(verify=verify, handler_timeout=0.05)
+    raw, headers = signed()
+    for router in (timed_out, stores, verifies):
+        reply = await router.receive(raw, headers)
+        assert (reply.status, reply.headers.get("Retry-After")) == (503, "5")
 
 
 def test_an_inbox_is_checked_when_the_router_is_built() -> None:
