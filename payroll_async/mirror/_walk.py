@@ -39,7 +39,6 @@ as the data shows it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import operator
@@ -149,46 +148,36 @@ class Walk:
         seconds after its first page came (fewer, larger writes while pages come fast),
         unless the listing's first page came within ``near`` seconds; a page that fails
         is never waited for: the batch is given first, then the failure raised."""
-        try:
-            async with contextlib.aclosing(self._batches(most, least, hold, near)) as batches:
-                async for batch in batches:
-                    yield batch
-        finally:
-            self._source.end(self._pages, self._items)
-
-    async def _batches(
-        self, most: int, least: int, hold: float, near: float
-    ) -> AsyncGenerator[list[Sequence[Any]], None]:
         source = self._source
         clock = asyncio.get_running_loop().time
         asked = clock()
-        try:
-            page = source.page(await source.request(0, self._size))
-        except NotFoundError:
-            if not self._missing_ok:
-                raise
-            self._doubts("the listing is gone")
-            return  # the listing itself is gone (an employer deleted): unproven
-        total, limit = page.meta.total_count, page.meta.limit
-        self.total = total if type(total) is int else None
-        if type(limit) is int and 2 <= limit < self._size:
-            # The service pages smaller than asked: walk at its page size (found once,
-            # here), so that each page is one answer (one moment of the listing).
-            self._size, self._step = limit, limit - 1
-        if clock() - asked < near:
-            least = 0  # a near listing: its pages are written as they come
-        planned = _pages_for(max(self.total or 0, self._hint), self._size, self._step)
-        # A listing that grows as fast as the walk advances would keep it going for ever:
-        # past twice the pages planned, the walk stops, unproven.
-        bound = 2 * planned + 16
-        requests = 0
         pending: deque[tuple[int, asyncio.Future[Any]]] = deque()
-        offset, after = 0, self._step  # this page's offset; the next one to ask for
-        boundary: Any = None  # the item the next page must start with
-        batch: list[Sequence[Any]] = []
-        held = 0  # the batch's items
-        since = 0.0  # when its first page came
         try:
+            try:
+                page = source.page(await source.request(0, self._size))
+            except NotFoundError:
+                if not self._missing_ok:
+                    raise
+                self._doubts("the listing is gone")
+                return  # the listing itself is gone (an employer deleted): unproven
+            total, limit = page.meta.total_count, page.meta.limit
+            self.total = total if type(total) is int else None
+            if type(limit) is int and 2 <= limit < self._size:
+                # The service pages smaller than asked: walk at its page size (found once,
+                # here), so that each page is one answer (one moment of the listing).
+                self._size, self._step = limit, limit - 1
+            if clock() - asked < near:
+                least = 0  # a near listing: its pages are written as they come
+            planned = _pages_for(max(self.total or 0, self._hint), self._size, self._step)
+            # A listing that grows as fast as the walk advances would keep it going for
+            # ever: past twice the pages planned, the walk stops, unproven.
+            bound = 2 * planned + 16
+            requests = 0
+            offset, after = 0, self._step  # this page's offset; the next one to ask for
+            boundary: Any = None  # the item the next page must start with
+            batch: list[Sequence[Any]] = []
+            held = 0  # the batch's items
+            since = 0.0  # when its first page came
             while True:
                 outcome = self._check(offset, page, boundary)
                 items = page.items
@@ -253,6 +242,7 @@ class Walk:
                 for task in tasks:
                     if not task.cancelled():
                         task.exception()
+            source.end(self._pages, self._items)
         ids = self._ids
         if self._own and ids is not None:
             ids.freeze()
