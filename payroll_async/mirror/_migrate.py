@@ -37,8 +37,17 @@ _SCHEMA_LOCK = 0x7061_7972_6F6C_6C00  # "payroll\0": the PostgreSQL lock of sche
 async def ensure_schema(db: Database, connection: AsyncConnection) -> None:
     """Create the mirror's tables on first use, migrate those of an earlier version (one
     transaction); refuse a schema newer than this release's."""
-    if db.dialect == "sqlite" and await _as_made(db, connection):
-        return
+    if db.dialect == "sqlite":
+        # Every table and index as this release makes them, at its version: one read,
+        # where the full check reflects every table.
+        with db.errors("reading the mirror's tables"):
+            version = None
+            if await connection.run_sync(sqlite_as_made):
+                found = await connection.exec_driver_sql("SELECT max(version) FROM mirror_schema")
+                version = found.scalar()
+            await connection.commit()
+        if version == SCHEMA_VERSION:
+            return
     with db.errors("creating the mirror's tables"):
         async with db.schema_transaction(connection, _SCHEMA_LOCK):
             stored = await connection.run_sync(install)
@@ -55,18 +64,6 @@ async def ensure_schema(db: Database, connection: AsyncConnection) -> None:
             f"the mirror tables in {db.shown} are not as the mirror made them: "
             f"{'; '.join(differ)}. Restore them, or mirror into a new database"
         )
-
-
-async def _as_made(db: Database, connection: AsyncConnection) -> bool:
-    """SQLite: whether every table and index is as this release makes them, at its
-    version (one read; anything else takes the full check, which reflects every table)."""
-    with db.errors("reading the mirror's tables"):
-        version = None
-        if await connection.run_sync(sqlite_as_made):
-            found = await connection.exec_driver_sql("SELECT max(version) FROM mirror_schema")
-            version = found.scalar()
-        await connection.commit()
-    return version == SCHEMA_VERSION
 
 
 def install(conn: Connection) -> int | None:

@@ -177,14 +177,9 @@ def sent_listing(
     known: KnownDigests | None = None,
 ) -> Callable[..., Any]:
     """``listing`` (a list method of the client) with its pages decoded as `SentPage`s."""
-    decoders: dict[type[Any], SentPageDecoder] = {}
 
     def sent(**options: Any) -> Any:
         paginator = listing(**options)
-        model = paginator.model
-        decoder = decoders.get(model)
-        if decoder is None:
-            decoder = decoders[model] = SentPageDecoder(model, key, order, known)
-        return paginator.with_decoder(decoder)
+        return paginator.with_decoder(SentPageDecoder(paginator.model, key, order, known))
 
     return sent

@@ -152,19 +152,9 @@ class Store:
     async def start(self, started_at: datetime.datetime) -> None:
         await self._sql.attach(self._conn)
         self.known, self.live_at_start = await self._sql.live_digests(self._conn)
-        await self._conn.execute(
-            insert(RUNS).values(
-                run_id=self.run_id,
-                collection=self._collection,
-                started_at=started_at,
-                finished_at=None,
-                complete=False,
-                items=0,
-                inserted=0,
-                updated=0,
-                deleted=0,
-            )
-        )
+        row = {"run_id": self.run_id, "collection": self._collection, "started_at": started_at}
+        counts = dict.fromkeys(("items", "inserted", "updated", "deleted"), 0)
+        await self._conn.execute(insert(RUNS).values(**row, complete=False, **counts))
         await self._conn.commit()
 
     async def write_pages(self, pages: Sequence[SentPage]) -> None:

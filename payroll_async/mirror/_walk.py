@@ -1,39 +1,28 @@
 """A walk of a listing that proves which items it did not miss.
 
-Offsets shift while a listing changes: an item deleted before the walk's position moves
-every later item up one offset, so a plain offset walk can skip an item that exists the
-whole time. This walk asks for overlapping pages (each page starts at the previous page's
-last item) in the service's default order, oldest first, and checks each overlap:
+Offsets shift while a listing changes (a deletion moves every later item up one), so a
+plain offset walk can skip an item that exists the whole time. This walk asks for pages
+in the service's default order, each starting at the previous page's last item, and
+checks each overlap: page 0 holds every item up to its last one, and a page k+1 that
+starts with page k's last item holds every item after it up to its own last one,
+whenever each page was fetched. When every overlap holds and a page shorter than asked
+reaches its own ``totalCount``, every item that existed during the whole walk was seen:
+the walk is *proven*. Anything it saw that disagrees with what the service said makes it
+unproven (``doubt``: the first reason), and it still delivers every page it fetched:
 
-- page 0 starts at offset 0, so it holds every item up to its last one, X0;
-- page k+1 starting with Xk means it holds every item after Xk up to its own last one,
-  whenever each page was fetched (concurrently is fine);
-- a page shorter than asked whose items reach the page's own ``totalCount`` ends the
-  listing.
-
-So when every overlap holds and such a page ends the chain, every item that existed
-during the whole walk was seen: the walk is *proven*, and an item it did not see was
-absent at some moment of it. The walk is proven only if everything it saw agrees with
-everything the service said; any of these makes it unproven (its ``doubt`` says which
-came first), and it still delivers every page it fetched:
-
-- a page that does not start with the previous page's last item (the boundary moved);
-- a page shorter than asked while its ``totalCount`` says more (a disturbance, never an
-  end: the walk goes on from the short page's last item to walk the rest as well as it
-  can), or a page with more items than asked;
-- ``meta.limit`` other than the page size walked, ``meta.offset`` other than the offset
-  asked, or no integer ``totalCount``;
-- a ``totalCount`` smaller than the items the walk saw up to that page (a capped count:
-  the walk goes on past it while pages come back full, up to its bound);
-- items out of order under ``MIRROR_ORDER`` (the order key going down, or changing for
-  the boundary item), or two items with the same order key at a page's edge;
-- one id seen twice, other than each boundary item in its two pages (found at the end of
-  the walk, or of the pass when the walk adds its ids to the pass's ``seen``);
-- the bound: more requests than twice the pages that the larger of the first
-  ``totalCount`` and ``hint`` (the rows the mirror holds) call for, plus 16.
-
-This needs a stable total order: ASSUMED in ``_assumed.MIRROR_ORDER``, and checked as far
-as the data shows it.
+- a page that does not start with the previous page's last item;
+- a page shorter than asked while its ``totalCount`` says more (the walk goes on from its
+  last item), or longer than asked;
+- ``meta.limit`` other than the page size walked, ``meta.offset`` other than asked, or no
+  integer ``totalCount``;
+- a ``totalCount`` below the items seen up to that page (a capped count: the walk goes on
+  while pages come back full, up to its bound);
+- order keys (``_assumed.MIRROR_ORDER``) going down, changing for the boundary item, or
+  tying at a page's edge;
+- one id seen twice, other than each boundary item (found at the end of the walk, or of
+  the pass when the walk adds its ids to the pass's ``seen``);
+- more requests than twice the pages that the larger of the first ``totalCount`` and
+  ``hint`` (the rows the mirror holds) call for, plus 16.
 """
 
 from __future__ import annotations
@@ -43,14 +32,15 @@ import logging
 import math
 import operator
 from collections import deque
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import Any
 
 from .._core._exceptions import NotFoundError
 from .._paging._page import Page
+from .._paging._pagination import PageSource
 from ._seen import SeenIds
 
-__all__ = ["HOLD_ITEMS", "HOLD_NEAR", "HOLD_SECONDS", "Source", "Walk"]
+__all__ = ["HOLD_ITEMS", "HOLD_NEAR", "HOLD_SECONDS", "Walk"]
 
 logger = logging.getLogger("payroll_async")
 
@@ -71,22 +61,6 @@ this machine, a service next door) and no batch of it waits: there the walk is n
 waiting on the network, and holding cost 5-8% of wall (measured at 0 ms)."""
 
 
-class Source(Protocol):
-    """Where a walk's pages come from: one request a page, started at once."""
-
-    def request(self, offset: int, limit: int) -> Awaitable[Any]:
-        """Start the request for ``limit`` items from ``offset`` (a task, already running)."""
-        ...
-
-    def page(self, answer: Any) -> Page[Any]:
-        """The page a finished request answered."""
-        ...
-
-    def end(self, pages: int, items: int) -> None:
-        """The walk is over: it took ``pages`` pages of ``items`` items in all."""
-        ...
-
-
 def _pages_for(total: int, size: int, step: int) -> int:
     """The pages after the first that a listing of ``total`` items needs."""
     return 0 if total < size else (total - size) // step + 1
@@ -97,7 +71,7 @@ class Walk:
 
     def __init__(
         self,
-        source: Source,
+        source: PageSource[Any],
         key: Callable[[Any], Any],
         order: Callable[[Any], Any],
         *,
@@ -107,8 +81,6 @@ class Walk:
         hint: int = 0,
         seen: SeenIds | None = None,
     ) -> None:
-        if page_size < 2:
-            raise ValueError("the mirror walks pages of at least 2 items (they overlap by one)")
         self._source = source
         self._key = key
         self._order = order
