@@ -74,10 +74,10 @@ async def mirror(
     with ``on_change``. ``update-groups`` covers every employer, or only ``employer``.
     Another run of the same collection into the same database raises `MirrorBusyError`,
     or is waited for with ``wait=True`` (``on_wait`` is told). Database failures raise
-    `MirrorError`, whose text never holds a credential of the URL. ``on_progress`` is called with a
-    `MirrorProgress` after each write (for a progress bar; it must not block).
-    ``page_size`` items a request,
-    ``concurrency`` pages fetched ahead, at most ``max_passes`` walks of the listing.
+    `MirrorError`, whose text never holds a credential of the URL. ``on_progress`` is
+    called with a `MirrorProgress` after each write (for a progress bar; it must not
+    block). ``page_size`` items a request, ``concurrency`` pages fetched ahead, at most
+    ``max_passes`` walks of the listing.
 
     A run that would mark more rows deleted than ``max_deletions`` (default: half of the
     live rows, from 100; None: no bound) marks none and raises `MirrorDeletionsError`.

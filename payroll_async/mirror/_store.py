@@ -108,12 +108,11 @@ class Store:
         self._inflight: asyncio.Future[None] | None = None  # the last write's statements
         self._opened = 0.0
         self._pending: list[Change] = []  # its changes
-        self._committing: list[Change] = []  # the changes of a commit in flight
+        self._committing: list[Change] | None = None  # a commit in flight: its changes
         self.untold: collections.deque[Change] = collections.deque()
         """The changes committed and not told yet, in order (the run tells them)."""
         self.refused = False
         """Whether ``on_change`` raised: the run tells no more (it ends with that error)."""
-        self._commit_in_flight = False
         self._pending_rows = 0
         self._writing = False  # inside write_pages (it commits for itself at its end)
         self._idle: asyncio.TimerHandle | None = None  # commits while the walk waits
@@ -371,7 +370,6 @@ class Store:
         self._cancel_idle()
         self._committing, self._pending, self._pending_rows = self._pending, [], 0
         self._inflight = asyncio.ensure_future(self._commit(self._inflight, transaction))
-        self._commit_in_flight = True
 
     def _arm_idle(self) -> None:
         delay = max(0.0, self._opened + COMMIT_SECONDS - time.monotonic())
@@ -416,10 +414,9 @@ class Store:
     def _done_inflight(self, inflight: asyncio.Future[None]) -> None:
         """The statements or commit in flight are done: a commit's changes join ``untold``."""
         self._inflight = None
-        committing, self._committing = self._committing, []
-        if self._commit_in_flight and not inflight.cancelled() and inflight.exception() is None:
+        committing, self._committing = self._committing, None
+        if committing is not None and not inflight.cancelled() and inflight.exception() is None:
             self.untold.extend(committing)
-        self._commit_in_flight = False
 
     async def commit(self) -> None:
         """Commit the pages written since the last commit; their changes join ``untold``."""
@@ -445,7 +442,7 @@ class Store:
         self._cancel_idle()
         inflight = self._inflight
         if inflight is not None:
-            if not self._commit_in_flight:
+            if self._committing is None:
                 inflight.cancel()
             await asyncio.wait([inflight])
             self._done_inflight(inflight)
