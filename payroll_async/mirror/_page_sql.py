@@ -441,11 +441,12 @@ class Statements:
         known = KnownDigests()
         rows = 0
         if self._driver is not None:
-            # SQLite: a part's digests come back as one text, parsed by msgspec in C (a
-            # part with a value other than an integer, written by hand, is read row by
-            # row); the parts follow the rowid, where the last one ended.
+            # SQLite: a part's digests (those that are integers: one may be written by
+            # hand) come back as one text, parsed by msgspec in C; the parts follow the
+            # rowid, where the last one ended.
             part = (
-                f'FROM (SELECT rowid, "mirror_digest" AS d FROM {self._name} '
+                "SELECT group_concat(CASE WHEN typeof(d) = 'integer' THEN d END), count(*), "
+                f'max(rowid) FROM (SELECT rowid, "mirror_digest" AS d FROM {self._name} '
                 'WHERE rowid > ? AND "mirror_deleted_at" IS NULL '
                 f"ORDER BY rowid LIMIT {_DIGESTS_PART})"
             )
@@ -454,15 +455,10 @@ class Statements:
             await self._driver.execute_fetchall(f"PRAGMA cache_size={_SCAN_CACHE}")
             try:
                 while True:
-                    ((values, count, last),) = await self._driver.execute_fetchall(
-                        f"SELECT group_concat(d), count(*), max(rowid) {part}", (after,)
-                    )
+                    found = await self._driver.execute_fetchall(part, (after,))
+                    ((values, count, last),) = found
                     if values:
-                        try:
-                            known.add(_integers(f"[{values}]"))
-                        except msgspec.DecodeError:
-                            each = await self._driver.execute_fetchall(f"SELECT d {part}", (after,))
-                            known.add([d for (d,) in each if type(d) is int])
+                        known.add(_integers(f"[{values}]"))
                     rows += count
                     if count < _DIGESTS_PART:
                         break

@@ -40,17 +40,6 @@ class SeenIds:
     """An exact set of ids (``uuid.UUID``, their ``8-4-4-4-12`` text, or ints taken modulo
     2**128): add, freeze, look up."""
 
-    __slots__ = (
-        "_distinct",
-        "_high",
-        "_low",
-        "_pending",
-        "_records",
-        "_sorted",
-        "added",
-        "frozen",
-    )
-
     def __init__(self) -> None:
         self._high = [array("Q") for _ in range(_BUCKETS)]
         self._low = [array("Q") for _ in range(_BUCKETS)]
@@ -175,8 +164,6 @@ class KnownDigests:
     ones is known whole by one comparison in C; any other is looked up digest by digest
     (in a set, or a sorted array past ``KNOWN_SET_ROWS`` rows), and the cursor moves to
     its last known item."""
-
-    __slots__ = ("_exact", "_order", "_pos", "_sorted")
 
     def __init__(self, digests: Iterable[int] | None = None) -> None:
         self._order = array("q")
