@@ -19,7 +19,7 @@ aiosqlite's thread as one job (``run_all``): one wake-up of the event loop per w
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -356,7 +356,7 @@ class Statements:
         self.time = converter(table.c.mirror_first_seen_at, self.dialect)
         self.uuid = converter(table.c[key], self.dialect)
         counted = ("finished_at", "complete", "items", "inserted", "updated", "deleted")
-        self._progress, order = compiled(
+        self.progress, order = compiled(  # (finished, complete, the counts, run)
             update(RUNS)
             .where(RUNS.c.run_id == bindparam("run"))
             .values({name: bindparam(name) for name in counted}),
@@ -392,7 +392,7 @@ class Statements:
                 await self._driver.execute("PRAGMA temp_store = MEMORY")
                 await self._driver.execute(CREATE_STAGE)
 
-    async def _run(self, conn: AsyncConnection, statement: str, params: Any) -> list[Any]:
+    async def run(self, conn: AsyncConnection, statement: str, params: Any) -> list[Any]:
         if self._driver is not None:
             found: list[Any] = list(await self._driver.execute_fetchall(statement, params))
             return found
@@ -407,7 +407,7 @@ class Statements:
         if self._job is not None:
             found: list[list[Any]] = await self._job(partial(_execute_all, statements))
             return found
-        return [await self._run(conn, statement, params) for statement, params in statements]
+        return [await self.run(conn, statement, params) for statement, params in statements]
 
     async def delete(
         self, conn: AsyncConnection, run: Any, collection: str, now: Any, ids: list[Any]
@@ -417,22 +417,9 @@ class Statements:
         pg = self.dialect == "postgresql"
         keys = ids if pg else json.dumps([str(i) for i in ids])
         params = (self.uuid(run), collection, "deleted", self.time(now), keys)
-        found = await self._run(conn, self._deleted, params)
-        await self._run(conn, self._delete, params[3:])
+        found = await self.run(conn, self._deleted, params)
+        await self.run(conn, self._delete, params[3:])
         return {str(key): before for key, before in found}
-
-    async def progress(
-        self,
-        conn: AsyncConnection,
-        run: Any,
-        counts: Sequence[int],
-        finished: Any = None,
-        complete: bool = False,
-    ) -> None:
-        """Set a run's counts (items, inserted, updated, deleted) in ``mirror_runs``, and
-        when it finished, complete or not."""
-        params = (self.time(finished), complete, *counts, self.uuid(run))
-        await self._run(conn, self._progress, params)
 
     async def live_digests(self, conn: AsyncConnection) -> tuple[KnownDigests, int]:
         """``mirror_digest`` of the live rows (every scope; a row of schema 1 has none), and

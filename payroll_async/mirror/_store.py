@@ -297,9 +297,10 @@ class Store:
         self, finished: datetime.datetime | None = None, complete: bool = False
     ) -> None:
         """The run's counts into ``mirror_runs`` (before each commit, and at the end)."""
-        counts = self.counts
+        sql, counts = self._sql, self.counts
         numbers = (self.items, counts.inserted, counts.updated, counts.deleted)
-        await self._sql.progress(self._conn, self.run_id, numbers, finished, complete)
+        params = (sql.time(finished), complete, *numbers, sql.uuid(self.run_id))
+        await sql.run(self._conn, sql.progress, params)
 
     def begin_pass(self) -> None:
         self.items = 0
