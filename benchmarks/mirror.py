@@ -94,7 +94,7 @@ def bare_upsert(source: str, target: str) -> dict[str, Any]:
     from payroll_async._sql import MIRROR_PRAGMAS
     from payroll_async.mirror._store import COMMIT_ROWS
 
-    every = COMMIT_ROWS["sqlite"]
+    every = COMMIT_ROWS
 
     src = sqlite3.connect(source.removeprefix("sqlite:///"))
     ddl = [

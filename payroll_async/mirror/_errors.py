@@ -1,11 +1,8 @@
-"""The mirror's errors (database failures, typed, with the URL's credentials never in
-them) and the deletion guard: a run that would mark too many rows deleted marks none.
+"""The mirror's errors (never with the URL's credentials) and the deletion guard.
 
-An empty but honest-looking listing (``data: []``, ``totalCount: 0``: another account's
-token, a sandbox, an emptied replica) is a proven walk, and the rows it did not see are
-proven gone. Like rsync's ``--max-delete``, a bound on the deletions of one run keeps such
-an answer from emptying the user's table: beyond it the run marks none and says how many
-it would have, and how to allow them.
+An empty but honest-looking listing (another account's token, a sandbox, an emptied
+replica) is a proven walk: like rsync's ``--max-delete``, a bound on one run's deletions
+keeps it from emptying the user's table (beyond it the run marks none).
 """
 
 from __future__ import annotations
@@ -92,18 +89,17 @@ DEFAULT_FLOOR = 100
 """Live rows from which the default bound applies: a smaller table may lose every row."""
 
 
-def check_max_deletions(value: MaxDeletions) -> MaxDeletions:
+def check_max_deletions(value: MaxDeletions) -> None:
     """``max_deletions`` checked: a count (0 or more), None or NOT_GIVEN, else
     `InvalidArgumentError` (before any request)."""
     if value is None or isinstance(value, NotGiven):
-        return value
+        return
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidArgumentError(
             f"max_deletions must be an integer (0 or more), or None for no bound, not {value!r}"
         )
     if value < 0:
         raise InvalidArgumentError(f"max_deletions must be 0 or more, got {value}")
-    return value
 
 
 def refusal(

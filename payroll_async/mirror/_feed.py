@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import attrs
 from sqlalchemy import ColumnElement, Text, cast, func, select
@@ -40,10 +41,14 @@ class Feed:
 
     async def last(self) -> int:
         """The id of the newest change of any collection (0 when there is none)."""
+        ((found,),) = await self._rows(select(func.max(CHANGES.c.change_id)))
+        return int(found or 0)
+
+    async def _rows(self, query: Any) -> Sequence[Any]:
+        """``query``'s rows, read in a short transaction of its own."""
         with self.db.errors(f"reading the changes in {self.db.shown}"):
             async with self.conn.begin():
-                found = await self.conn.scalar(select(func.max(CHANGES.c.change_id)))
-        return int(found or 0)
+                return (await self.conn.execute(query)).all()
 
     async def after(
         self, change_id: int, limit: int = 5000, skip_run: uuid.UUID | None = None
@@ -66,10 +71,7 @@ class Feed:
             groups = TABLES["update-groups"].table
             query = query.join(groups, groups.c.update_group_id == CHANGES.c.item_id)
             where = where & (groups.c.employer_identifier_id == self.employer)
-        query = query.where(where).order_by(CHANGES.c.change_id).limit(limit)
-        with self.db.errors(f"reading the changes in {self.db.shown}"):
-            async with self.conn.begin():
-                rows = (await self.conn.execute(query)).all()
+        rows = await self._rows(query.where(where).order_by(CHANGES.c.change_id).limit(limit))
         return [
             (
                 int(number),
@@ -86,9 +88,7 @@ class Feed:
         query = select(func.count(), func.max(CHANGES.c.change_id)).where(
             (CHANGES.c.change_id > after) & (CHANGES.c.run_id == run_id)
         )
-        with self.db.errors(f"reading the changes in {self.db.shown}"):
-            async with self.conn.begin():
-                number, last = (await self.conn.execute(query)).one()
+        ((number, last),) = await self._rows(query)
         return int(number or 0), None if last is None else int(last)
 
 

@@ -1,9 +1,7 @@
-"""The mirror's tables created, or migrated from an earlier version's, rows kept.
-
-The migration runs in the transaction that checks the version, so that a run interrupted
-during it leaves the old schema as it was. In SQLite a table whose form changed is made
-again and its rows copied; a user's view on it keeps working (the rename leaves views as
-they are) and a user's own index or trigger on it is made again on the new table.
+"""The mirror's tables created, or migrated from an earlier version's in the transaction
+that checks the version (an interrupted migration leaves the old schema as it was). In
+SQLite a changed table is made again, its rows copied; a user's view on it keeps working
+and a user's own index or trigger on it is made again on the new table.
 """
 
 from __future__ import annotations
@@ -39,8 +37,17 @@ _SCHEMA_LOCK = 0x7061_7972_6F6C_6C00  # "payroll\0": the PostgreSQL lock of sche
 async def ensure_schema(db: Database, connection: AsyncConnection) -> None:
     """Create the mirror's tables on first use, migrate those of an earlier version (one
     transaction); refuse a schema newer than this release's."""
-    if db.dialect == "sqlite" and await _as_made(db, connection):
-        return
+    if db.dialect == "sqlite":
+        # Every table and index as this release makes them, at its version: one read,
+        # where the full check reflects every table.
+        with db.errors("reading the mirror's tables"):
+            version = None
+            if await connection.run_sync(sqlite_as_made):
+                found = await connection.exec_driver_sql("SELECT max(version) FROM mirror_schema")
+                version = found.scalar()
+            await connection.commit()
+        if version == SCHEMA_VERSION:
+            return
     with db.errors("creating the mirror's tables"):
         async with db.schema_transaction(connection, _SCHEMA_LOCK):
             stored = await connection.run_sync(install)
@@ -59,27 +66,9 @@ async def ensure_schema(db: Database, connection: AsyncConnection) -> None:
         )
 
 
-async def _as_made(db: Database, connection: AsyncConnection) -> bool:
-    """SQLite: whether every table and index is exactly as this release makes them (its
-    ``CREATE`` statement in ``sqlite_master``) at this release's version: one read,
-    where the full check reflects every table. Anything else (a first run, an earlier
-    or later version, a table changed by hand) takes the full check."""
-    with db.errors("reading the mirror's tables"):
-        version = None
-        if await connection.run_sync(sqlite_as_made):
-            found = await connection.exec_driver_sql("SELECT max(version) FROM mirror_schema")
-            version = found.scalar()
-        await connection.commit()
-    return version == SCHEMA_VERSION
-
-
 def install(conn: Connection) -> int | None:
-    """Create, or migrate to this release's, the mirror's tables; the version found.
-
-    Runs in the caller's transaction: a migration interrupted at any point leaves the
-    tables of the version found. A version newer than this release's is left untouched
-    (the caller refuses it).
-    """
+    """Create, or migrate to this release's, the mirror's tables in the caller's
+    transaction; the version found (a newer one is left untouched: the caller refuses it)."""
     stored: int | None = None
     if inspect(conn).has_table(SCHEMA.name):
         stored = conn.execute(select(func.max(SCHEMA.c.version))).scalar()
@@ -87,8 +76,7 @@ def install(conn: Connection) -> int | None:
         return stored
     if stored is not None and stored < SCHEMA_VERSION:
         _upgrade(conn, stored)
-    # The tables missing, by one read of the names (not a look-up a table), each with its
-    # indexes; a table that exists is left as it is (``differences`` checks it).
+    # The tables missing, by one read of the names (``differences`` checks the others).
     existing = set(inspect(conn).get_table_names())
     missing = [table for table in METADATA.sorted_tables if table.name not in existing]
     METADATA.create_all(conn, tables=missing, checkfirst=False)
@@ -146,16 +134,14 @@ def _rebuild(
     if not hexed and set(table.c.keys()) <= set(columns):
         return  # in this release's form already
     moved = f"{table.name}__migrating"
-    # The user's own indexes and triggers on the table, as they were made (their text
-    # names the table, which the new one is): made again on the new table below.
+    # The user's own indexes and triggers on the table, made again on the new one below.
     theirs = conn.exec_driver_sql(
         "SELECT name, sql FROM sqlite_master WHERE tbl_name = ? AND type IN ('index', "
         "'trigger') AND sql IS NOT NULL ORDER BY type, name",
         (table.name,),
     ).all()
-    # legacy_alter_table: the rename leaves views and triggers naming the table as they
-    # are (they name the new table once it is made), where SQLite's modern rename would
-    # make them name the old one, which is dropped.
+    # legacy_alter_table: the rename leaves views naming the table (the new one, once
+    # made), where SQLite's modern rename would make them name the old one.
     conn.exec_driver_sql("PRAGMA legacy_alter_table=ON")
     try:
         conn.exec_driver_sql(

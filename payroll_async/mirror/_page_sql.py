@@ -1,37 +1,25 @@
-"""SQLite reads the page: one write's items compared, upserted and recorded in SQL.
+"""The database reads the page: one write's items compared, upserted and recorded in SQL.
 
-Each page goes to SQLite once, as the text the service sent (one bound parameter), with
-the digests of its items (a JSON array, in the items' order). ``json_each`` splits the
-page into its items; SQLite itself compares each with its row, extracts the typed
-columns, upserts them and records the changes with ``before``/``after``, in set-based
-statements over a temporary table of the write's items (each id once: the last seen of
-it is written). Python converts no column value.
-
-An item's kind (a column of the temporary table):
-
-- ``inserted``: no row, or a row marked deleted;
-- ``updated``: a live row with another ``mirror_item``;
-- ``kept``: the very item kept (its text, or the same JSON less whitespace) with another
-  digest (an earlier build's), or a row of schema 1 (no ``mirror_item``) whose typed
-  columns are the item's: written again, not a change;
-- NULL: the very item kept with its digest: nothing to write.
+SQLite gets each page as the text the service sent (one parameter) with its items'
+digests; ``json_each`` splits it into a temporary table of the write's items (each id
+once, as last seen), and set-based statements compare each with its row, extract the
+typed columns, upsert them and record the changes with ``before``/``after``. An item's
+kind there: ``inserted`` (no row, or a row marked deleted), ``updated`` (a live row with
+another ``mirror_item``), ``kept`` (the very item kept under another digest, or a row of
+schema 1 whose typed columns are the item's: written again, not a change) or NULL
+(nothing to write). PostgreSQL does the same in one statement (`PostgresPageSQL`).
 
 A value a typed column cannot hold (a timestamp outside the years 1 to 9999 in UTC, an
-integer past 64 bits, a text with a NUL character, which SQLite's JSON functions cut
-short) is NULL in its column and kept in ``mirror_item``; the write reads back which
-columns were left NULL where the item had a value, for the warning.
-
-The run's other statements (its progress, compiled once by SQLAlchemy; the deletions;
-the live rows' digests) are `Statements`'. In SQLite a write's statements go to
-aiosqlite's thread as one job (``run_all``), on the driver's connection: none of
-SQLAlchemy's work per statement, one wake-up of the event loop per write.
+integer past 64 bits, a text with a NUL) is NULL in its column and kept in
+``mirror_item``; the write reads back which columns were left NULL, for the warning.
+`Statements` are the run's other statements; in SQLite a write's statements go to
+aiosqlite's thread as one job (``run_all``): one wake-up of the event loop per write.
 """
 
 from __future__ import annotations
 
 import json
-import operator
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -59,11 +47,9 @@ CREATE_STAGE = (
 
 def _timestamp(value: str) -> str:
     """``YYYY-MM-DD HH:MM:SS.ffffff`` UTC (as the schema's type writes it) of the RFC 3339
-    text ``value``. The service's own form (``T``, ``Z``) is cut and padded as text; any
-    other (``t``/space, ``z``, an offset with or without its colon; a fraction is cut to
-    microseconds) goes through SQLite's ``strftime``,
-    which applies the offset (the fraction, which an offset of whole minutes leaves alone,
-    is taken from the text); NULL outside the years 1 to 9999 in UTC, or for another form."""
+    text ``value``: the service's own form (``T``, ``Z``) cut and padded as text, any other
+    through ``strftime`` (the fraction, cut to microseconds, taken from the text); NULL
+    outside the years 1 to 9999 in UTC, or for another form."""
     return (
         f"CASE WHEN {value} GLOB '????-??-??T??:??:??Z' THEN replace(substr({value}, 1, 19), "
         f"'T', ' ') || '.000000' WHEN {value} GLOB '????-??-??T??:??:??.??????Z' THEN "
@@ -104,9 +90,8 @@ class PageSQL:
             f"json_each(:drop))) AS j LEFT JOIN {name} AS t ON t.{key} = j.k"
         )
         """One page into the write's items, each compared with its row, less the items at
-        ``:drop`` (seen again later in the write: each id is written once, as last seen).
-        Not a unique index on the ids: its inserts cost 0.3-0.5 µs an item of SQLite's
-        thread (the stage's 3.1 against 2.6-2.8, 100,000 items)."""
+        ``:drop`` (seen again later in the write; Python knows them: a unique index would
+        cost 0.3-0.5 µs an item)."""
         self.clear = f"DELETE FROM {_STAGE_TABLE}"
         self.count = (
             "SELECT coalesce(sum(kind = 'inserted'), 0), coalesce(sum(kind = 'updated'), 0), "
@@ -266,13 +251,10 @@ def _pg_expression(column: Any, path: str) -> str:
 
 
 class PostgresPageSQL:
-    """The one statement that writes a write's pages into one collection's table, in
-    PostgreSQL: the items of its pages as sent (one ``json`` parameter, an array, beside
-    their digests in another; each id once, the last seen), compared with their rows, upserted,
-    their changes recorded, and what the run needs back (the counts; the changes, when
-    someone is told; the items with a column left NULL where they have a value) as one
-    row. ``json`` keeps each item's text as sent (``jsonb`` would not, nor hold a
-    ``\\u0000``)."""
+    """The one statement of a write in PostgreSQL: its items as sent (one ``json`` array,
+    which keeps each item's text, where ``jsonb`` would not, beside their digests), each id
+    once (the last seen), compared, upserted and recorded, giving back one row: the counts,
+    the changes when someone is told, the items with a column left NULL."""
 
     def __init__(self, mirrored: MirrorTable, scope_column: str | None) -> None:
         table = mirrored.table
@@ -334,10 +316,6 @@ class PostgresPageSQL:
         """The write, giving back its changes too (someone is told of them)."""
 
 
-_first = operator.itemgetter(0)
-_encode = msgspec.json.encode
-
-
 _DIGESTS_PART = 100_000  # SQLite: live rows' digests read at once
 # SQLite's page cache while the live rows' digests are read (its default, 2,000 KiB): the
 # read passes every page of the table once, and a run's larger cache would take a new page
@@ -378,7 +356,7 @@ class Statements:
         self.time = converter(table.c.mirror_first_seen_at, self.dialect)
         self.uuid = converter(table.c[key], self.dialect)
         counted = ("finished_at", "complete", "items", "inserted", "updated", "deleted")
-        self._progress, order = compiled(
+        self.progress, order = compiled(  # (finished, complete, the counts, run)
             update(RUNS)
             .where(RUNS.c.run_id == bindparam("run"))
             .values({name: bindparam(name) for name in counted}),
@@ -388,31 +366,23 @@ class Statements:
             raise AssertionError(f"unexpected parameters of the progress: {order}")
         quoted = dialect.identifier_preparer.quote
         self._name, self._key = quoted(table.name), quoted(key)
-        if self.dialect == "postgresql":
-            marks, ids, later = ("$1", "$2", "$3", "$4", "$5"), "= ANY({}::uuid[])", "$2"
-        else:
-            marks, ids, later = (
-                ("?1", "?2", "?3", "?4", "?5"),
-                "IN (SELECT value FROM json_each({}))",
-                "?2",
-            )
+        pg = self.dialect == "postgresql"
+        m = [f"{'$' if pg else '?'}{n}" for n in range(6)]  # m[n]: the nth parameter
+        ids = "= ANY({}::uuid[])" if pg else "IN (SELECT value FROM json_each({}))"
         live = f"{self._key} {ids} AND mirror_deleted_at IS NULL"
-        self._deleted = (
+        self._deleted = (  # (run, collection, "deleted", now, ids)
             'INSERT INTO mirror_changes (run_id, collection, item_id, change, at, "before",'
-            f' "after") SELECT {marks[0]}, {marks[1]}, {self._key}, {marks[2]}, {marks[3]},'
-            f" mirror_item, NULL FROM {self._name} WHERE {live.format(marks[4])}"
+            f' "after") SELECT {m[1]}, {m[2]}, {self._key}, {m[3]}, {m[4]}, mirror_item, NULL'
+            f" FROM {self._name} WHERE {live.format(m[5])}"
             ' RETURNING item_id, CAST("before" AS TEXT)'  # (asyncpg would parse json)
         )
-        """The changes of marking some rows deleted (run, collection, "deleted", now, ids)."""
-        self._delete = (
-            f"UPDATE {self._name} SET mirror_deleted_at = {marks[0]} WHERE {live.format(later)}"
+        self._delete = (  # (now, ids)
+            f"UPDATE {self._name} SET mirror_deleted_at = {m[1]} WHERE {live.format(m[2])}"
         )
-        """Marking them deleted (now, ids)."""
 
     async def attach(self, conn: AsyncConnection) -> None:
-        """SQLite: run this table's statements on the driver's connection itself (aiosqlite:
-        one hop to its thread each, none of SQLAlchemy's work per statement). Transactions
-        stay SQLAlchemy's: its ``begin`` sends ``BEGIN IMMEDIATE`` on that connection."""
+        """SQLite: run this table's statements on the driver's connection itself (none of
+        SQLAlchemy's work per statement); its ``begin`` still sends ``BEGIN IMMEDIATE``."""
         if self.dialect == "sqlite":
             raw = await conn.get_raw_connection()
             self._driver = raw.driver_connection
@@ -422,7 +392,7 @@ class Statements:
                 await self._driver.execute("PRAGMA temp_store = MEMORY")
                 await self._driver.execute(CREATE_STAGE)
 
-    async def _run(self, conn: AsyncConnection, statement: str, params: Any) -> list[Any]:
+    async def run(self, conn: AsyncConnection, statement: str, params: Any) -> list[Any]:
         if self._driver is not None:
             found: list[Any] = list(await self._driver.execute_fetchall(statement, params))
             return found
@@ -432,14 +402,12 @@ class Statements:
     async def run_all(
         self, conn: AsyncConnection, statements: list[tuple[str, Any]]
     ) -> list[list[Any]]:
-        """SQLite: run ``statements`` (with their parameters) one after another, and give
-        each one's rows; on the driver's connection as one job of its thread (no round
-        trip to the event loop between two: the thread goes on while the loop walks, and
-        the loop is woken once)."""
+        """Run ``statements`` (with their parameters) one after another, and give each
+        one's rows; in SQLite as one job of the driver's thread (the loop woken once)."""
         if self._job is not None:
             found: list[list[Any]] = await self._job(partial(_execute_all, statements))
             return found
-        return [await self._run(conn, statement, params) for statement, params in statements]
+        return [await self.run(conn, statement, params) for statement, params in statements]
 
     async def delete(
         self, conn: AsyncConnection, run: Any, collection: str, now: Any, ids: list[Any]
@@ -449,25 +417,9 @@ class Statements:
         pg = self.dialect == "postgresql"
         keys = ids if pg else json.dumps([str(i) for i in ids])
         params = (self.uuid(run), collection, "deleted", self.time(now), keys)
-        found = await self._run(conn, self._deleted, params)
-        await self._run(conn, self._delete, params[3:])
+        found = await self.run(conn, self._deleted, params)
+        await self.run(conn, self._delete, params[3:])
         return {str(key): before for key, before in found}
-
-    async def progress(
-        self,
-        conn: AsyncConnection,
-        run: Any,
-        counts: Sequence[int],
-        finished: Any = None,
-        complete: bool = False,
-    ) -> None:
-        """Set a run's counts (items, inserted, updated, deleted) in ``mirror_runs``, and
-        when it finished, complete or not."""
-        params = (self.time(finished), complete, *counts, self.uuid(run))
-        if self._driver is not None:
-            await self._driver.execute(self._progress, params)
-        else:
-            await conn.exec_driver_sql(self._progress, params)
 
     async def live_digests(self, conn: AsyncConnection) -> tuple[KnownDigests, int]:
         """``mirror_digest`` of the live rows (every scope; a row of schema 1 has none), and
@@ -476,11 +428,12 @@ class Statements:
         known = KnownDigests()
         rows = 0
         if self._driver is not None:
-            # SQLite: a part's digests come back as one text, parsed by msgspec in C (a
-            # part with a value other than an integer, written by hand, is read row by
-            # row); the parts follow the rowid, where the last one ended.
+            # SQLite: a part's digests (those that are integers: one may be written by
+            # hand) come back as one text, parsed by msgspec in C; the parts follow the
+            # rowid, where the last one ended.
             part = (
-                f'FROM (SELECT rowid, "mirror_digest" AS d FROM {self._name} '
+                "SELECT group_concat(CASE WHEN typeof(d) = 'integer' THEN d END), count(*), "
+                f'max(rowid) FROM (SELECT rowid, "mirror_digest" AS d FROM {self._name} '
                 'WHERE rowid > ? AND "mirror_deleted_at" IS NULL '
                 f"ORDER BY rowid LIMIT {_DIGESTS_PART})"
             )
@@ -489,15 +442,10 @@ class Statements:
             await self._driver.execute_fetchall(f"PRAGMA cache_size={_SCAN_CACHE}")
             try:
                 while True:
-                    ((values, count, last),) = await self._driver.execute_fetchall(
-                        f"SELECT group_concat(d), count(*), max(rowid) {part}", (after,)
-                    )
+                    found = await self._driver.execute_fetchall(part, (after,))
+                    ((values, count, last),) = found
                     if values:
-                        try:
-                            known.add(_integers(f"[{values}]"))
-                        except msgspec.DecodeError:
-                            each = await self._driver.execute_fetchall(f"SELECT d {part}", (after,))
-                            known.add([d for (d,) in each if type(d) is int])
+                        known.add(_integers(f"[{values}]"))
                     rows += count
                     if count < _DIGESTS_PART:
                         break
@@ -508,7 +456,7 @@ class Statements:
         statement = f'SELECT "mirror_digest" FROM {self._name} WHERE "mirror_deleted_at" IS NULL'
         result = await conn.stream(text(statement))
         async for chunk in result.partitions(10_000):
-            digests = list(map(_first, chunk))
+            digests = [digest for (digest,) in chunk]
             rows += len(digests)
             known.add([value for value in digests if type(value) is int])
         await result.close()

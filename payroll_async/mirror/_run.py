@@ -74,10 +74,10 @@ async def mirror(
     with ``on_change``. ``update-groups`` covers every employer, or only ``employer``.
     Another run of the same collection into the same database raises `MirrorBusyError`,
     or is waited for with ``wait=True`` (``on_wait`` is told). Database failures raise
-    `MirrorError`, whose text never holds a credential of the URL. ``on_progress`` is called with a
-    `MirrorProgress` after each write (for a progress bar; it must not block).
-    ``page_size`` items a request,
-    ``concurrency`` pages fetched ahead, at most ``max_passes`` walks of the listing.
+    `MirrorError`, whose text never holds a credential of the URL. ``on_progress`` is
+    called with a `MirrorProgress` after each write (for a progress bar; it must not
+    block). ``page_size`` items a request, ``concurrency`` pages fetched ahead, at most
+    ``max_passes`` walks of the listing.
 
     A run that would mark more rows deleted than ``max_deletions`` (default: half of the
     live rows, from 100; None: no bound) marks none and raises `MirrorDeletionsError`.
@@ -135,9 +135,8 @@ class _Run:
         try:
             async with db.connect() as conn:
                 notify = on_wait or (lambda message: logger.warning("%s", message))
-                # The run lock first: a run that waits for another of its collection says
-                # so (the schema's check would wait for that run's write lock in SQLite,
-                # silently).
+                # The lock first: a run that waits says so (in SQLite the schema's check
+                # would wait for the other run's write lock silently).
                 name = mirrored.table.name
                 busy = f"another mirror of {name} into {db.shown} is running"
                 async with db.run_lock(conn, f"mirror:{name}", busy, wait, notify):
@@ -153,8 +152,7 @@ class _Run:
                         for attempt in range(max_passes):
                             self.pass_number = attempt + 1
                             store.begin_pass()
-                            # This run alone writes the table (the run lock): the live rows
-                            # are those at its start and its inserts.
+                            # (the run lock: the live rows are those at its start and its inserts)
                             self.hint = store.live_at_start + store.counts.inserted
                             proven = await self._pass()
                             await self._commit()  # the pass's last pages
@@ -185,9 +183,8 @@ class _Run:
                             await store.finish(complete)
                         await self._tell()
                     except BaseException:
-                        # Ended early (cancelled, a failure): what is committed is told,
-                        # unless on_change failed; the rest is rolled back, for the next
-                        # run to write.
+                        # Ended early: what is committed is told (unless on_change failed),
+                        # the rest rolled back for the next run to write.
                         await store.stop()
                         await self._tell()
                         raise
@@ -211,11 +208,9 @@ class _Run:
         return result
 
     async def _tell(self) -> None:
-        """Tell ``on_change`` the changes the store committed, in order, each once: a
-        change leaves ``store.untold`` as it is told (one being told when the run is
-        interrupted counts as told). Once ``on_change`` raised, nothing more: the run ends
-        with its error, and the changes not told are in ``mirror_changes`` (where
-        ``--changes`` reads)."""
+        """Tell ``on_change`` the changes the store committed, in order, each once (one
+        being told when the run is interrupted counts as told); once it raised, nothing
+        more (the run ends with its error; ``mirror_changes`` holds the rest)."""
         store, on_change = self.store, self.on_change
         untold = store.untold
         while untold and not store.refused:
@@ -233,9 +228,8 @@ class _Run:
             self.on_progress(MirrorProgress(self.store.items, total, self.pass_number))
 
     def _walk_of(self, listing: Callable[..., Any], key: str, order: str, items: bool) -> Walk:
-        """A walk of ``listing`` (a list method of the client); of the collection's own
-        ``items`` (not employers of update groups): its ids go into the store's (the
-        first pass's) ``seen``."""
+        """A walk of ``listing``; of the collection's own ``items`` (not the employers of
+        update groups), its ids go into the store's ``seen``."""
         paginator = listing(page_size=self.page_size, sort=MIRROR_ORDER)
         return Walk(
             paginator.page_source(),
@@ -269,8 +263,7 @@ class _Run:
         return await self._walk(self.scope, self._told)
 
     async def _walk(self, scope: uuid.UUID | None, told: Callable[[int | None], None]) -> bool:
-        """The walk of the collection (of ``scope``'s update groups), its pages as sent
-        (`SentPage`s: of an item whose digest a live row holds, its id and order key)."""
+        """The walk of the collection (of ``scope``'s update groups), its pages `SentPage`s."""
         collection, db, store = self.collection, self.db, self.store
         key = TABLES[collection].key
         order = MIRROR_ORDER_FIELDS[collection]
@@ -292,9 +285,8 @@ class _Run:
         return walk.proven
 
     async def _commit(self) -> None:
-        """Commit the pages written since the last commit (each whole) and tell their
-        changes: at the end of a pass, and when a walk fails (a write that failed has
-        rolled back)."""
+        """Commit the pages written since the last commit and tell their changes (at the
+        end of a pass, and when a walk fails)."""
         with self.db.errors(f"writing to {self.db.shown}"):
             await self.store.commit()
         await self._tell()

@@ -1,11 +1,8 @@
 """The mirror's tables: one per collection, ``mirror_runs``, ``mirror_changes``, the version.
 
-Typed columns on both databases: in PostgreSQL ``uuid``, ``timestamptz``, ``text[]``; in
-SQLite the closest it has (ids as the service writes them, lower-case ``8-4-4-4-12`` text;
-timestamps as ISO text, lists as JSON). Timestamps always come back timezone-aware UTC, so
-that a row read back compares equal to the item it was written from.
-
-``_migrate.install`` creates them, or migrates those of an earlier version.
+Typed columns: in PostgreSQL ``uuid``, ``timestamptz``, ``text[]``; in SQLite ids as the
+service writes them (lower-case ``8-4-4-4-12`` text), timestamps as ISO text, lists as
+JSON. Timestamps come back timezone-aware UTC. ``_migrate`` creates or migrates them.
 """
 
 from __future__ import annotations
@@ -96,9 +93,7 @@ class MirrorTable:
 
 
 def _table(name: str, key: str, *columns: Column[Any], scope: str | None = None) -> MirrorTable:
-    for column in columns:
-        # A value the database cannot hold (2**63, the year 10000 in UTC) is NULL in its
-        # column; mirror_item keeps the item as sent.
+    for column in columns:  # a value a column cannot hold is NULL (mirror_item keeps it)
         column.nullable = not column.primary_key
     table = Table(name, METADATA, *columns, *_bookkeeping())
     if scope is not None:
@@ -111,36 +106,36 @@ TABLES: dict[str, MirrorTable] = {
         "payroll_connections",
         "id",
         Column("id", ItemId, primary_key=True),
-        Column("employer_identifier_id", ItemId, nullable=False),
-        Column("payroll_platform_id", ItemId, nullable=False),
-        Column("created_at", UTCDateTime, nullable=False),
-        Column("status", Text, nullable=False),
-        Column("product", Text, nullable=False),
+        Column("employer_identifier_id", ItemId),
+        Column("payroll_platform_id", ItemId),
+        Column("created_at", UTCDateTime),
+        Column("status", Text),
+        Column("product", Text),
     ),
     "employer-identifiers": _table(
         "employer_identifiers",
         "id",
         Column("id", ItemId, primary_key=True),
-        Column("display_name", Text, nullable=False),
-        Column("identifier", Text, nullable=False),
-        Column("created_at", UTCDateTime, nullable=False),
+        Column("display_name", Text),
+        Column("identifier", Text),
+        Column("created_at", UTCDateTime),
     ),
     "webhooks": _table(
         "webhook_subscriptions",
         "webhook_subscription_id",
         Column("webhook_subscription_id", ItemId, primary_key=True),
-        Column("webhook_event_types", TEXT_LIST, nullable=False),
-        Column("path", Text, nullable=False),
-        Column("created_at", UTCDateTime, nullable=False),
-        Column("active", Boolean, nullable=False),
+        Column("webhook_event_types", TEXT_LIST),
+        Column("path", Text),
+        Column("created_at", UTCDateTime),
+        Column("active", Boolean),
     ),
     "update-groups": _table(
         "update_groups",
         "update_group_id",
         Column("update_group_id", ItemId, primary_key=True),
-        Column("employer_identifier_id", ItemId, nullable=False),
-        Column("upload_date", UTCDateTime, nullable=False),
-        Column("error_count", BigInteger, nullable=False),
+        Column("employer_identifier_id", ItemId),
+        Column("upload_date", UTCDateTime),
+        Column("error_count", BigInteger),
         scope="employer_identifier_id",
     ),
 }
@@ -187,9 +182,7 @@ SCHEMA = version_table("mirror_schema", METADATA)
 @functools.cache
 def made_in_sqlite() -> dict[str, str]:
     """The ``CREATE`` statement of each of this release's tables and indexes in SQLite, by
-    name, as ``sqlite_master`` keeps it (SQLite stores the text that ``create_all`` sent).
-    A database whose statements are these, at this release's version, is as the mirror
-    made it: nothing to install, migrate or check table by table."""
+    name, as ``sqlite_master`` keeps it (the text that ``create_all`` sent)."""
     dialect = sqlite.dialect()
     made: dict[str, str] = {}
     for table in METADATA.sorted_tables:
@@ -200,8 +193,7 @@ def made_in_sqlite() -> dict[str, str]:
 
 
 def sqlite_as_made(conn: Connection) -> bool:
-    """SQLite: whether every table and index is exactly as this release makes them (their
-    ``CREATE`` statements in ``sqlite_master``, one read)."""
+    """SQLite: whether every table and index is as this release makes them (one read)."""
     found = conn.exec_driver_sql("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL")
     stored: dict[str, str] = dict(iter(found))  # rows as pairs (a Result is no mapping)
     return all(stored.get(name) == sql for name, sql in made_in_sqlite().items())

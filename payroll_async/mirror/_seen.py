@@ -1,15 +1,11 @@
-"""The ids a walk or a pass saw: an exact set of 128-bit ids, 16 bytes an id.
+"""The ids a walk or a pass saw (an exact set, 16 bytes an id), and the live rows' digests.
 
-Each id is kept whole, as two unsigned 64-bit halves in ``array("Q")`` pairs, spread over
-256 buckets by a byte of both halves together (so that ids sharing their first or their
-last 64 bits still spread); a walk adds a page's ids as their bytes, put into their buckets
-some thousands at a time. ``freeze()`` counts the distinct ids bucket by bucket, and the
-first lookup sorts each bucket on its own, so that a million ids never become a million
-Python ints at once; a lookup is then a binary search or two.
-Measured with ``tracemalloc`` at 1,000,000 ids (random, or sequential in the low half):
-16.5 MB held while adding, 16.2 MB once frozen, 17.7 MB at the peak of the freeze.
-Exact: two ids are the same entry only when all their 128 bits are equal, so no collision
-can hide an item or invent one.
+Each id is kept whole, as its 16 bytes, in one of 256 buckets chosen by a byte of both
+halves together (ids sharing their first or last 64 bits still spread); ``freeze()`` makes
+each bucket's bytes two ``array("Q")`` of 64-bit halves and counts the distinct ids, and
+the first lookup sorts each bucket on its own, so that a million ids never become a
+million Python ints at once (``tracemalloc``, 1,000,000 ids: 16.5 MB while adding, 17.7 MB
+at the peak of the freeze). Exact: no collision can hide an item or invent one.
 """
 
 from __future__ import annotations
@@ -40,33 +36,15 @@ def _as_int(value: uuid.UUID | int | str) -> int:
     return value.int if isinstance(value, uuid.UUID) else value % (1 << 128)
 
 
-def _bucket(high: int, low: int) -> int:
-    """A byte of both halves together: ids sharing either half still spread."""
-    return (high ^ low) & (_BUCKETS - 1)
-
-
 class SeenIds:
     """An exact set of ids (``uuid.UUID``, their ``8-4-4-4-12`` text, or ints taken modulo
     2**128): add, freeze, look up."""
-
-    __slots__ = (
-        "_distinct",
-        "_high",
-        "_low",
-        "_pending",
-        "_records",
-        "_sorted",
-        "added",
-        "frozen",
-    )
 
     def __init__(self) -> None:
         self._high = [array("Q") for _ in range(_BUCKETS)]
         self._low = [array("Q") for _ in range(_BUCKETS)]
         # Ids' bytes not in their buckets yet: put there some thousands at a time, in one
-        # loop whose buckets stay in the processor's cache (a page at a time, between
-        # the walk's other work, each id cost a cache miss or two); the buckets keep the
-        # ids' bytes until the freeze makes them halves (no Python integer an id).
+        # loop whose buckets stay in the processor's cache.
         self._pending = bytearray()
         self._records = [bytearray() for _ in range(_BUCKETS)]
         self.added = 0
@@ -78,16 +56,10 @@ class SeenIds:
     def add(self, ids: Iterable[uuid.UUID | int | str]) -> None:
         """Add ``ids`` (before ``freeze()``)."""
         values = ids if isinstance(ids, list) else list(ids)
-        blob = id_blob(values)
-        if blob is not None:
-            self.add_blob(blob)
-            return
-        if self.frozen:
-            raise RuntimeError("SeenIds: add after freeze")
-        # not all 8-4-4-4-12 text: one at a time
-        numbers = [_as_int(value) for value in values]
-        self._add(zip([n >> 64 for n in numbers], [n & _MASK for n in numbers], strict=True))
-        self.added += len(values)
+        blob = id_blob(values)  # None: not all 8-4-4-4-12 text, so one at a time
+        if blob is None:
+            blob = b"".join([_as_int(value).to_bytes(16, "big") for value in values])
+        self.add_blob(blob)
 
     def add_blob(self, blob: bytes) -> None:
         """Add the ids whose 16 bytes (big-endian, one id after another, as ``id_blob``
@@ -113,14 +85,6 @@ class SeenIds:
         records = self._records
         for bucket, at in zip(buckets, range(0, len(pending), 16), strict=True):
             records[bucket] += pending[at : at + 16]
-
-    def _add(self, pairs: Iterable[tuple[int, int]]) -> None:
-        high_buckets, low_buckets = self._high, self._low
-        buckets = _BUCKETS - 1
-        for high, low in pairs:
-            at = (high ^ low) & buckets  # _bucket, inlined
-            high_buckets[at].append(high)
-            low_buckets[at].append(low)
 
     def _settle(self) -> None:
         """The buckets' bytes as their halves (once, at the freeze)."""
@@ -173,7 +137,7 @@ class SeenIds:
             self._sort()
         number = _as_int(value)
         high, low = number >> 64, number & _MASK
-        at = _bucket(high, low)
+        at = (high ^ low) & (_BUCKETS - 1)  # as _flush's buckets
         highs = self._high[at]
         start = bisect_left(highs, high)
         if start == len(highs) or highs[start] != high:
@@ -194,18 +158,12 @@ _NEAR = 4096  # how far from where it expects them the cursor looks for the page
 
 
 class KnownDigests:
-    """The digests of the live rows when a run began (``mirror_digest``), in the order they
-    were read (SQLite: the rows' order, which is the order a walk meets their items in):
-    which of a page's digests are among them, a page at a time.
-
-    A cursor follows the walk through the rows: a page whose digests are the next ones
-    read (one slice compared in C) is known whole, with no look-up; any other page is
-    looked up digest by digest (in a set, or a sorted array past ``KNOWN_SET_ROWS`` rows,
-    made at the first such page), and the cursor moves to its last known item. Exact
-    either way: a digest is known only when a live row has it. Made of ``digests``, or
-    filled by ``add``."""
-
-    __slots__ = ("_exact", "_order", "_pos", "_sorted")
+    """The live rows' digests when a run began (``mirror_digest``), in the order read (in
+    SQLite the rows' order, the order a walk meets their items in): which of a page's
+    digests are among them. A cursor follows the walk: a page whose digests are the next
+    ones is known whole by one comparison in C; any other is looked up digest by digest
+    (in a set, or a sorted array past ``KNOWN_SET_ROWS`` rows), and the cursor moves to
+    its last known item."""
 
     def __init__(self, digests: Iterable[int] | None = None) -> None:
         self._order = array("q")

@@ -1,23 +1,12 @@
-"""Pages for the mirror: each item's fields and its JSON bytes exactly as the service sent them.
+"""Pages for the mirror: each item's fields, and its JSON bytes exactly as the service sent them.
 
-The mirror keeps the item as sent (``mirror_item``, unknown fields included) and compares a
-digest of those bytes with the one kept in its row, so an unchanged item costs no typed
-comparison. With msgspec (the ``speedups`` extra) the fields come from msgspec's decode
-and no model is built; every page msgspec cannot vouch for goes through the models, with
-their errors, as any listing's (``RawPageDecoder`` does the same for the export).
-
-A page is a `SentPage`: a list of the items' fields (msgspec's structs, or the models),
-with the items' ids as text, their bytes and what the store needs of each beside it, so
-that the walk and the store do their per-item work a page at a time (``map`` over the
-page, not a Python object an item).
-
-An item whose digest a live row had when the run began is unchanged (its bytes are those
-of the row's ``mirror_item``), so only what the walk checks is decoded of it (its id and
-its order key); the items whose digests are not known are decoded whole and checked as
-every page's items are, and a page with an item the decode refuses goes, whole, to the
-path that refuses it today (msgspec's whole-page decode, then the models'), with the same
-error. The digests are keyed by the model's fields (``digest_seed``): bytes that an
-earlier model accepted are decoded whole again by a release whose model differs.
+A page is a `SentPage`: the items' fields (msgspec's structs with the ``speedups`` extra,
+else the models, with their errors, as any listing's), with their ids, bytes and digests
+beside them, so that the walk and the store work a page at a time. An item whose digest a
+live row had when the run began is unchanged (its bytes are the row's ``mirror_item``):
+only its id and order key are decoded; a page with an item the decode refuses goes whole
+the models' way, with the same error. The digests are seeded by the model's fields
+(``digest_seed``), so that a release whose model differs decodes every item again.
 """
 
 from __future__ import annotations
@@ -56,9 +45,7 @@ def digest_seed(model: type[Any]) -> int:
 
 
 def digests(raws: list[Any], seed: int = 0) -> array[int]:
-    """A 64-bit digest of each of ``raws`` (an item's bytes: ``mirror_digest``): XXH3, its
-    8 bytes (big-endian) laid end to end and read as signed integers (a BIGINT), in C (no
-    Python integer made of each)."""
+    """XXH3 of each of ``raws`` (``mirror_digest``) as a signed 64-bit integer, in C."""
     hashed = array("q", b"".join(map(_xxh3_bytes, raws, [seed] * len(raws))))
     if _LITTLE:
         hashed.byteswap()
@@ -66,12 +53,10 @@ def digests(raws: list[Any], seed: int = 0) -> array[int]:
 
 
 class SentPage(list):  # type: ignore[type-arg]
-    """One page as sent: the items' fields (each by the model's attribute names; of an
-    unchanged item, only its id and order key), ``ids`` (each item's id as lower-case
-    ``8-4-4-4-12`` text), ``raws`` (each item's JSON bytes), ``digests`` (of those bytes),
-    ``known`` (for each item, whether a live row holds its very bytes; None: no item is
-    known) and ``blob`` (the 16 bytes of each id, in order, when the page was read by
-    msgspec; else None), in the same order."""
+    """One page as sent: the items' fields (of an unchanged item, its id and order key),
+    ``ids`` (lower-case ``8-4-4-4-12`` text), ``raws`` (each item's JSON bytes),
+    ``digests`` (of those), ``known`` (whether a live row holds an item's very bytes; None:
+    none does) and ``blob`` (the ids' 16 bytes each, when msgspec read the page), in order."""
 
     __slots__ = ("blob", "body", "digests", "ids", "known", "raws")
 
@@ -105,11 +90,8 @@ def _lower(ids: list[str]) -> list[str]:
 
 
 class SentPageDecoder:
-    """The pages of one listing as `SentPage` items: ``decode(response) -> (page, meta)``.
-
-    ``known``: the digests of the live rows when the run began (an item among them is
-    unchanged); ``order``: the field the walk checks the order of.
-    """
+    """The pages of one listing as `SentPage` items (``known``: the live rows' digests;
+    ``order``: the field the walk checks the order of)."""
 
     def __init__(
         self,
@@ -172,8 +154,7 @@ class SentPageDecoder:
         meta: ListMeta,
         blob: bytes | None,
     ) -> tuple[SentPage, ListMeta] | None:
-        """A page whose items' ids and order keys are decoded: the other fields of those
-        not known decoded too (None: the decode refuses one, the page goes the whole way)."""
+        """The page, decoding whole only the items not known (None: the decode refuses one)."""
         hashes = digests(raws, self._seed)
         same = known.found(hashes)
         ids = _lower(list(map(self._get_key, few)))
@@ -196,14 +177,9 @@ def sent_listing(
     known: KnownDigests | None = None,
 ) -> Callable[..., Any]:
     """``listing`` (a list method of the client) with its pages decoded as `SentPage`s."""
-    decoders: dict[type[Any], SentPageDecoder] = {}
 
     def sent(**options: Any) -> Any:
         paginator = listing(**options)
-        model = paginator.model
-        decoder = decoders.get(model)
-        if decoder is None:
-            decoder = decoders[model] = SentPageDecoder(model, key, order, known)
-        return paginator.with_decoder(decoder)
+        return paginator.with_decoder(SentPageDecoder(paginator.model, key, order, known))
 
     return sent

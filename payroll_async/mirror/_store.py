@@ -1,22 +1,13 @@
-"""Writing pages: the database compares them with the rows, upserts what changed and
-records it, a write's pages at once (``_page_sql``), in transactions of several writes.
+"""Writing pages in transactions of several writes; the database reads each page
+(``_page_sql``).
 
-The pages that arrived while the previous write ran (one page when the service is slow,
-at most ``MAX_PAGES`` when it is fast; in SQLite, fewer than ``_walk.HOLD_ITEMS`` wait up
-to ``_walk.HOLD_SECONDS`` for the next page, unless the listing is near: ``HOLD_NEAR``) are
-written at once, into a transaction that also holds the run's progress in ``mirror_runs``
-and commits every ``COMMIT_ROWS`` items of its database (5,000 items in both) or
-``COMMIT_SECONDS`` (also while the walk waits on the service: a slow page, a 429's pause),
-and when a walk ends or fails, so that a run killed at any point leaves every page either
-wholly written or not at all; the next run, finding those rows equal, records nothing
-twice. A commit runs while the next write is planned (it waits for the last write's
-statements, then writes the run's counts); a change is told (``on_change``) only once its
-transaction has committed.
-
-Which ids the first pass saw is kept in memory, exactly, in ``seen`` (a ``SeenIds``, 16
-bytes an id, about 16 MB for a million; see ``_seen``), which the pass's walks fill (each
-id once, but for an id the service answered twice: ``repeated`` says so): enough to tell
-which live rows the pass did not see.
+A write holds the pages that arrived while the previous one ran (at most ``MAX_PAGES``).
+A transaction holds several writes and the run's progress in ``mirror_runs``, and commits
+every ``COMMIT_ROWS`` items, or ``COMMIT_SECONDS`` (also while the walk waits on the
+service), and when a walk ends or fails: a run killed at any point leaves each page wholly
+written or not at all, and the next run, finding those rows equal, records nothing twice.
+A change is told (``on_change``) only once its transaction has committed. ``seen`` holds
+the ids the first pass saw (`SeenIds`): which live rows it did not see.
 """
 
 from __future__ import annotations
@@ -52,11 +43,10 @@ logger = logging.getLogger("payroll_async")
 MAX_PAGES = 10
 """Most pages written in one statement group (what arrived while the last was written)."""
 _BATCH = 500  # ids per statement where a set of ids is marked deleted
-COMMIT_ROWS = {"postgresql": 5000, "sqlite": 5000}
+COMMIT_ROWS = 5000
 """Items a transaction gathers before it commits. PostgreSQL: a commit waits for the
-server's disk (``synchronous_commit`` as the server says), so pages are grouped; SQLite: a
-commit writes every page the transaction changed into the WAL, and random ids change pages
-all over the id index, so fewer commits write far less (its lock is the whole database's:
+server's disk; SQLite: a commit writes every page of the database it changed into the WAL,
+and random ids change pages all over the id index (its lock is the whole database's:
 another collection's run waits, at most ``COMMIT_SECONDS`` at a time)."""
 COMMIT_SECONDS = 1.0
 """Or once the transaction is this old: at the next write, or while no write comes (the
@@ -118,16 +108,14 @@ class Store:
         self._inflight: asyncio.Future[None] | None = None  # the last write's statements
         self._opened = 0.0
         self._pending: list[Change] = []  # its changes
-        self._committing: list[Change] = []  # the changes of a commit in flight
+        self._committing: list[Change] | None = None  # a commit in flight: its changes
         self.untold: collections.deque[Change] = collections.deque()
         """The changes committed and not told yet, in order (the run tells them)."""
         self.refused = False
         """Whether ``on_change`` raised: the run tells no more (it ends with that error)."""
-        self._commit_in_flight = False
         self._pending_rows = 0
         self._writing = False  # inside write_pages (it commits for itself at its end)
         self._idle: asyncio.TimerHandle | None = None  # commits while the walk waits
-        self._commit_rows = COMMIT_ROWS.get(connection.dialect.name, 1)
         self.seen: SeenIds | None = SeenIds()
         """The ids the first pass's walks saw (they add them); None once narrowed."""
         self.repeated = False
@@ -146,11 +134,9 @@ class Store:
         self.scope = scope
         """The employer of the update groups being walked (the scope column's value)."""
         self._lock_first = (
-            # PostgreSQL: the write lock its statements take, taken when the transaction
-            # begins (they run later, while the walk goes on): whoever waits for this
-            # run's writes (LOCK TABLE ... SHARE) waits for the commit, not for a write
-            # already told to on_progress but not yet begun. SQLite's BEGIN IMMEDIATE
-            # takes its write lock at once.
+            # PostgreSQL: the statements' write lock, taken at BEGIN (as SQLite's BEGIN
+            # IMMEDIATE does): whoever waits for this run's writes (LOCK TABLE ... SHARE)
+            # waits for the commit, not for a write told to on_progress but not yet begun.
             f"LOCK TABLE {connection.dialect.identifier_preparer.format_table(table)} "
             "IN ROW EXCLUSIVE MODE"
             if connection.dialect.name == "postgresql"
@@ -165,32 +151,15 @@ class Store:
     async def start(self, started_at: datetime.datetime) -> None:
         await self._sql.attach(self._conn)
         self.known, self.live_at_start = await self._sql.live_digests(self._conn)
-        await self._conn.execute(
-            insert(RUNS).values(
-                run_id=self.run_id,
-                collection=self._collection,
-                started_at=started_at,
-                finished_at=None,
-                complete=False,
-                items=0,
-                inserted=0,
-                updated=0,
-                deleted=0,
-            )
-        )
+        row = {"run_id": self.run_id, "collection": self._collection, "started_at": started_at}
+        counts = dict.fromkeys(("items", "inserted", "updated", "deleted"), 0)
+        await self._conn.execute(insert(RUNS).values(**row, complete=False, **counts))
         await self._conn.commit()
 
     async def write_pages(self, pages: Sequence[SentPage]) -> None:
-        """Upsert some pages; the changes of the commits done by then join ``untold``.
-
-        The pages go into the open transaction, committed once it holds the dialect's
-        ``COMMIT_ROWS`` items or is ``COMMIT_SECONDS`` old (``commit()`` commits the
-        rest). A page whose every item's bytes hash to a digest a live row held when the
-        run began is not written. The database compares the others with their rows
-        (``mirror_item``): of an item that changed, the typed columns, ``mirror_item`` and
-        digest are written, and the change recorded with the item before (``mirror_item``
-        of the row) and after (as sent).
-        """
+        """Upsert some pages into the open transaction; the changes of the commits done
+        by then join ``untold``. A page whose every item a live row held when the run
+        began (by its digest) is not written."""
         items = 0
         previous = self._previous
         changed = False
@@ -202,15 +171,11 @@ class Store:
         self._previous = previous
         if changed or self._open is not None or self._suspects is not None:
             await self._write(pages, items)
-        else:
-            # Every item unchanged (a live row holds its very bytes) and no transaction
-            # open: nothing to write (the first pass's walk adds the ids to ``seen``).
+        else:  # nothing to write (the first pass's walk adds the ids to ``seen``)
             self.items += items
 
     async def _write(self, pages: Sequence[SentPage], items: int) -> None:
-        """The database reads the pages (``_page_sql``): the items are compared, upserted
-        and their changes recorded by its statements, which run while the walk goes on
-        (each write's after the last one's)."""
+        """The pages' statements, run while the walk goes on (after the last write's)."""
         sql, page_sql = self._sql, self._page
         now = datetime.datetime.now(datetime.timezone.utc)
         scope = None if self.scope is None else str(self.scope)
@@ -225,10 +190,9 @@ class Store:
                 staged = zip(bodies, [_encode(d).decode() for d in digests], drops, strict=True)
                 statements = page_sql.stage_all(list(staged), scope)
                 if self._open is None:
-                    # This run alone writes the table (the run lock), so its rows are
-                    # compared before the write lock is taken, and a write with nothing
-                    # to write takes none (after the last commit: the items' table is the
-                    # connection's one).
+                    # This run alone writes the table (the run lock): its rows are compared
+                    # before the write lock is taken, and a write with nothing to write
+                    # takes none.
                     await self._settle()
                     found = await sql.run_all(self._conn, [*statements, (page_sql.count, ())])
                     if not found[-1][0][2]:
@@ -244,9 +208,7 @@ class Store:
                 nul = any("\\u0000" in body for body in bodies)
                 statements += page_sql.write_all(params, nul, self.keep_changes)
                 run = partial(self._apply_sqlite, statements)
-            else:
-                # The pages' items as sent, in one JSON array (PostgreSQL's json cannot take
-                # a field of a page holding a \u0000: its items are taken one by one).
+            else:  # the pages' items in one JSON array (see ``_READ``)
                 items_sent = b",".join([raw for page in pages for raw in page.raws])
                 flat = [digest for some in digests for digest in some]
                 args = [f"[{items_sent.decode()}]", _encode(flat).decode(), now, self.run_id]
@@ -265,10 +227,7 @@ class Store:
         finally:
             self._writing = False
             if self._open is not None and self._idle is None:
-                # The walk may now wait on the service (a slow page, a 429's pause): the
-                # transaction is committed when it is COMMIT_SECONDS old all the same, so
-                # that neither SQLite's write lock nor PostgreSQL's row locks are held
-                # while nothing is written.
+                # The walk may now wait on the service: no lock is held for nothing.
                 self._arm_idle()
         self._pending_rows += len(last)
         if self._due():
@@ -294,9 +253,9 @@ class Store:
         pending: list[Change],
     ) -> None:
         """Run a write's statements after the last write's; its counts, warnings and
-        changes (into ``pending``, the list of the transaction they are in) from what
-        they give back: (inserted, updated, rows of key, kind, before, after and, for
-        each of the checked columns, whether it was left NULL)."""
+        changes (into ``pending``, its transaction's) from what ``run`` gives back:
+        (inserted, updated, rows of key, kind, before, after, and a flag per checked
+        column left NULL)."""
         if previous is not None:
             await previous
         inserted, updated, rows = await run()
@@ -337,11 +296,11 @@ class Store:
     async def _progress(
         self, finished: datetime.datetime | None = None, complete: bool = False
     ) -> None:
-        """The run's counts as they are now into ``mirror_runs``: in each transaction,
-        before its commit, and once the run is ``finished``."""
-        counts = self.counts
+        """The run's counts into ``mirror_runs`` (before each commit, and at the end)."""
+        sql, counts = self._sql, self.counts
         numbers = (self.items, counts.inserted, counts.updated, counts.deleted)
-        await self._sql.progress(self._conn, self.run_id, numbers, finished, complete)
+        params = (sql.time(finished), complete, *numbers, sql.uuid(self.run_id))
+        await sql.run(self._conn, sql.progress, params)
 
     def begin_pass(self) -> None:
         self.items = 0
@@ -361,9 +320,7 @@ class Store:
         conn = self._conn
         await self.commit()  # nothing new: the run committed (and told) after the pass
         async with conn.begin():
-            if self._whole:
-                # This run alone writes the table (the run lock), and only its inserts
-                # (new rows, or rows back from deleted) made live rows since it began.
+            if self._whole:  # (the run lock: only its inserts made live rows since)
                 live = self.live_at_start + self.counts.inserted
             else:
                 live = (await conn.execute(select(func.count()).where(self._live))).scalar() or 0
@@ -403,30 +360,27 @@ class Store:
     def _due(self) -> bool:
         """Whether the open transaction is to be committed now (at the end of a write)."""
         return (
-            self._pending_rows >= self._commit_rows
-            or time.monotonic() - self._opened >= COMMIT_SECONDS
+            self._pending_rows >= COMMIT_ROWS or time.monotonic() - self._opened >= COMMIT_SECONDS
         )
 
     def _start_commit(self) -> None:
-        """Commit the open transaction after the last write's statements: the commit (which
-        waits for the disk) runs while the next write is planned; its changes are handed
-        out once it is done (by a later ``write_pages``, or ``commit``)."""
+        """Commit the open transaction after the last write's statements, while the next
+        write is planned; its changes are handed out once it is done."""
         transaction, self._open = self._open, None
         assert transaction is not None
         self._cancel_idle()
         self._committing, self._pending, self._pending_rows = self._pending, [], 0
         self._inflight = asyncio.ensure_future(self._commit(self._inflight, transaction))
-        self._commit_in_flight = True
 
     def _arm_idle(self) -> None:
         delay = max(0.0, self._opened + COMMIT_SECONDS - time.monotonic())
         self._idle = asyncio.get_running_loop().call_later(delay, self._idle_commit)
 
     def _idle_commit(self) -> None:
-        """The timer: commit the open transaction if no write is under way (a write
-        commits for itself when it ends) and it is old enough."""
+        """The timer: commit the open transaction if it is old enough and no write is
+        under way (a write commits for itself when it ends)."""
         self._idle = None
-        if self._open is None or self._writing:  # (open: no commit in flight, _begin settled)
+        if self._open is None or self._writing:
             return
         if time.monotonic() - self._opened < COMMIT_SECONDS:
             self._arm_idle()
@@ -445,14 +399,12 @@ class Store:
     ) -> None:
         if statements is not None:
             await statements
-        # The counts once the write's statements are done (SQLite's tell them), before
-        # the next write is counted (it waits for this commit).
-        await self._progress()
+        await self._progress()  # once the statements told the counts
         await transaction.commit()
 
     async def _settle(self) -> None:
-        """Wait for the last write's statements or commit (their failure is raised here).
-        They are not cancelled with this task: ``stop`` waits for them then."""
+        """Wait for the last write's statements or commit (raising their failure), not
+        cancelling them with this task."""
         inflight = self._inflight
         if inflight is None:
             return
@@ -461,28 +413,23 @@ class Store:
         inflight.result()
 
     def _done_inflight(self, inflight: asyncio.Future[None]) -> None:
-        """The statements or the commit in flight are done: a commit that went through
-        has its changes join ``untold``."""
+        """The statements or commit in flight are done: a commit's changes join ``untold``."""
         self._inflight = None
-        committing, self._committing = self._committing, []
-        if self._commit_in_flight and not inflight.cancelled() and inflight.exception() is None:
+        committing, self._committing = self._committing, None
+        if committing is not None and not inflight.cancelled() and inflight.exception() is None:
             self.untold.extend(committing)
-        self._commit_in_flight = False
 
     async def commit(self) -> None:
         """Commit the pages written since the last commit; their changes join ``untold``."""
         self._cancel_idle()
         try:
             await self._settle()
+            if self._open is not None:
+                await self._progress()
         except BaseException:
             await self.stop()
             raise
         if self._open is not None:
-            try:
-                await self._progress()
-            except BaseException:
-                await self.stop()
-                raise
             transaction, self._open = self._open, None
             await transaction.commit()
         self.untold.extend(self._pending)
@@ -490,17 +437,13 @@ class Store:
 
     async def stop(self) -> None:
         """Roll back: a write or a commit failed, or the run ends before its last commit
-        (cancelled, a callback raised). No commit starts from now on, a commit in flight
-        is waited for (its changes join ``untold``), a write's statements are stopped and
-        the open transaction is rolled back (the next run writes it again), so that
-        nothing else uses the connection."""
+        (cancelled, a callback raised). A commit in flight is waited for (its changes join
+        ``untold``), a write's statements are stopped and the open transaction is rolled
+        back (the next run writes it again)."""
         self._cancel_idle()
         inflight = self._inflight
         if inflight is not None:
-            # Statements are stopped; a commit is waited for (nothing else may use the
-            # connection meanwhile, and it is not cancelled with this task), and if it
-            # went through its changes are still told.
-            if not self._commit_in_flight:
+            if self._committing is None:
                 inflight.cancel()
             await asyncio.wait([inflight])
             self._done_inflight(inflight)

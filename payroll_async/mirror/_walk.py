@@ -1,57 +1,46 @@
 """A walk of a listing that proves which items it did not miss.
 
-Offsets shift while a listing changes: an item deleted before the walk's position moves
-every later item up one offset, so a plain offset walk can skip an item that exists the
-whole time. This walk asks for overlapping pages (each page starts at the previous page's
-last item) in the service's default order, oldest first, and checks each overlap:
+Offsets shift while a listing changes (a deletion moves every later item up one), so a
+plain offset walk can skip an item that exists the whole time. This walk asks for pages
+in the service's default order, each starting at the previous page's last item, and
+checks each overlap: page 0 holds every item up to its last one, and a page k+1 that
+starts with page k's last item holds every item after it up to its own last one,
+whenever each page was fetched. When every overlap holds and a page shorter than asked
+reaches its own ``totalCount``, every item that existed during the whole walk was seen:
+the walk is *proven*. Anything it saw that disagrees with what the service said makes it
+unproven (``doubt``: the first reason), and it still delivers every page it fetched:
 
-- page 0 starts at offset 0, so it holds every item up to its last one, X0;
-- page k+1 starting with Xk means it holds every item after Xk up to its own last one,
-  whenever each page was fetched (concurrently is fine);
-- a page shorter than asked whose items reach the page's own ``totalCount`` ends the
-  listing.
-
-So when every overlap holds and such a page ends the chain, every item that existed
-during the whole walk was seen: the walk is *proven*, and an item it did not see was
-absent at some moment of it. The walk is proven only if everything it saw agrees with
-everything the service said; any of these makes it unproven (its ``doubt`` says which
-came first), and it still delivers every page it fetched:
-
-- a page that does not start with the previous page's last item (the boundary moved);
-- a page shorter than asked while its ``totalCount`` says more (a disturbance, never an
-  end: the walk goes on from the short page's last item to walk the rest as well as it
-  can), or a page with more items than asked;
-- ``meta.limit`` other than the page size walked, ``meta.offset`` other than the offset
-  asked, or no integer ``totalCount``;
-- a ``totalCount`` smaller than the items the walk saw up to that page (a capped count:
-  the walk goes on past it while pages come back full, up to its bound);
-- items out of order under ``MIRROR_ORDER`` (the order key going down, or changing for
-  the boundary item), or two items with the same order key at a page's edge;
-- one id seen twice, other than each boundary item in its two pages (found at the end of
-  the walk, or of the pass when the walk adds its ids to the pass's ``seen``);
-- the bound: more requests than twice the pages that the larger of the first
-  ``totalCount`` and ``hint`` (the rows the mirror holds) call for, plus 16.
-
-This needs a stable total order: ASSUMED in ``_assumed.MIRROR_ORDER``, and checked as far
-as the data shows it.
+- a page that does not start with the previous page's last item;
+- a page shorter than asked while its ``totalCount`` says more (the walk goes on from its
+  last item), or longer than asked;
+- ``meta.limit`` other than the page size walked, ``meta.offset`` other than asked, or no
+  integer ``totalCount``;
+- a ``totalCount`` below the items seen up to that page (a capped count: the walk goes on
+  while pages come back full, up to its bound);
+- order keys (``_assumed.MIRROR_ORDER``) going down, changing for the boundary item, or
+  tying at a page's edge;
+- one id seen twice, other than each boundary item (found at the end of the walk, or of
+  the pass when the walk adds its ids to the pass's ``seen``);
+- more requests than twice the pages that the larger of the first ``totalCount`` and
+  ``hint`` (the rows the mirror holds) call for, plus 16.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import operator
 from collections import deque
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import Any
 
 from .._core._exceptions import NotFoundError
 from .._paging._page import Page
+from .._paging._pagination import PageSource
 from ._seen import SeenIds
 
-__all__ = ["HOLD_ITEMS", "HOLD_NEAR", "HOLD_SECONDS", "Source", "Walk"]
+__all__ = ["HOLD_ITEMS", "HOLD_NEAR", "HOLD_SECONDS", "Walk"]
 
 logger = logging.getLogger("payroll_async")
 
@@ -72,22 +61,6 @@ this machine, a service next door) and no batch of it waits: there the walk is n
 waiting on the network, and holding cost 5-8% of wall (measured at 0 ms)."""
 
 
-class Source(Protocol):
-    """Where a walk's pages come from: one request a page, started at once."""
-
-    def request(self, offset: int, limit: int) -> Awaitable[Any]:
-        """Start the request for ``limit`` items from ``offset`` (a task, already running)."""
-        ...
-
-    def page(self, answer: Any) -> Page[Any]:
-        """The page a finished request answered."""
-        ...
-
-    def end(self, pages: int, items: int) -> None:
-        """The walk is over: it took ``pages`` pages of ``items`` items in all."""
-        ...
-
-
 def _pages_for(total: int, size: int, step: int) -> int:
     """The pages after the first that a listing of ``total`` items needs."""
     return 0 if total < size else (total - size) // step + 1
@@ -98,7 +71,7 @@ class Walk:
 
     def __init__(
         self,
-        source: Source,
+        source: PageSource[Any],
         key: Callable[[Any], Any],
         order: Callable[[Any], Any],
         *,
@@ -108,8 +81,6 @@ class Walk:
         hint: int = 0,
         seen: SeenIds | None = None,
     ) -> None:
-        if page_size < 2:
-            raise ValueError("the mirror walks pages of at least 2 items (they overlap by one)")
         self._source = source
         self._key = key
         self._order = order
@@ -149,46 +120,36 @@ class Walk:
         seconds after its first page came (fewer, larger writes while pages come fast),
         unless the listing's first page came within ``near`` seconds; a page that fails
         is never waited for: the batch is given first, then the failure raised."""
-        try:
-            async with contextlib.aclosing(self._batches(most, least, hold, near)) as batches:
-                async for batch in batches:
-                    yield batch
-        finally:
-            self._source.end(self._pages, self._items)
-
-    async def _batches(
-        self, most: int, least: int, hold: float, near: float
-    ) -> AsyncGenerator[list[Sequence[Any]], None]:
         source = self._source
         clock = asyncio.get_running_loop().time
         asked = clock()
-        try:
-            page = source.page(await source.request(0, self._size))
-        except NotFoundError:
-            if not self._missing_ok:
-                raise
-            self._doubts("the listing is gone")
-            return  # the listing itself is gone (an employer deleted): unproven
-        total, limit = page.meta.total_count, page.meta.limit
-        self.total = total if type(total) is int else None
-        if type(limit) is int and 2 <= limit < self._size:
-            # The service pages smaller than asked: walk at its page size (found once,
-            # here), so that each page is one answer (one moment of the listing).
-            self._size, self._step = limit, limit - 1
-        if clock() - asked < near:
-            least = 0  # a near listing: its pages are written as they come
-        planned = _pages_for(max(self.total or 0, self._hint), self._size, self._step)
-        # A listing that grows as fast as the walk advances would keep it going for ever:
-        # past twice the pages planned, the walk stops, unproven.
-        bound = 2 * planned + 16
-        requests = 0
         pending: deque[tuple[int, asyncio.Future[Any]]] = deque()
-        offset, after = 0, self._step  # this page's offset; the next one to ask for
-        boundary: Any = None  # the item the next page must start with
-        batch: list[Sequence[Any]] = []
-        held = 0  # the batch's items
-        since = 0.0  # when its first page came
         try:
+            try:
+                page = source.page(await source.request(0, self._size))
+            except NotFoundError:
+                if not self._missing_ok:
+                    raise
+                self._doubts("the listing is gone")
+                return  # the listing itself is gone (an employer deleted): unproven
+            total, limit = page.meta.total_count, page.meta.limit
+            self.total = total if type(total) is int else None
+            if type(limit) is int and 2 <= limit < self._size:
+                # The service pages smaller than asked: walk at its page size (found once,
+                # here), so that each page is one answer (one moment of the listing).
+                self._size, self._step = limit, limit - 1
+            if clock() - asked < near:
+                least = 0  # a near listing: its pages are written as they come
+            planned = _pages_for(max(self.total or 0, self._hint), self._size, self._step)
+            # A listing that grows as fast as the walk advances would keep it going for
+            # ever: past twice the pages planned, the walk stops, unproven.
+            bound = 2 * planned + 16
+            requests = 0
+            offset, after = 0, self._step  # this page's offset; the next one to ask for
+            boundary: Any = None  # the item the next page must start with
+            batch: list[Sequence[Any]] = []
+            held = 0  # the batch's items
+            since = 0.0  # when its first page came
             while True:
                 outcome = self._check(offset, page, boundary)
                 items = page.items
@@ -253,6 +214,7 @@ class Walk:
                 for task in tasks:
                     if not task.cancelled():
                         task.exception()
+            source.end(self._pages, self._items)
         ids = self._ids
         if self._own and ids is not None:
             ids.freeze()
