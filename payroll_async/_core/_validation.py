@@ -33,6 +33,7 @@ __all__ = [
     "check_extra_headers",
     "check_extra_query",
     "check_id",
+    "check_int",
     "check_max_items",
     "check_max_response_size",
     "check_page_size",
@@ -153,7 +154,9 @@ def check_sort(sort: SortLike | None, allowed: frozenset[str] | None = None) -> 
     return ",".join(out)
 
 
-def _check_int(value: object, name: str, low: int, high: int) -> int:
+def check_int(value: object, name: str, low: int, high: int) -> int:
+    """``value`` if it is an integer (not a bool) from ``low`` to ``high``; else
+    InvalidArgumentError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidArgumentError(f"{name} must be an integer, not {type(value).__name__}")
     if not low <= value <= high:
@@ -162,24 +165,24 @@ def _check_int(value: object, name: str, low: int, high: int) -> int:
 
 
 def check_page_size(value: int, maximum: int = _assumed.LIMIT_MAX) -> int:
-    return _check_int(value, "page_size", 1, maximum)
+    return check_int(value, "page_size", 1, maximum)
 
 
 def check_start_offset(value: int) -> int:
-    return _check_int(value, "start_offset", 0, _assumed.OFFSET_MAX)
+    return check_int(value, "start_offset", 0, _assumed.OFFSET_MAX)
 
 
 def check_max_items(value: int | None) -> int | None:
-    return None if value is None else _check_int(value, "max_items", 0, 2**63)
+    return None if value is None else check_int(value, "max_items", 0, 2**63)
 
 
 def check_concurrency(value: int, name: str = "concurrency") -> int:
-    return _check_int(value, name, 1, 1024)
+    return check_int(value, name, 1, 1024)
 
 
 def check_max_response_size(value: int | None) -> int | None:
     """Bytes of one response body after decompression, or None for no limit."""
-    return None if value is None else _check_int(value, "max_response_size", 1, 2**62)
+    return None if value is None else check_int(value, "max_response_size", 1, 2**62)
 
 
 def event_type_problem(item: object) -> str:

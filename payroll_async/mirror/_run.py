@@ -13,11 +13,11 @@ import attrs
 
 from .._client import PayrollClient
 from .._collections import COLLECTIONS as REGISTRY
-from .._core._assumed import MIRROR_ORDER, MIRROR_ORDER_FIELDS
+from .._core._assumed import LIMIT_MAX, MIRROR_ORDER, MIRROR_ORDER_FIELDS
 from .._core._env import MIRROR_URL, read
 from .._core._exceptions import InvalidArgumentError, NotFoundError
 from .._core._types import NOT_GIVEN
-from .._core._validation import check_id
+from .._core._validation import check_concurrency, check_id, check_int
 from .._sql import MIRROR_PRAGMAS, Database, open_database
 from ._change import MirrorProgress, MirrorResult
 from ._errors import (
@@ -89,8 +89,11 @@ async def mirror(
     if employer is not None and not REGISTRY[collection].needs_employer:
         raise InvalidArgumentError("employer= applies to update-groups only")
     scope = uuid.UUID(check_id(employer, "employer")) if employer is not None else None
-    if not page_size >= 2:
-        raise InvalidArgumentError(f"page_size: at least 2, got {page_size!r}")
+    check_int(page_size, "page_size", 2, LIMIT_MAX)
+    if (too_many := REGISTRY[collection].page_size_error(page_size)) is not None:
+        raise InvalidArgumentError(f"page_size: {too_many}")
+    check_concurrency(concurrency)
+    check_int(max_passes, "max_passes", 1, 2**31)
     check_max_deletions(max_deletions)
     url = into or read(MIRROR_URL)
     if not url:

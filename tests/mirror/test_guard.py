@@ -128,6 +128,27 @@ async def test_a_bad_bound_is_refused_before_any_request(
     assert await asyncio.to_thread(os.listdir, tmp_path) == []  # no database made
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"page_size": "5"}, "page_size must be an integer, not str"),
+        ({"page_size": True}, "page_size must be an integer, not bool"),
+        ({"page_size": 1}, "page_size must be between 2 and"),
+        ({"concurrency": 0}, "concurrency must be between 1 and 1024, got 0"),
+        ({"concurrency": "3"}, "concurrency must be an integer, not str"),
+        ({"max_passes": 0}, "max_passes must be between 1 and"),
+        ({"max_passes": 1.5}, "max_passes must be an integer, not float"),
+    ],
+)
+async def test_bad_walk_options_are_refused_before_any_request(
+    options: dict[str, Any], message: str, tmp_path: Path
+) -> None:
+    async with PayrollClient("http://127.0.0.1:1", "token") as client:
+        with pytest.raises(InvalidArgumentError, match=message):
+            await mirror(client, "webhooks", into=f"sqlite:///{tmp_path}/m.db", **options)
+    assert await asyncio.to_thread(os.listdir, tmp_path) == []  # no database made
+
+
 def invoke(emu: Emulator, *args: str) -> Result:
     return CliRunner().invoke(
         _commands.cli,
