@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import aiohttp
 import attrs
@@ -120,25 +120,12 @@ so (``AiohttpTransport.send``: no seam object made); any other through ``through
 
 def through(transport: AsyncTransport) -> Send:
     """The send of a transport given by the user (``transport=``): a `TransportRequest`
-    for each send (its headers a dict of its own), its `TransportResponse` read back."""
+    for each send (the parts of a `Send` are its fields, in order; its headers a dict of
+    its own), its `TransportResponse` read back."""
 
-    async def send(
-        method: str,
-        url: URL,
-        headers: Mapping[str, str],
-        content: bytes | None,
-        timeout: aiohttp.ClientTimeout,
-        limit: int | None,
-    ) -> Answer:
+    async def send(method: str, url: URL, headers: Mapping[str, str], *rest: Any) -> Answer:
         answer = await transport.handle_async_request(
-            TransportRequest(
-                method=method,
-                url=url,
-                headers=dict(headers),
-                content=content,
-                timeout=timeout,
-                max_response_size=limit,
-            )
+            TransportRequest(method, url, dict(headers), *rest)
         )
         return answer.status, answer.headers, answer.body, answer.url, answer.reason, answer.sends
 
