@@ -22,6 +22,7 @@ from yarl import URL
 
 from .._core import _assumed
 from .._core._exceptions import ClientClosedError, ResponseDecodeError
+from .._core._redact import shown_url
 from ._failures import connection_error
 from ._gate import GateClosed, LocalGate
 from ._network import Route, tunnel_failure
@@ -253,7 +254,7 @@ async def read_body(
         "reading stopped. Raise it with PayrollClient(max_response_size=...) "
         "(None for no limit)",
         status=response.status,
-        url=str(response.url),
+        url=shown_url(response.url, _token_of(sent)),
         body_excerpt=excerpt(b"".join(chunks), _token_of(sent)),
         method=method,
     )

@@ -177,7 +177,7 @@ def _within(
             "reading stopped. Raise it with PayrollClient(max_response_size=...) "
             "(None for no limit)",
             status=status,
-            url=str(url),
+            url=shown_url(url, token),
             body_excerpt=excerpt(body[:limit], token),
             method=method,
         )

@@ -1,12 +1,15 @@
-"""The headers each request sends over the client's own transport (aiohttp), which merges
-a request's headers with the token once and reuses them while both stay: a token that
-changes and headers that change are sent from the next request on."""
+"""What each send carries and shows, over the client's own transport (aiohttp, called
+directly: a request's headers merged with the token once and reused while both stay) and
+over a transport of yours (a `TransportRequest` each send): a token that changes and
+headers that change are sent from the next request on; a refused body's URL shows no
+credentials."""
 
 from __future__ import annotations
 
+import pytest
 from aiohttp import web
 
-from payroll_async import PayrollClient, TransportRequest, TransportResponse
+from payroll_async import PayrollClient, ResponseDecodeError, TransportRequest, TransportResponse
 from payroll_async.testing import MockTransport, page_response
 from tests import factories
 from tests.conftest import BASE, TOKEN, Serve
@@ -83,3 +86,33 @@ async def test_a_transport_of_yours_gets_headers_of_its_own_each_send() -> None:
     assert len(sent) == 3
     assert all("X-Seen" not in headers for headers in sent)
     assert all(headers["Authorization"] == f"Bearer {TOKEN}" for headers in sent)
+
+
+def big_page_app() -> web.Application:
+    async def handle(request: web.Request) -> web.Response:
+        return web.json_response(factories.envelope([factories.connection(0)] * 50))
+
+    app = web.Application()
+    app.router.add_get("/v1/payroll-connections", handle)
+    return app
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "yours"])
+async def test_a_body_past_its_bound_shows_its_url_without_credentials(
+    serve: Serve, transport: str
+) -> None:
+    """The URL a refused body's error shows, query included, has credential-like query
+    values (and the token's text) redacted, whichever transport read it."""
+    base = await serve(big_page_app())
+    mock = MockTransport(lambda request: page_response([factories.connection(0)] * 50))
+    async with PayrollClient(
+        base if transport == "aiohttp" else BASE,
+        TOKEN,
+        max_response_size=1000,
+        transport=mock if transport == "yours" else None,
+    ) as client:
+        with pytest.raises(ResponseDecodeError, match="max_response_size") as caught:
+            await client.payroll_connections.list(extra_query={"api_key": "key-0123456789"})
+    assert "offset=0" in caught.value.url  # the whole URL asked
+    assert "key-0123456789" not in caught.value.url
+    assert "key-0123456789" not in str(caught.value)
