@@ -199,6 +199,51 @@ async def walk(base: str, decode: Callable[[bytes], Any], concurrency: int) -> i
     return count
 
 
+async def windowed(
+    fetch: Callable[[int], Any], page: Callable[[int, Any], Any], concurrency: int
+) -> AsyncIterator[Any]:
+    """The floor's window: the first page, then ``concurrency`` pages in flight, in order;
+    ``page(offset, answer)`` reads each (items, meta)."""
+    items, meta = page(0, await fetch(0))
+    yield items
+    offsets = iter(range(PAGE, meta.total_count, PAGE))
+    window: deque[tuple[int, asyncio.Task[Any]]] = deque()
+    for offset in offsets:
+        window.append((offset, asyncio.create_task(fetch(offset))))
+        if len(window) >= concurrency:
+            break
+    while window:
+        offset, task = window.popleft()
+        answer = await task
+        nxt = next(offsets, None)
+        if nxt is not None:
+            window.append((nxt, asyncio.create_task(fetch(nxt))))
+        yield page(offset, answer)[0]
+
+
+def link_check(base: str) -> Callable[[int, str | None], None]:
+    """The promised check of a page's Link header, at its cheapest: its ``rel="next"`` on
+    the client's origin and scheme (one prefix test), not a page already walked (a set of
+    the pages' URLs), and the page the walk fetches next."""
+    next_link = re.compile(r'<([^>]*)>;\s*rel="next"').search
+    origin = base + "/"
+    prefix = f"{base}{PATH}?limit={PAGE}&offset="
+    visited: set[str] = set()
+
+    def check(offset: int, link: str | None) -> None:
+        if link is not None:
+            found = next_link(link)
+            if found is not None:
+                following = found.group(1)
+                if not following.startswith(origin) or following in visited:
+                    raise ValueError("a next link off the origin, or a loop")
+                if following != f"{prefix}{offset + PAGE}":
+                    raise ValueError("a next link this walk does not follow")
+        visited.add(f"{prefix}{offset}")
+
+    return check
+
+
 async def promised_pages(base: str, concurrency: int) -> AsyncIterator[Any]:
     """The floor's walk with, each at its cheapest, the work the SDK promises per request
     and per page, and nothing more: the pages' models as the SDK's decoder makes them (ids
@@ -217,10 +262,8 @@ async def promised_pages(base: str, concurrency: int) -> AsyncIterator[Any]:
     from payroll_async.models import PayrollConnection
 
     decode = FastDecoder(PayrollConnection).decode_page
-    next_link = re.compile(r'<([^>]*)>;\s*rel="next"').search
-    origin = base + "/"
     prefix = f"{base}{PATH}?limit={PAGE}&offset="
-    visited: set[str] = set()
+    check = link_check(base)
     gate: Any = None  # a fleet's gate: none given
     paused_until = 0.0  # a 429's pause of the whole client: none
     loop = asyncio.get_running_loop()
@@ -256,33 +299,11 @@ async def promised_pages(base: str, concurrency: int) -> AsyncIterator[Any]:
             decoded = decode(body)
             if decoded is None:
                 raise ValueError("not a page")
-            items, meta = decoded
-            if link is not None:
-                found = next_link(link)
-                if found is not None:
-                    following = found.group(1)
-                    if not following.startswith(origin) or following in visited:
-                        raise ValueError("a next link off the origin, or a loop")
-                    if following != f"{prefix}{offset + PAGE}":
-                        raise ValueError("a next link this walk does not follow")
-            visited.add(f"{prefix}{offset}")
-            return items, meta
+            check(offset, link)
+            return decoded
 
-        items, meta = page(0, *await fetch(0))
-        yield items
-        offsets = iter(range(PAGE, meta.total_count, PAGE))
-        window: deque[tuple[int, asyncio.Task[tuple[bytes, str | None]]]] = deque()
-        for offset in offsets:
-            window.append((offset, asyncio.create_task(fetch(offset))))
-            if len(window) >= concurrency:
-                break
-        while window:
-            offset, task = window.popleft()
-            answer = await task
-            nxt = next(offsets, None)
-            if nxt is not None:
-                window.append((nxt, asyncio.create_task(fetch(nxt))))
-            yield page(offset, *answer)[0]
+        async for items in windowed(fetch, lambda offset, got: page(offset, *got), concurrency):
+            yield items
 
 
 async def promised_walk(base: str, concurrency: int) -> int:
@@ -309,10 +330,8 @@ async def sdk_request_pages(base: str, concurrency: int, parse: bool) -> AsyncIt
     from payroll_async.models import PayrollConnection
 
     decode = FastDecoder(PayrollConnection).decode_page
-    next_link = re.compile(r'<([^>]*)>;\s*rel="next"').search
-    origin = base + "/"
     prefix = f"{base}{PATH}?limit={PAGE}&offset="
-    visited: set[str] = set()
+    check = link_check(base)
     async with PayrollClient(base, TOKEN, concurrency=concurrency) as client:
         binding = client.payroll_connections._binding
         options = binding.options
@@ -326,38 +345,16 @@ async def sdk_request_pages(base: str, concurrency: int, parse: bool) -> AsyncIt
             if parse:
                 read = listing.parse(response, NextRequest(None, offset, PAGE, 0, PAGE, None))
                 assert read._next_context is not None
-                read._next_context.following(read, visited)  # type: ignore[arg-type]
+                read._next_context.following(read, frozenset())
                 return read.items, read.meta
             decoded = decode(response.body)
             if decoded is None:
                 raise ValueError("not a page")
-            link = response.headers.get("Link")
-            if link is not None:
-                found = next_link(link)
-                if found is not None:
-                    following = found.group(1)
-                    if not following.startswith(origin) or following in visited:
-                        raise ValueError("a next link off the origin, or a loop")
-                    if following != f"{prefix}{offset + PAGE}":
-                        raise ValueError("a next link this walk does not follow")
-            visited.add(f"{prefix}{offset}")
+            check(offset, response.headers.get("Link"))
             return decoded
 
-        items, meta = page(0, await fetch(0))
-        yield items
-        offsets = iter(range(PAGE, meta.total_count, PAGE))
-        window: deque[tuple[int, asyncio.Task[Any]]] = deque()
-        for offset in offsets:
-            window.append((offset, asyncio.create_task(fetch(offset))))
-            if len(window) >= concurrency:
-                break
-        while window:
-            offset, task = window.popleft()
-            answer = await task
-            nxt = next(offsets, None)
-            if nxt is not None:
-                window.append((nxt, asyncio.create_task(fetch(nxt))))
-            yield page(offset, answer)[0]
+        async for items in windowed(fetch, page, concurrency):
+            yield items
 
 
 async def sdk_request_walk(base: str, concurrency: int, parse: bool) -> int:
