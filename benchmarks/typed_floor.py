@@ -32,6 +32,10 @@ the decode of each page's bytes swapped:
   bound, the Link header's ``rel="next"`` checked for its origin and scheme, loops and
   the page the walk fetches next): the bound of any SDK that keeps those promises
   (``promised_pages``);
+- ``that floor, its requests the SDK's``: the same walk, each page's request sent by the
+  SDK's request path; ``and its pages the SDK's parse``: each page also read by the SDK's
+  parse and next-page rule (``sdk_request_pages``): the SDK's gap to that floor, part by
+  part (its requests, its page parse, and the rest: its walk);
 - and, for comparison, the SDK itself as ``bulk_export.py`` runs it (its own walk).
 
 The script prints the SDK's paired ratio against both bounds: "attrs models, cheapest
@@ -83,6 +87,8 @@ LABELS = {
     "attrs_sdk": "attrs models, the SDK's decoder",
     "attrs_sdk_async": "the SDK's decoder, items by async for",
     "promised": "the floor of the promised work",
+    "sdk_requests": "that floor, its requests the SDK's",
+    "sdk_parse": "and its pages the SDK's parse",
     "sdk": "the SDK itself (async for, defaults)",
 }
 LIMIT = 64 * 2**20  # the SDK's default max_response_size
@@ -193,6 +199,51 @@ async def walk(base: str, decode: Callable[[bytes], Any], concurrency: int) -> i
     return count
 
 
+async def windowed(
+    fetch: Callable[[int], Any], page: Callable[[int, Any], Any], concurrency: int
+) -> AsyncIterator[Any]:
+    """The floor's window: the first page, then ``concurrency`` pages in flight, in order;
+    ``page(offset, answer)`` reads each (items, meta)."""
+    items, meta = page(0, await fetch(0))
+    yield items
+    offsets = iter(range(PAGE, meta.total_count, PAGE))
+    window: deque[tuple[int, asyncio.Task[Any]]] = deque()
+    for offset in offsets:
+        window.append((offset, asyncio.create_task(fetch(offset))))
+        if len(window) >= concurrency:
+            break
+    while window:
+        offset, task = window.popleft()
+        answer = await task
+        nxt = next(offsets, None)
+        if nxt is not None:
+            window.append((nxt, asyncio.create_task(fetch(nxt))))
+        yield page(offset, answer)[0]
+
+
+def link_check(base: str) -> Callable[[int, str | None], None]:
+    """The promised check of a page's Link header, at its cheapest: its ``rel="next"`` on
+    the client's origin and scheme (one prefix test), not a page already walked (a set of
+    the pages' URLs), and the page the walk fetches next."""
+    next_link = re.compile(r'<([^>]*)>;\s*rel="next"').search
+    origin = base + "/"
+    prefix = f"{base}{PATH}?limit={PAGE}&offset="
+    visited: set[str] = set()
+
+    def check(offset: int, link: str | None) -> None:
+        if link is not None:
+            found = next_link(link)
+            if found is not None:
+                following = found.group(1)
+                if not following.startswith(origin) or following in visited:
+                    raise ValueError("a next link off the origin, or a loop")
+                if following != f"{prefix}{offset + PAGE}":
+                    raise ValueError("a next link this walk does not follow")
+        visited.add(f"{prefix}{offset}")
+
+    return check
+
+
 async def promised_pages(base: str, concurrency: int) -> AsyncIterator[Any]:
     """The floor's walk with, each at its cheapest, the work the SDK promises per request
     and per page, and nothing more: the pages' models as the SDK's decoder makes them (ids
@@ -211,10 +262,8 @@ async def promised_pages(base: str, concurrency: int) -> AsyncIterator[Any]:
     from payroll_async.models import PayrollConnection
 
     decode = FastDecoder(PayrollConnection).decode_page
-    next_link = re.compile(r'<([^>]*)>;\s*rel="next"').search
-    origin = base + "/"
     prefix = f"{base}{PATH}?limit={PAGE}&offset="
-    visited: set[str] = set()
+    check = link_check(base)
     gate: Any = None  # a fleet's gate: none given
     paused_until = 0.0  # a 429's pause of the whole client: none
     loop = asyncio.get_running_loop()
@@ -250,39 +299,68 @@ async def promised_pages(base: str, concurrency: int) -> AsyncIterator[Any]:
             decoded = decode(body)
             if decoded is None:
                 raise ValueError("not a page")
-            items, meta = decoded
-            if link is not None:
-                found = next_link(link)
-                if found is not None:
-                    following = found.group(1)
-                    if not following.startswith(origin) or following in visited:
-                        raise ValueError("a next link off the origin, or a loop")
-                    if following != f"{prefix}{offset + PAGE}":
-                        raise ValueError("a next link this walk does not follow")
-            visited.add(f"{prefix}{offset}")
-            return items, meta
+            check(offset, link)
+            return decoded
 
-        items, meta = page(0, *await fetch(0))
-        yield items
-        offsets = iter(range(PAGE, meta.total_count, PAGE))
-        window: deque[tuple[int, asyncio.Task[tuple[bytes, str | None]]]] = deque()
-        for offset in offsets:
-            window.append((offset, asyncio.create_task(fetch(offset))))
-            if len(window) >= concurrency:
-                break
-        while window:
-            offset, task = window.popleft()
-            answer = await task
-            nxt = next(offsets, None)
-            if nxt is not None:
-                window.append((nxt, asyncio.create_task(fetch(nxt))))
-            yield page(offset, *answer)[0]
+        async for items in windowed(fetch, lambda offset, got: page(offset, *got), concurrency):
+            yield items
 
 
 async def promised_walk(base: str, concurrency: int) -> int:
     """The floor of the promised work (``promised_pages``), its items by ``async for``."""
     count = 0
     async for _item in _Items(promised_pages(base, concurrency)):
+        count += 1
+    return count
+
+
+async def sdk_request_pages(base: str, concurrency: int, parse: bool) -> AsyncIterator[Any]:
+    """The floor of the promised work's walk (its window, its Link check), each page's
+    request sent by the SDK (``build_request`` and ``BoundClient.send``: the retry loop,
+    the attempt, the transport); with ``parse``, each page read by the SDK too
+    (``ListRequest.parse``: the decode, the Link header, the ``Page``; then the next-page
+    rule). What is left between the second and the SDK itself is the SDK's walk (its
+    window of tasks, ``Walk``, the iterator's layers)."""
+    from yarl import URL
+
+    from payroll_async import PayrollClient
+    from payroll_async._http._attempt import build_request
+    from payroll_async._paging._fastdecode import FastDecoder
+    from payroll_async._paging._page import NextRequest
+    from payroll_async.models import PayrollConnection
+
+    decode = FastDecoder(PayrollConnection).decode_page
+    prefix = f"{base}{PATH}?limit={PAGE}&offset="
+    check = link_check(base)
+    async with PayrollClient(base, TOKEN, concurrency=concurrency) as client:
+        binding = client.payroll_connections._binding
+        options = binding.options
+        listing = client.payroll_connections.list()._listing()
+
+        async def fetch(offset: int) -> Any:
+            url = URL(f"{prefix}{offset}", encoded=True)
+            return await binding.send(build_request("GET", url, options))
+
+        def page(offset: int, response: Any) -> Any:
+            if parse:
+                read = listing.parse(response, NextRequest(None, offset, PAGE, 0, PAGE, None))
+                assert read._next_context is not None
+                read._next_context.following(read, frozenset())
+                return read.items, read.meta
+            decoded = decode(response.body)
+            if decoded is None:
+                raise ValueError("not a page")
+            check(offset, response.headers.get("Link"))
+            return decoded
+
+        async for items in windowed(fetch, page, concurrency):
+            yield items
+
+
+async def sdk_request_walk(base: str, concurrency: int, parse: bool) -> int:
+    """``sdk_request_pages``, its items by ``async for``."""
+    count = 0
+    async for _item in _Items(sdk_request_pages(base, concurrency, parse)):
         count += 1
     return count
 
@@ -304,6 +382,8 @@ def child(variant: str, base: str, items: int, concurrency: int) -> None:
             count = asyncio.run(sdk_walk(base, concurrency))
         elif variant == "promised":
             count = asyncio.run(promised_walk(base, concurrency))
+        elif variant in ("sdk_requests", "sdk_parse"):
+            count = asyncio.run(sdk_request_walk(base, concurrency, variant == "sdk_parse"))
         elif variant == "attrs_sdk_async":
             assert decode is not None
             count = asyncio.run(walk_async(base, decode, concurrency))
@@ -377,7 +457,14 @@ def main() -> int:
     ]
     print(table(["decode of each page", unit, "vs the floor"], rows))
     for bound in ("attrs_cheapest", "promised"):
-        for variant in ("sdk", "attrs_sdk_async", "promised", "baseline"):
+        for variant in (
+            "sdk",
+            "attrs_sdk_async",
+            "promised",
+            "sdk_requests",
+            "sdk_parse",
+            "baseline",
+        ):
             if variant in measured and variant != bound:
                 ratios = [a / b for a, b in zip(measured[variant], measured[bound], strict=True)]
                 shown = ", ".join(f"{r:.2f}" for r in sorted(ratios))

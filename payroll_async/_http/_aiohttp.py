@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
@@ -17,13 +18,15 @@ import aiohttp
 from aiohttp.client_reqrep import ClientRequest
 from aiohttp.connector import Connection
 from aiohttp.tracing import Trace
+from yarl import URL
 
 from .._core import _assumed
 from .._core._exceptions import ClientClosedError, ResponseDecodeError
+from .._core._redact import shown_url
 from ._failures import connection_error
 from ._gate import GateClosed, LocalGate
 from ._network import Route, tunnel_failure
-from ._seam import ERROR_BODY_MAX, TransportRequest, TransportResponse
+from ._seam import ERROR_BODY_MAX, Answer, TransportRequest, TransportResponse
 from ._status import excerpt
 
 __all__ = ["AiohttpTransport"]
@@ -145,14 +148,38 @@ class AiohttpTransport:
             await asyncio.sleep(0)  # a TLS transport's close runs its callback (aiohttp 3.9)
 
     async def handle_async_request(self, request: TransportRequest) -> TransportResponse:
-        """Send once through the session; read the body within its bound.
+        """Send once through the session; read the body within its bound (``send``)."""
+        status, headers, body, url, reason, sends = await self.send(
+            request.method,
+            request.url,
+            request.headers,
+            request.content,
+            request.timeout,
+            request.max_response_size,
+        )
+        return TransportResponse(
+            status=status, headers=headers, body=body, url=url, reason=reason, sends=sends
+        )
+
+    async def send(
+        self,
+        method: str,
+        url: URL,
+        headers: Mapping[str, str],
+        content: bytes | None,
+        timeout: aiohttp.ClientTimeout,
+        limit: int | None,
+    ) -> Answer:
+        """Send once through the session; read the body within ``limit``: the answer's
+        parts, as a `TransportResponse` holds them (the client's own attempts call this,
+        and make no `TransportRequest` or `TransportResponse`: those are the seam's, for
+        the transports of others).
 
         Raises ``GateClosed`` when the gated connector holds the request back (nothing
         was sent), ``APIConnectionError`` (``APITimeoutError``, ``ProxyError``) when no
         answer came, ``ResponseDecodeError`` when a 2xx body passes its bound.
         """
         session = self.session()
-        method, url = request.method, request.url
         # aiohttp sends an idempotent request again by itself when the connection drops
         # before an answer. For a DELETE that matters (a 404 then means "deleted by the send
         # that got no answer"), so its sends are counted; other methods pay nothing.
@@ -165,43 +192,38 @@ class AiohttpTransport:
         failure = None
         try:
             async with session.request(
-                method,
-                url,
-                data=request.content,
-                headers=request.headers,
-                timeout=request.timeout,
-                **keywords,
+                method, url, data=content, headers=headers, timeout=timeout, **keywords
             ) as response:
-                body = await read_body(response, method, request.max_response_size, request)
+                body = await read_body(response, method, limit, headers)
         except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
-            failure = connection_error(exc, method, url, None, request.timeout, _token_of(request))
+            failure = connection_error(exc, method, url, None, timeout, _token_of(headers))
         if failure is not None:
             # Raised here, outside the except block, so that aiohttp's exception (whose
             # request info holds the Authorization header) is not chained.
             raise failure
-        return TransportResponse(
-            status=response.status,
-            headers=response.headers,
-            body=body,
-            url=response.url,
-            reason=response.reason,
-            sends=max(len(sends), 1),
+        return (
+            response.status,
+            response.headers,
+            body,
+            response.url,
+            response.reason,
+            max(len(sends), 1),
         )
 
 
-def _token_of(request: TransportRequest) -> str:
-    authorization = request.headers.get("Authorization", "")
+def _token_of(headers: Mapping[str, str]) -> str:
+    authorization = headers.get("Authorization", "")
     return authorization[7:] if authorization.startswith("Bearer ") else ""
 
 
 async def read_body(
-    response: aiohttp.ClientResponse, method: str, limit: int | None, sent: TransportRequest
+    response: aiohttp.ClientResponse, method: str, limit: int | None, sent: Mapping[str, str]
 ) -> bytes:
     """The body, at most ``limit`` bytes after decompression (None: no limit).
 
     An error body is read only as far as its excerpt needs. Past the limit the connection
     is closed (never reused half-read) and ResponseDecodeError is raised; its excerpt has
-    the token ``sent`` with the request redacted.
+    the token of the headers ``sent`` redacted.
     """
     success = _assumed.SUCCESS_MIN <= response.status <= _assumed.SUCCESS_MAX
     if not success:
@@ -232,7 +254,7 @@ async def read_body(
         "reading stopped. Raise it with PayrollClient(max_response_size=...) "
         "(None for no limit)",
         status=response.status,
-        url=str(response.url),
+        url=shown_url(response.url, _token_of(sent)),
         body_excerpt=excerpt(b"".join(chunks), _token_of(sent)),
         method=method,
     )

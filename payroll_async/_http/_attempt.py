@@ -32,13 +32,7 @@ from .._core._redact import shown_url
 from . import _otel
 from ._failures import connection_error
 from ._options import FinalOptions
-from ._seam import (
-    ERROR_BODY_MAX,
-    AsyncTransport,
-    Response,
-    TransportRequest,
-    TransportResponse,
-)
+from ._seam import ERROR_BODY_MAX, Response, Send
 from ._status import excerpt, request_id, status_error
 
 __all__ = [
@@ -108,47 +102,45 @@ class Exchange:
 
 
 async def exchange(
-    wire: AsyncTransport,
+    send: Send,
     request: Request,
+    headers: Mapping[str, str],
     token: str,
     number: int,
     *,
     waited: float,
 ) -> Exchange:
-    """Send once through the transport and read what came back; a failed send is typed.
+    """Send once through the transport (``send``) and read what came back; a failed send
+    is typed.
 
-    The transport gets the whole URL, every header (the token's too) and the body bound;
-    what it answers is held to the bound here too, whatever transport it is. Raises
-    ``GateClosed`` when the transport held the request back at the gate (nothing was
-    sent), ``APIConnectionError`` (``APITimeoutError``, ``ProxyError``) when no answer
-    came.
+    The transport gets the whole URL, ``headers`` (the token's ``Authorization`` among
+    them) and the body bound; what it answers is held to the bound here too, whatever
+    transport it is. Raises ``GateClosed`` when the transport held the request back at
+    the gate (nothing was sent), ``APIConnectionError`` (``APITimeoutError``,
+    ``ProxyError``) when no answer came.
     """
     method, url, params = request.method, request.url, request.params
     timeout = request.options.timeout
     limit = request.options.max_response_size
-    sent = TransportRequest(
-        method=method,
-        url=_with_params(url, params),
-        headers={**request.headers, "Authorization": "Bearer " + token},
-        content=request.data,
-        timeout=timeout,
-        max_response_size=limit,
-    )
+    target = _with_params(url, params)
     with _otel.attempt(method, url, number, token) as span:
         if waited > _GATE_EVENT_MIN:
             _otel.event("payroll_async.gate_wait", wait_s=waited)
         started = time.perf_counter()
         failure: PayrollError | None = None
         try:
-            answer = await wire.handle_async_request(sent)
+            status, answered, body, answered_url, reason, sends = await send(
+                method, target, headers, request.data, timeout, limit
+            )
         except APIConnectionError as exc:
             failure = exc
         except (asyncio.TimeoutError, OSError) as exc:  # another transport's failed send
             failure = connection_error(exc, method, url, params, timeout, token)
         elapsed = time.perf_counter() - started
         if failure is None:
+            where = answered_url or target
             try:
-                body = _within(answer, method, limit, token, url)
+                body = _within(status, body, where, method, limit, token)
             except ResponseDecodeError as exc:
                 failure = exc
         if failure is not None:
@@ -156,11 +148,8 @@ async def exchange(
             # Raised here, outside the except block: a transport's exception (whose
             # request may hold the Authorization header) is not chained.
             raise failure
-        status = answer.status
         _otel.finish(span, method, status, elapsed, None if status < 400 else str(status))
-    result = Exchange(
-        status, answer.reason, answer.url or sent.url, answer.headers, body, started, answer.sends
-    )
+    result = Exchange(status, reason, where, answered, body, started, sends)
     if logger.isEnabledFor(logging.DEBUG):
         _log(method, result, number, token)
     return result
@@ -176,20 +165,19 @@ def _with_params(url: URL, params: Mapping[str, Any] | None) -> URL:
 
 
 def _within(
-    answer: TransportResponse, method: str, limit: int | None, token: str, url: URL
+    status: int, body: bytes, url: URL, method: str, limit: int | None, token: str
 ) -> bytes:
-    """The answer's body held to the bound: a 2xx body past ``limit`` is refused, an error
+    """An answer's body held to the bound: a 2xx body past ``limit`` is refused, an error
     body is kept only as far as its message needs."""
-    body = answer.body
-    if not _assumed.SUCCESS_MIN <= answer.status <= _assumed.SUCCESS_MAX:
+    if not _assumed.SUCCESS_MIN <= status <= _assumed.SUCCESS_MAX:
         return body[:ERROR_BODY_MAX]
     if limit is not None and len(body) > limit:
         raise ResponseDecodeError(
             f"the response body is larger than max_response_size ({limit:,} bytes); "
             "reading stopped. Raise it with PayrollClient(max_response_size=...) "
             "(None for no limit)",
-            status=answer.status,
-            url=str(answer.url or url),
+            status=status,
+            url=shown_url(url, token),
             body_excerpt=excerpt(body[:limit], token),
             method=method,
         )

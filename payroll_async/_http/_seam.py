@@ -16,8 +16,8 @@ and a call ``with_raw_response`` a `RawResponse` (its parsed result with that Re
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Awaitable, Mapping
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import aiohttp
 import attrs
@@ -29,13 +29,16 @@ from ._status import request_id
 
 __all__ = [
     "ERROR_BODY_MAX",
+    "Answer",
     "AsyncTransport",
     "RawResponse",
     "Response",
     "TransportRequest",
+    "Send",
     "TransportResponse",
     "call_raw",
     "record",
+    "through",
 ]
 
 
@@ -100,6 +103,33 @@ class AsyncTransport(Protocol):
     async def aclose(self) -> None:
         """Release what the transport holds: the client calls it when it closes."""
         ...
+
+
+Answer = tuple[int, Mapping[str, str], bytes, "URL | None", "str | None", int]
+"""An answer's parts, as a `TransportResponse` holds them: status, headers, body, the URL
+that answered (None: the request's), reason phrase, sends."""
+
+Send = Callable[
+    [str, URL, Mapping[str, str], "bytes | None", aiohttp.ClientTimeout, "int | None"],
+    Awaitable[Answer],
+]
+"""One send as an attempt makes it: method, URL (query included), headers (the token's
+too), body, timeout, body bound -> the `Answer`. The client's own transport is called
+so (``AiohttpTransport.send``: no seam object made); any other through ``through()``."""
+
+
+def through(transport: AsyncTransport) -> Send:
+    """The send of a transport given by the user (``transport=``): a `TransportRequest`
+    for each send (the parts of a `Send` are its fields, in order; its headers a dict of
+    its own), its `TransportResponse` read back."""
+
+    async def send(method: str, url: URL, headers: Mapping[str, str], *rest: Any) -> Answer:
+        answer = await transport.handle_async_request(
+            TransportRequest(method, url, dict(headers), *rest)
+        )
+        return answer.status, answer.headers, answer.body, answer.url, answer.reason, answer.sends
+
+    return send
 
 
 @attrs.define(slots=True, eq=False, repr=False)

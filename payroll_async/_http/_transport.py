@@ -22,6 +22,7 @@ from typing import Any
 
 import aiohttp
 import attrs
+from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from .._core._clock import SYSTEM_CLOCK, Clock
@@ -45,7 +46,7 @@ from ._failures import display_url
 from ._gate import Gate, GateClosed, LocalGate
 from ._network import Route
 from ._retry import Recovery, Retries, pause_for
-from ._seam import AsyncTransport, Response
+from ._seam import AsyncTransport, Response, Send, through
 
 __all__ = ["DEFAULT_HEADERS", "Transport"]
 
@@ -130,6 +131,13 @@ class Transport:
             session=session, route=route, gate=self.local_gate, concurrency=concurrency
         )
         """The transport below the seam: aiohttp's, or the one given (``transport=``)."""
+        self._send: Send = (
+            self.wire.send if isinstance(self.wire, AiohttpTransport) else through(self.wire)
+        )
+        """How an attempt sends: aiohttp's transport directly (no seam object made), any
+        other through the seam (a `TransportRequest` each send)."""
+        self._sent: tuple[Mapping[str, str], str, CIMultiDictProxy[str]] | None = None
+        """The last headers sent: a request's headers and the token, and them merged."""
         self._started = False
 
     @property
@@ -284,7 +292,8 @@ class Transport:
                 token = self.auth.static or await self._token(
                     request, time_limit(request.options.timeout)
                 )
-            answer = await exchange(self.wire, request, token, number, waited=waited)
+            headers = self._headers(request.headers, token)
+            answer = await exchange(self._send, request, headers, token, number, waited=waited)
         except GateClosed:
             return HELD
         finally:
@@ -301,6 +310,17 @@ class Transport:
         if pause is not None:
             await self.pause(pause)
         raise error
+
+    def _headers(self, headers: Mapping[str, str], token: str) -> CIMultiDictProxy[str]:
+        """``headers`` with the token's ``Authorization``: merged once for a request's
+        headers and a token, then reused while both stay (every page of a walk; a token
+        that changes, or other headers, are merged anew)."""
+        sent = self._sent
+        if sent is not None and sent[0] is headers and sent[1] == token:
+            return sent[2]
+        merged = CIMultiDictProxy(CIMultiDict({**headers, "Authorization": "Bearer " + token}))
+        self._sent = (headers, token, merged)
+        return merged
 
     async def _admit(self) -> float:
         """Wait at this client's gate, then the fleet's; the seconds waited."""
