@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 from sqlalchemy import BigInteger, Boolean, Dialect, Table, Text, bindparam, text, update
@@ -31,9 +30,6 @@ from .._core._converter import to_camel
 from .._sql import ItemId, UTCDateTime, compiled, converter
 from ._schema import BOOKKEEPING, RUNS, MirrorTable
 from ._seen import KnownDigests
-
-if TYPE_CHECKING:
-    import sqlite3
 
 __all__ = ["PageSQL", "PostgresPageSQL", "Statements"]
 
@@ -177,33 +173,6 @@ class PageSQL:
         )
         """The items written with a column left NULL where the item has a value."""
 
-    def stage_all(
-        self, pages: list[tuple[str, str, str]], scope: str | None
-    ) -> list[tuple[str, Any]]:
-        """The statements that put a write's pages (text, digests, the items to drop: each
-        a JSON array) into its items."""
-        return [
-            (self.clear, ()),
-            *(
-                (self.stage, {"page": page, "digests": digests, "drop": drop})
-                for page, digests, drop in pages
-            ),
-            (self.legacy, {"scope": scope}),
-        ]
-
-    def write_all(self, params: dict[str, Any], nul: bool, told: bool) -> list[tuple[str, Any]]:
-        """The statements that write the staged items: the upsert, the changes, the
-        columns left NULL, the counts and (``told``) the changes for ``on_change``."""
-        statements: list[tuple[str, Any]] = [
-            (self.upsert_nul if nul else self.upsert, {k: params[k] for k in ("now", "scope")}),
-            (self.changes, {k: params[k] for k in ("run", "collection", "now")}),
-            (self.nulls, ()),
-            (self.count, ()),
-        ]
-        if told:
-            statements.append((self.told, ()))
-        return statements
-
 
 # PostgreSQL's json cannot give a field of an item that holds a ``\u0000`` anywhere (a
 # text cannot hold a NUL): such an item's fields are read from its text with each escape
@@ -324,26 +293,20 @@ _SCAN_CACHE = -2000
 _integers = msgspec.json.Decoder(list[int]).decode
 
 
-def _thread_job(
-    driver: Any,
-) -> Callable[[Callable[[sqlite3.Connection], Any]], Awaitable[Any]] | None:
-    """aiosqlite: the coroutine that runs a function in the connection's thread (after the
-    statements queued before it), or None (another driver, or an aiosqlite without it: its
-    ``_execute`` and ``_conn`` are private, so they are looked up, never assumed)."""
+def _thread_job(driver: Any) -> Callable[[list[tuple[str, Any]]], Awaitable[Any]] | None:
+    """aiosqlite: the coroutine that runs statements in the connection's thread (after
+    those queued before it), giving each one's rows; or None (another driver, or an
+    aiosqlite without it: its ``_execute`` and ``_conn`` are private, so they are looked
+    up, never assumed)."""
     run = getattr(driver, "_execute", None)
     if run is None or not isinstance(getattr(type(driver), "_conn", None), property):
         return None
 
-    async def job(function: Callable[[sqlite3.Connection], Any]) -> Any:
-        return await run(partial(function, driver._conn))
+    async def job(statements: list[tuple[str, Any]]) -> Any:
+        connection = driver._conn
+        return await run(lambda: [connection.execute(*each).fetchall() for each in statements])
 
     return job
-
-
-def _execute_all(
-    statements: list[tuple[str, Any]], connection: sqlite3.Connection
-) -> list[list[Any]]:
-    return [connection.execute(statement, params).fetchall() for statement, params in statements]
 
 
 class Statements:
@@ -352,7 +315,7 @@ class Statements:
     def __init__(self, table: Table, key: str, dialect: Dialect) -> None:
         self.dialect = dialect.name
         self._driver: Any = None
-        self._job: Callable[[Callable[[sqlite3.Connection], Any]], Awaitable[Any]] | None = None
+        self._job: Callable[[list[tuple[str, Any]]], Awaitable[Any]] | None = None
         self.time = converter(table.c.mirror_first_seen_at, self.dialect)
         self.uuid = converter(table.c[key], self.dialect)
         counted = ("finished_at", "complete", "items", "inserted", "updated", "deleted")
@@ -405,7 +368,7 @@ class Statements:
         """Run ``statements`` (with their parameters) one after another, and give each
         one's rows; in SQLite as one job of the driver's thread (the loop woken once)."""
         if self._job is not None:
-            found: list[list[Any]] = await self._job(partial(_execute_all, statements))
+            found: list[list[Any]] = await self._job(statements)
             return found
         return [await self.run(conn, statement, params) for statement, params in statements]
 

@@ -18,18 +18,16 @@ from .._core._env import MIRROR_URL, read
 from .._core._exceptions import InvalidArgumentError, NotFoundError
 from .._core._types import NOT_GIVEN
 from .._core._validation import check_id
-from .._sql import MIRROR_PRAGMAS, Database, open_database
+from .._sql import MIRROR_PRAGMAS, Database
 from ._change import MirrorProgress, MirrorResult
 from ._errors import (
-    MIRROR_ERRORS,
     MaxDeletions,
     MirrorDeletionsError,
-    MirrorError,
     MirrorURLError,
     check_max_deletions,
     refusal,
 )
-from ._migrate import ensure_schema
+from ._migrate import connected, ensure_schema
 from ._schema import TABLES
 from ._sent import SentPage, sent_listing
 from ._store import MAX_PAGES, Change, Store
@@ -96,11 +94,7 @@ async def mirror(
     if not url:
         raise MirrorURLError(f"into: give a database URL, or set {MIRROR_URL}")
     run = _Run(client, collection, scope, on_change, on_progress, page_size, concurrency)
-    try:
-        return await run.run(url, wait, on_wait, max_passes, max_deletions)
-    except MirrorError as exc:
-        exc.__context__ = None  # the driver's exception may hold what the message hides
-        raise
+    return await run.run(url, wait, on_wait, max_passes, max_deletions)
 
 
 @attrs.define
@@ -130,67 +124,63 @@ class _Run:
     ) -> MirrorResult:
         collection = self.collection
         refused: MirrorDeletionsError | None = None
-        self.db = db = open_database(url, MIRROR_ERRORS, pragmas=MIRROR_PRAGMAS)
         mirrored = TABLES[collection]
-        try:
-            async with db.connect() as conn:
-                notify = on_wait or (lambda message: logger.warning("%s", message))
-                # The lock first: a run that waits says so (in SQLite the schema's check
-                # would wait for the other run's write lock silently).
-                name = mirrored.table.name
-                busy = f"another mirror of {name} into {db.shown} is running"
-                async with db.run_lock(conn, f"mirror:{name}", busy, wait, notify):
-                    await ensure_schema(db, conn)
-                    started = datetime.datetime.now(datetime.timezone.utc)
-                    self.store = store = Store(conn, mirrored, collection, uuid.uuid4(), self.scope)
-                    store.keep_changes = self.on_change is not None
-                    try:
-                        with db.errors(f"writing to {db.shown}"):
-                            await store.start(started)
-                        complete = False
-                        proven_passes = items = 0
-                        for attempt in range(max_passes):
-                            self.pass_number = attempt + 1
-                            store.begin_pass()
-                            # (the run lock: the live rows are those at its start and its inserts)
-                            self.hint = store.live_at_start + store.counts.inserted
-                            proven = await self._pass()
-                            await self._commit()  # the pass's last pages
-                            with db.errors(f"reading {db.shown}"):
-                                suspects = await store.narrow_suspects()
-                            proven = proven and not store.repeated  # an id twice: no proof
-                            items = store.items
-                            proven_passes += proven
-                            logger.debug(
-                                "mirror %s pass %d: proven=%s suspects=%d",
-                                collection,
-                                attempt + 1,
-                                proven,
-                                suspects,
-                            )
-                            if proven and suspects == 0:
+        async with connected(url, MIRROR_PRAGMAS) as (db, conn):
+            self.db = db
+            notify = on_wait or (lambda message: logger.warning("%s", message))
+            # The lock first: a run that waits says so (in SQLite the schema's check
+            # would wait for the other run's write lock silently).
+            name = mirrored.table.name
+            busy = f"another mirror of {name} into {db.shown} is running"
+            async with db.run_lock(conn, f"mirror:{name}", busy, wait, notify):
+                await ensure_schema(db, conn)
+                started = datetime.datetime.now(datetime.timezone.utc)
+                self.store = store = Store(conn, mirrored, collection, uuid.uuid4(), self.scope)
+                store.keep_changes = self.on_change is not None
+                try:
+                    with db.errors(f"writing to {db.shown}"):
+                        await store.start(started)
+                    complete = False
+                    proven_passes = items = 0
+                    for attempt in range(max_passes):
+                        self.pass_number = attempt + 1
+                        store.begin_pass()
+                        # (the run lock: the live rows are those at its start and its inserts)
+                        self.hint = store.live_at_start + store.counts.inserted
+                        proven = await self._pass()
+                        await self._commit()  # the pass's last pages
+                        with db.errors(f"reading {db.shown}"):
+                            suspects = await store.narrow_suspects()
+                        proven = proven and not store.repeated  # an id twice: no proof
+                        items = store.items
+                        proven_passes += proven
+                        logger.debug(
+                            "mirror %s pass %d: proven=%s suspects=%d",
+                            collection,
+                            attempt + 1,
+                            proven,
+                            suspects,
+                        )
+                        if proven and suspects == 0:
+                            complete = True
+                            break
+                        if proven_passes >= 2:
+                            refused = refusal(collection, suspects, store.live, max_deletions)
+                            if refused is None:
+                                with db.errors(f"writing to {db.shown}"):
+                                    await store.delete_suspects()
+                                await self._tell()
                                 complete = True
-                                break
-                            if proven_passes >= 2:
-                                refused = refusal(collection, suspects, store.live, max_deletions)
-                                if refused is None:
-                                    with db.errors(f"writing to {db.shown}"):
-                                        await store.delete_suspects()
-                                    await self._tell()
-                                    complete = True
-                                break
-                        with db.errors(f"writing to {db.shown}"):
-                            await store.finish(complete)
-                        await self._tell()
-                    except BaseException:
-                        # Ended early: what is committed is told (unless on_change failed),
-                        # the rest rolled back for the next run to write.
-                        await store.stop()
-                        await self._tell()
-                        raise
-        finally:
-            with db.errors("closing"):
-                await db.engine.dispose()
+                            break
+                    with db.errors(f"writing to {db.shown}"):
+                        await store.finish(complete)
+                    await self._tell()
+                except BaseException:
+                    # Ended early: what is committed is told (unless on_change failed),
+                    # the rest rolled back for the next run to write.
+                    await store.stop()
+                    await self._tell()
+                    raise
         counts = store.counts
         result = MirrorResult(
             collection=collection,

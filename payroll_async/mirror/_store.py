@@ -187,8 +187,14 @@ class Store:
         try:
             if isinstance(page_sql, PageSQL):
                 drops = _drops([len(page) for page in pages if len(page)], keys, last)
-                staged = zip(bodies, [_encode(d).decode() for d in digests], drops, strict=True)
-                statements = page_sql.stage_all(list(staged), scope)
+                statements: list[tuple[str, Any]] = [
+                    (page_sql.clear, ()),
+                    *(
+                        (page_sql.stage, {"page": body, "digests": _encode(d).decode(), "drop": x})
+                        for body, d, x in zip(bodies, digests, drops, strict=True)
+                    ),
+                    (page_sql.legacy, {"scope": scope}),
+                ]
                 if self._open is None:
                     # This run alone writes the table (the run lock): its rows are compared
                     # before the write lock is taken, and a write with nothing to write
@@ -206,7 +212,13 @@ class Store:
                     "collection": self._collection,
                 }
                 nul = any("\\u0000" in body for body in bodies)
-                statements += page_sql.write_all(params, nul, self.keep_changes)
+                statements += [
+                    (page_sql.upsert_nul if nul else page_sql.upsert, params),
+                    (page_sql.changes, params),
+                    (page_sql.nulls, ()),
+                    (page_sql.count, ()),
+                    *([(page_sql.told, ())] if self.keep_changes else []),
+                ]
                 run = partial(self._apply_sqlite, statements)
             else:  # the pages' items in one JSON array (see ``_READ``)
                 items_sent = b",".join([raw for page in pages for raw in page.raws])

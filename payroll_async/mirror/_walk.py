@@ -61,11 +61,6 @@ this machine, a service next door) and no batch of it waits: there the walk is n
 waiting on the network, and holding cost 5-8% of wall (measured at 0 ms)."""
 
 
-def _pages_for(total: int, size: int, step: int) -> int:
-    """The pages after the first that a listing of ``total`` items needs."""
-    return 0 if total < size else (total - size) // step + 1
-
-
 class Walk:
     """One walk of a listing; ``proven`` says, once it ends, whether it can miss nothing."""
 
@@ -140,7 +135,8 @@ class Walk:
                 self._size, self._step = limit, limit - 1
             if clock() - asked < near:
                 least = 0  # a near listing: its pages are written as they come
-            planned = _pages_for(max(self.total or 0, self._hint), self._size, self._step)
+            most_items = max(self.total or 0, self._hint)  # the pages after the first:
+            planned = max(0, (most_items - self._size) // self._step + 1)
             # A listing that grows as fast as the walk advances would keep it going for
             # ever: past twice the pages planned, the walk stops, unproven.
             bound = 2 * planned + 16
