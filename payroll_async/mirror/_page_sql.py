@@ -419,9 +419,8 @@ class Statements:
         statement = f'SELECT "mirror_digest" FROM {self._name} WHERE "mirror_deleted_at" IS NULL'
         result = await conn.stream(text(statement))
         async for chunk in result.partitions(10_000):
-            digests = [digest for (digest,) in chunk]
-            rows += len(digests)
-            known.add([value for value in digests if type(value) is int])
+            rows += len(chunk)
+            known.add([digest for (digest,) in chunk if type(digest) is int])
         await result.close()
         await conn.commit()
         return known, rows

@@ -29,7 +29,7 @@ from ._errors import (
 )
 from ._migrate import connected, ensure_schema
 from ._schema import TABLES
-from ._sent import SentPage, sent_listing
+from ._sent import SentPage, SentPageDecoder
 from ._store import MAX_PAGES, Change, Store
 from ._walk import HOLD_ITEMS, HOLD_NEAR, HOLD_SECONDS, Walk
 
@@ -213,7 +213,6 @@ class _Run:
                     raise
 
     def _told(self, total: int | None) -> None:
-        """Tell ``on_progress`` (if any) how far the pass is, given the total when known."""
         if self.on_progress is not None:
             self.on_progress(MirrorProgress(self.store.items, total, self.pass_number))
 
@@ -221,6 +220,9 @@ class _Run:
         """A walk of ``listing``; of the collection's own ``items`` (not the employers of
         update groups), its ids go into the store's ``seen``."""
         paginator = listing(page_size=self.page_size, sort=MIRROR_ORDER)
+        if items:  # its pages as sent (`SentPage`)
+            decoder = SentPageDecoder(paginator.model, key, order, self.store.known)
+            paginator = paginator.with_decoder(decoder)
         return Walk(
             paginator.page_source(),
             operator.attrgetter(key),
@@ -253,12 +255,11 @@ class _Run:
         return await self._walk(self.scope, self._told)
 
     async def _walk(self, scope: uuid.UUID | None, told: Callable[[int | None], None]) -> bool:
-        """The walk of the collection (of ``scope``'s update groups), its pages `SentPage`s."""
         collection, db, store = self.collection, self.db, self.store
         key = TABLES[collection].key
         order = MIRROR_ORDER_FIELDS[collection]
         listing = REGISTRY[collection].list_method(self.client, scope)
-        walk = self._walk_of(sent_listing(listing, key, order, store.known), key, order, True)
+        walk = self._walk_of(listing, key, order, True)
         least = HOLD_ITEMS.get(db.dialect, 0)
         try:
             async for batch in walk.batches(MAX_PAGES, least, HOLD_SECONDS, HOLD_NEAR):

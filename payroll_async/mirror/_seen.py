@@ -117,7 +117,6 @@ class SeenIds:
         self._sorted = True
 
     def __len__(self) -> int:
-        """Distinct ids (after ``freeze()``)."""
         if not self.frozen:
             raise RuntimeError("SeenIds: len before freeze")
         return self._distinct

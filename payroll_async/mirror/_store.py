@@ -133,20 +133,15 @@ class Store:
         self._whole = scope is None or mirrored.scope is None  # the table's every live row
         self.scope = scope
         """The employer of the update groups being walked (the scope column's value)."""
-        self._lock_first = (
-            # PostgreSQL: the statements' write lock, taken at BEGIN (as SQLite's BEGIN
-            # IMMEDIATE does): whoever waits for this run's writes (LOCK TABLE ... SHARE)
-            # waits for the commit, not for a write told to on_progress but not yet begun.
-            f"LOCK TABLE {connection.dialect.identifier_preparer.format_table(table)} "
-            "IN ROW EXCLUSIVE MODE"
-            if connection.dialect.name == "postgresql"
-            else None
-        )
-        self._page = (
-            PostgresPageSQL(mirrored, mirrored.scope)
-            if connection.dialect.name == "postgresql"
-            else PageSQL(mirrored, mirrored.scope)
-        )
+        # PostgreSQL: the statements' write lock, taken at BEGIN (as SQLite's BEGIN
+        # IMMEDIATE does): whoever waits for this run's writes (LOCK TABLE ... SHARE) waits
+        # for the commit, not for a write told to on_progress but not yet begun.
+        self._lock_first: str | None = None
+        self._page: PageSQL | PostgresPageSQL = PageSQL(mirrored, mirrored.scope)
+        if connection.dialect.name == "postgresql":
+            name = connection.dialect.identifier_preparer.format_table(table)
+            self._lock_first = f"LOCK TABLE {name} IN ROW EXCLUSIVE MODE"
+            self._page = PostgresPageSQL(mirrored, mirrored.scope)
 
     async def start(self, started_at: datetime.datetime) -> None:
         await self._sql.attach(self._conn)
@@ -169,13 +164,10 @@ class Store:
             previous = fresh
             changed = changed or page.changed()
         self._previous = previous
-        if changed or self._open is not None or self._suspects is not None:
-            await self._write(pages, items)
-        else:  # nothing to write (the first pass's walk adds the ids to ``seen``)
-            self.items += items
-
-    async def _write(self, pages: Sequence[SentPage], items: int) -> None:
-        """The pages' statements, run while the walk goes on (after the last write's)."""
+        if not (changed or self._open is not None or self._suspects is not None):
+            self.items += items  # nothing to write (the first pass's walk adds the ids to seen)
+            return
+        # The pages' statements, run while the walk goes on (after the last write's).
         sql, page_sql = self._sql, self._page
         now = datetime.datetime.now(datetime.timezone.utc)
         scope = None if self.scope is None else str(self.scope)
@@ -370,7 +362,6 @@ class Store:
             await self._progress(datetime.datetime.now(datetime.timezone.utc), complete)
 
     def _due(self) -> bool:
-        """Whether the open transaction is to be committed now (at the end of a write)."""
         return (
             self._pending_rows >= COMMIT_ROWS or time.monotonic() - self._opened >= COMMIT_SECONDS
         )
@@ -425,7 +416,7 @@ class Store:
         inflight.result()
 
     def _done_inflight(self, inflight: asyncio.Future[None]) -> None:
-        """The statements or commit in flight are done: a commit's changes join ``untold``."""
+        """A commit's changes join ``untold`` once it is done."""
         self._inflight = None
         committing, self._committing = self._committing, None
         if committing is not None and not inflight.cancelled() and inflight.exception() is None:

@@ -274,13 +274,13 @@ class Walk:
         return _GO_ON
 
     def _check_order(self, items: Sequence[Any]) -> None:
-        """Order keys never go down, and never tie at a page's edge."""
+        """Order keys never go down, and never tie at a page's edge (a page at a time:
+        ``map`` in C)."""
         last = len(items) - 1
         if last < 1:
             return
         try:
             keys = list(map(self._order, items))
-            # A page at a time (``map`` in C): no key goes down, and none ties at an edge.
             if any(map(operator.lt, keys[1:], keys)):
                 self._doubts("items out of order")
             elif not (keys[0] < keys[1] and keys[last - 1] < keys[last]):
