@@ -18,7 +18,6 @@ aiosqlite's thread as one job (``run_all``): one wake-up of the event loop per w
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -327,21 +326,7 @@ class Statements:
         )
         if order != [*counted, "run"]:
             raise AssertionError(f"unexpected parameters of the progress: {order}")
-        quoted = dialect.identifier_preparer.quote
-        self._name, self._key = quoted(table.name), quoted(key)
-        pg = self.dialect == "postgresql"
-        m = [f"{'$' if pg else '?'}{n}" for n in range(6)]  # m[n]: the nth parameter
-        ids = "= ANY({}::uuid[])" if pg else "IN (SELECT value FROM json_each({}))"
-        live = f"{self._key} {ids} AND mirror_deleted_at IS NULL"
-        self._deleted = (  # (run, collection, "deleted", now, ids)
-            'INSERT INTO mirror_changes (run_id, collection, item_id, change, at, "before",'
-            f' "after") SELECT {m[1]}, {m[2]}, {self._key}, {m[3]}, {m[4]}, mirror_item, NULL'
-            f" FROM {self._name} WHERE {live.format(m[5])}"
-            ' RETURNING item_id, CAST("before" AS TEXT)'  # (asyncpg would parse json)
-        )
-        self._delete = (  # (now, ids)
-            f"UPDATE {self._name} SET mirror_deleted_at = {m[1]} WHERE {live.format(m[2])}"
-        )
+        self._name = dialect.identifier_preparer.quote(table.name)
 
     async def attach(self, conn: AsyncConnection) -> None:
         """SQLite: run this table's statements on the driver's connection itself (none of
@@ -371,18 +356,6 @@ class Statements:
             found: list[list[Any]] = await self._job(statements)
             return found
         return [await self.run(conn, statement, params) for statement, params in statements]
-
-    async def delete(
-        self, conn: AsyncConnection, run: Any, collection: str, now: Any, ids: list[Any]
-    ) -> dict[str, Any]:
-        """Mark the live rows of ``ids`` deleted at ``now`` and record each change (the row's
-        ``mirror_item`` before); ``before`` of each, by the id's text."""
-        pg = self.dialect == "postgresql"
-        keys = ids if pg else json.dumps([str(i) for i in ids])
-        params = (self.uuid(run), collection, "deleted", self.time(now), keys)
-        found = await self.run(conn, self._deleted, params)
-        await self.run(conn, self._delete, params[3:])
-        return {str(key): before for key, before in found}
 
     async def live_digests(self, conn: AsyncConnection) -> tuple[KnownDigests, int]:
         """``mirror_digest`` of the live rows (every scope; a row of schema 1 has none), and

@@ -27,12 +27,13 @@ from typing import Any
 
 import attrs
 import msgspec
-from sqlalchemy import ColumnElement, func, insert, select
+from sqlalchemy import ColumnElement, Text, cast, func, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncTransaction
 
+from .._sql import ItemId, UTCDateTime
 from ._change import Change
 from ._page_sql import PageSQL, PostgresPageSQL, Statements
-from ._schema import RUNS, MirrorTable
+from ._schema import CHANGES, RUNS, MirrorTable
 from ._seen import KnownDigests, SeenIds
 from ._sent import SentPage
 
@@ -343,18 +344,32 @@ class Store:
         joining ``untold`` once it is committed."""
         pending = sorted(self._suspects or ())
         for start in range(0, len(pending), _BATCH):
-            ids = pending[start : start + _BATCH]
-            now = datetime.datetime.now(datetime.timezone.utc)
-            async with self._conn.begin():
-                before = await self._sql.delete(self._conn, self.run_id, self._collection, now, ids)
-                batch = [
-                    Change(self.run_id, self._collection, i, "deleted", now, before.get(str(i)))
-                    for i in ids
-                ]
-                self.counts.deleted += len(ids)
-                await self._progress()
-            self.untold.extend(batch)
+            self.untold.extend(await self._delete(pending[start : start + _BATCH]))
         self._suspects = set()
+
+    async def _delete(self, ids: list[uuid.UUID]) -> list[Change]:
+        """One batch: each row's change (its ``mirror_item`` as ``before``), then the rows
+        marked deleted, committed with the run's progress."""
+        key, conn = self._key, self._conn
+        now = datetime.datetime.now(datetime.timezone.utc)
+        live = key.in_(ids) & self._live
+        sent = (literal(self.run_id, ItemId()), literal(self._collection), key)
+        recorded = select(*sent, literal("deleted"), literal(now, UTCDateTime()))
+        changed = insert(CHANGES).from_select(
+            ["run_id", "collection", "item_id", "change", "at", "before"],
+            recorded.add_columns(key.table.c.mirror_item).where(live),
+        )
+        async with conn.begin():
+            found = await conn.execute(
+                changed.returning(CHANGES.c.item_id, cast(CHANGES.c.before, Text))
+            )
+            before = dict(iter(found))
+            await conn.execute(update(key.table).where(live).values(mirror_deleted_at=now))
+            self.counts.deleted += len(ids)
+            await self._progress()
+        return [
+            Change(self.run_id, self._collection, i, "deleted", now, before.get(i)) for i in ids
+        ]
 
     async def finish(self, complete: bool) -> None:
         await self.commit()  # nothing new: the run committed (and told) after the pass
