@@ -22,12 +22,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
-from sqlalchemy import BigInteger, Boolean, Dialect, Table, Text, bindparam, text, update
+from sqlalchemy import BigInteger, Boolean, Dialect, Table, Text, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._converter import to_camel
-from .._sql import ItemId, UTCDateTime, compiled, converter
-from ._schema import BOOKKEEPING, RUNS, MirrorTable
+from .._sql import ItemId, UTCDateTime, converter
+from ._schema import BOOKKEEPING, MirrorTable
 from ._seen import KnownDigests
 
 __all__ = ["PageSQL", "PostgresPageSQL", "Statements"]
@@ -317,15 +317,6 @@ class Statements:
         self._job: Callable[[list[tuple[str, Any]]], Awaitable[Any]] | None = None
         self.time = converter(table.c.mirror_first_seen_at, self.dialect)
         self.uuid = converter(table.c[key], self.dialect)
-        counted = ("finished_at", "complete", "items", "inserted", "updated", "deleted")
-        self.progress, order = compiled(  # (finished, complete, the counts, run)
-            update(RUNS)
-            .where(RUNS.c.run_id == bindparam("run"))
-            .values({name: bindparam(name) for name in counted}),
-            dialect,
-        )
-        if order != [*counted, "run"]:
-            raise AssertionError(f"unexpected parameters of the progress: {order}")
         self._name = dialect.identifier_preparer.quote(table.name)
 
     async def attach(self, conn: AsyncConnection) -> None:

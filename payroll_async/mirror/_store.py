@@ -302,10 +302,9 @@ class Store:
         self, finished: datetime.datetime | None = None, complete: bool = False
     ) -> None:
         """The run's counts into ``mirror_runs`` (before each commit, and at the end)."""
-        sql, counts = self._sql, self.counts
-        numbers = (self.items, counts.inserted, counts.updated, counts.deleted)
-        params = (sql.time(finished), complete, *numbers, sql.uuid(self.run_id))
-        await sql.run(self._conn, sql.progress, params)
+        done = {"finished_at": finished, "complete": complete, "items": self.items}
+        numbers = update(RUNS).values(**done, **attrs.asdict(self.counts))
+        await self._conn.execute(numbers.where(RUNS.c.run_id == self.run_id))
 
     def begin_pass(self) -> None:
         self.items = 0
