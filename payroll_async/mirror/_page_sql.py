@@ -331,22 +331,13 @@ class Statements:
                 await self._driver.execute("PRAGMA temp_store = MEMORY")
                 await self._driver.execute(CREATE_STAGE)
 
-    async def run(self, conn: AsyncConnection, statement: str, params: Any) -> list[Any]:
-        if self._driver is not None:
-            found: list[Any] = list(await self._driver.execute_fetchall(statement, params))
-            return found
-        result = await conn.exec_driver_sql(statement, params)
-        return list(result) if result.returns_rows else []
-
-    async def run_all(
-        self, conn: AsyncConnection, statements: list[tuple[str, Any]]
-    ) -> list[list[Any]]:
-        """Run ``statements`` (with their parameters) one after another, and give each
-        one's rows; in SQLite as one job of the driver's thread (the loop woken once)."""
+    async def run_all(self, statements: list[tuple[str, Any]]) -> list[list[Any]]:
+        """SQLite: run ``statements`` (with their parameters) one after another, and give
+        each one's rows; as one job of the driver's thread (the loop woken once)."""
         if self._job is not None:
             found: list[list[Any]] = await self._job(statements)
             return found
-        return [await self.run(conn, statement, params) for statement, params in statements]
+        return [list(await self._driver.execute_fetchall(*each)) for each in statements]
 
     async def live_digests(self, conn: AsyncConnection) -> tuple[KnownDigests, int]:
         """``mirror_digest`` of the live rows (every scope; a row of schema 1 has none), and

@@ -193,7 +193,7 @@ class Store:
                     # before the write lock is taken, and a write with nothing to write
                     # takes none.
                     await self._settle()
-                    found = await sql.run_all(self._conn, [*statements, (page_sql.count, ())])
+                    found = await sql.run_all([*statements, (page_sql.count, ())])
                     if not found[-1][0][2]:
                         self._seen_keys(keys, items)
                         return
@@ -284,7 +284,7 @@ class Store:
                 pending.append(change)
 
     async def _apply_sqlite(self, statements: list[tuple[str, Any]]) -> tuple[int, int, list[Any]]:
-        found = await self._sql.run_all(self._conn, statements)
+        found = await self._sql.run_all(statements)
         told = found.pop() if self.keep_changes else []
         nulls, ((inserted, updated, _),) = found[-2], found[-1]
         blank = [False] * len(self._page.checked)
