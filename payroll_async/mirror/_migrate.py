@@ -103,12 +103,8 @@ def install(conn: Connection) -> int | None:
     missing = [table for table in METADATA.sorted_tables if table.name not in existing]
     METADATA.create_all(conn, tables=missing, checkfirst=False)
     if stored is None or stored < SCHEMA_VERSION:
-        conn.execute(
-            insert(SCHEMA).values(
-                version=SCHEMA_VERSION,
-                installed_at=datetime.datetime.now(datetime.timezone.utc),
-            )
-        )
+        installed = datetime.datetime.now(datetime.timezone.utc)
+        conn.execute(insert(SCHEMA).values(version=SCHEMA_VERSION, installed_at=installed))
     return stored
 
 

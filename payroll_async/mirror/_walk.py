@@ -250,15 +250,12 @@ class Walk:
                     self._doubts("the boundary item's order key changed between pages")
         if self.doubt is None:
             self._check_order(items)
-        ids = self._ids
-        if ids is not None:
-            # A page of the mirror carries its ids' bytes (``SentPage.blob``) or text.
+        if self._ids is not None:  # a mirror's page carries its ids' bytes (``blob``) or text
             blob = getattr(items, "blob", None)
             if blob is not None:
-                ids.add_blob(blob[16 * start :] if start else blob)
+                self._ids.add_blob(blob[16 * start :])
             else:
-                known = getattr(items, "ids", None)
-                ids.add(known[start:] if known is not None else list(map(self._key, items[start:])))
+                self._ids.add((getattr(items, "ids", None) or list(map(self._key, items)))[start:])
         reached = offset + got
         if got < self._size:
             if total is not None and reached == total:
