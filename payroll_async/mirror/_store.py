@@ -362,7 +362,7 @@ class Store:
             found = await conn.execute(
                 changed.returning(CHANGES.c.item_id, cast(CHANGES.c.before, Text))
             )
-            before = dict(iter(found))
+            before: dict[uuid.UUID, str | None] = dict(iter(found))
             await conn.execute(update(key.table).where(live).values(mirror_deleted_at=now))
             self.counts.deleted += len(ids)
             await self._progress()
