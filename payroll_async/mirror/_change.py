@@ -34,19 +34,6 @@ class Change:
     after: str | None = None
     """The item's JSON as the service sent it: None for a deletion."""
 
-    def values(self) -> tuple[Any, ...]:
-        """As a row of ``mirror_changes``: run_id, collection, item_id, change, at, before,
-        after."""
-        return (
-            self.run_id,
-            self.collection,
-            self.item_id,
-            self.change,
-            self.at,
-            self.before,
-            self.after,
-        )
-
     def to_json(self) -> dict[str, Any]:
         """As a line of ``--changes``: ``before`` and ``after`` as JSON values (or null)."""
         return {

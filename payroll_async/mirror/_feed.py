@@ -19,10 +19,9 @@ import attrs
 from sqlalchemy import ColumnElement, Text, cast, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from .._sql import Database, open_database
+from .._sql import Database
 from ._change import Change
-from ._errors import MIRROR_ERRORS, MirrorError
-from ._migrate import ensure_schema
+from ._migrate import connected, ensure_schema
 from ._schema import CHANGES, SCHEMA, TABLES
 
 __all__ = ["Feed", "open_feed"]
@@ -97,21 +96,12 @@ async def open_feed(
     into: str, collection: str, employer: uuid.UUID | None = None
 ) -> AsyncIterator[Feed]:
     """The feed of ``collection`` in the database ``into`` (its tables created if new)."""
-    try:
-        db = open_database(into, MIRROR_ERRORS)
-        try:
-            async with db.connect() as conn:
-                await ensure_schema(db, conn)
-                with db.errors(f"reading {db.shown}"):
-                    async with conn.begin():
-                        installed = await conn.scalar(
-                            select(SCHEMA.c.installed_at).order_by(SCHEMA.c.version).limit(1)
-                        )
-                identity = installed.isoformat() if installed is not None else ""
-                yield Feed(db, conn, collection, employer, identity)
-        finally:
-            with db.errors("closing"):
-                await db.engine.dispose()
-    except MirrorError as exc:
-        exc.__context__ = None  # the driver's exception may hold what the message hides
-        raise
+    async with connected(into) as (db, conn):
+        await ensure_schema(db, conn)
+        with db.errors(f"reading {db.shown}"):
+            async with conn.begin():
+                installed = await conn.scalar(
+                    select(SCHEMA.c.installed_at).order_by(SCHEMA.c.version).limit(1)
+                )
+        identity = installed.isoformat() if installed is not None else ""
+        yield Feed(db, conn, collection, employer, identity)

@@ -6,8 +6,10 @@ and a user's own index or trigger on it is made again on the new table.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from sqlalchemy import Column, Table, Text, func, insert, inspect, select
@@ -16,8 +18,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.schema import CreateColumn
 
-from .._sql import Database, ItemId
-from ._errors import MirrorError
+from .._sql import SQLITE_PRAGMAS, Database, ItemId, open_database
+from ._errors import MIRROR_ERRORS, MirrorError
 from ._schema import (
     METADATA,
     SCHEMA,
@@ -27,11 +29,31 @@ from ._schema import (
     sqlite_as_made,
 )
 
-__all__ = ["ensure_schema", "install"]
+__all__ = ["connected", "ensure_schema", "install"]
 
 logger = logging.getLogger("payroll_async")
 
 _SCHEMA_LOCK = 0x7061_7972_6F6C_6C00  # "payroll\0": the PostgreSQL lock of schema creation
+
+
+@contextlib.asynccontextmanager
+async def connected(
+    url: str, pragmas: Sequence[str] = SQLITE_PRAGMAS
+) -> AsyncIterator[tuple[Database, AsyncConnection]]:
+    """The mirror's database ``url`` and a connection to it (the engine disposed at the
+    end); a `MirrorError` is not chained to the driver's exception, which may hold what its
+    message hides."""
+    try:
+        db = open_database(url, MIRROR_ERRORS, pragmas=pragmas)
+        try:
+            async with db.connect() as conn:
+                yield db, conn
+        finally:
+            with db.errors("closing"):
+                await db.engine.dispose()
+    except MirrorError as exc:
+        exc.__context__ = None
+        raise
 
 
 async def ensure_schema(db: Database, connection: AsyncConnection) -> None:
@@ -81,12 +103,8 @@ def install(conn: Connection) -> int | None:
     missing = [table for table in METADATA.sorted_tables if table.name not in existing]
     METADATA.create_all(conn, tables=missing, checkfirst=False)
     if stored is None or stored < SCHEMA_VERSION:
-        conn.execute(
-            insert(SCHEMA).values(
-                version=SCHEMA_VERSION,
-                installed_at=datetime.datetime.now(datetime.timezone.utc),
-            )
-        )
+        installed = datetime.datetime.now(datetime.timezone.utc)
+        conn.execute(insert(SCHEMA).values(version=SCHEMA_VERSION, installed_at=installed))
     return stored
 
 

@@ -18,22 +18,17 @@ aiosqlite's thread as one job (``run_all``): one wake-up of the event loop per w
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
-from sqlalchemy import BigInteger, Boolean, Dialect, Table, Text, bindparam, text, update
+from sqlalchemy import BigInteger, Boolean, Dialect, Table, Text, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._converter import to_camel
-from .._sql import ItemId, UTCDateTime, compiled, converter
-from ._schema import BOOKKEEPING, RUNS, MirrorTable
+from .._sql import ItemId, UTCDateTime, converter
+from ._schema import BOOKKEEPING, MirrorTable
 from ._seen import KnownDigests
-
-if TYPE_CHECKING:
-    import sqlite3
 
 __all__ = ["PageSQL", "PostgresPageSQL", "Statements"]
 
@@ -177,33 +172,6 @@ class PageSQL:
         )
         """The items written with a column left NULL where the item has a value."""
 
-    def stage_all(
-        self, pages: list[tuple[str, str, str]], scope: str | None
-    ) -> list[tuple[str, Any]]:
-        """The statements that put a write's pages (text, digests, the items to drop: each
-        a JSON array) into its items."""
-        return [
-            (self.clear, ()),
-            *(
-                (self.stage, {"page": page, "digests": digests, "drop": drop})
-                for page, digests, drop in pages
-            ),
-            (self.legacy, {"scope": scope}),
-        ]
-
-    def write_all(self, params: dict[str, Any], nul: bool, told: bool) -> list[tuple[str, Any]]:
-        """The statements that write the staged items: the upsert, the changes, the
-        columns left NULL, the counts and (``told``) the changes for ``on_change``."""
-        statements: list[tuple[str, Any]] = [
-            (self.upsert_nul if nul else self.upsert, {k: params[k] for k in ("now", "scope")}),
-            (self.changes, {k: params[k] for k in ("run", "collection", "now")}),
-            (self.nulls, ()),
-            (self.count, ()),
-        ]
-        if told:
-            statements.append((self.told, ()))
-        return statements
-
 
 # PostgreSQL's json cannot give a field of an item that holds a ``\u0000`` anywhere (a
 # text cannot hold a NUL): such an item's fields are read from its text with each escape
@@ -324,26 +292,20 @@ _SCAN_CACHE = -2000
 _integers = msgspec.json.Decoder(list[int]).decode
 
 
-def _thread_job(
-    driver: Any,
-) -> Callable[[Callable[[sqlite3.Connection], Any]], Awaitable[Any]] | None:
-    """aiosqlite: the coroutine that runs a function in the connection's thread (after the
-    statements queued before it), or None (another driver, or an aiosqlite without it: its
-    ``_execute`` and ``_conn`` are private, so they are looked up, never assumed)."""
+def _thread_job(driver: Any) -> Callable[[list[tuple[str, Any]]], Awaitable[Any]] | None:
+    """aiosqlite: the coroutine that runs statements in the connection's thread (after
+    those queued before it), giving each one's rows; or None (another driver, or an
+    aiosqlite without it: its ``_execute`` and ``_conn`` are private, so they are looked
+    up, never assumed)."""
     run = getattr(driver, "_execute", None)
     if run is None or not isinstance(getattr(type(driver), "_conn", None), property):
         return None
 
-    async def job(function: Callable[[sqlite3.Connection], Any]) -> Any:
-        return await run(partial(function, driver._conn))
+    async def job(statements: list[tuple[str, Any]]) -> Any:
+        connection = driver._conn
+        return await run(lambda: [connection.execute(*each).fetchall() for each in statements])
 
     return job
-
-
-def _execute_all(
-    statements: list[tuple[str, Any]], connection: sqlite3.Connection
-) -> list[list[Any]]:
-    return [connection.execute(statement, params).fetchall() for statement, params in statements]
 
 
 class Statements:
@@ -352,33 +314,10 @@ class Statements:
     def __init__(self, table: Table, key: str, dialect: Dialect) -> None:
         self.dialect = dialect.name
         self._driver: Any = None
-        self._job: Callable[[Callable[[sqlite3.Connection], Any]], Awaitable[Any]] | None = None
+        self._job: Callable[[list[tuple[str, Any]]], Awaitable[Any]] | None = None
         self.time = converter(table.c.mirror_first_seen_at, self.dialect)
         self.uuid = converter(table.c[key], self.dialect)
-        counted = ("finished_at", "complete", "items", "inserted", "updated", "deleted")
-        self.progress, order = compiled(  # (finished, complete, the counts, run)
-            update(RUNS)
-            .where(RUNS.c.run_id == bindparam("run"))
-            .values({name: bindparam(name) for name in counted}),
-            dialect,
-        )
-        if order != [*counted, "run"]:
-            raise AssertionError(f"unexpected parameters of the progress: {order}")
-        quoted = dialect.identifier_preparer.quote
-        self._name, self._key = quoted(table.name), quoted(key)
-        pg = self.dialect == "postgresql"
-        m = [f"{'$' if pg else '?'}{n}" for n in range(6)]  # m[n]: the nth parameter
-        ids = "= ANY({}::uuid[])" if pg else "IN (SELECT value FROM json_each({}))"
-        live = f"{self._key} {ids} AND mirror_deleted_at IS NULL"
-        self._deleted = (  # (run, collection, "deleted", now, ids)
-            'INSERT INTO mirror_changes (run_id, collection, item_id, change, at, "before",'
-            f' "after") SELECT {m[1]}, {m[2]}, {self._key}, {m[3]}, {m[4]}, mirror_item, NULL'
-            f" FROM {self._name} WHERE {live.format(m[5])}"
-            ' RETURNING item_id, CAST("before" AS TEXT)'  # (asyncpg would parse json)
-        )
-        self._delete = (  # (now, ids)
-            f"UPDATE {self._name} SET mirror_deleted_at = {m[1]} WHERE {live.format(m[2])}"
-        )
+        self._name = dialect.identifier_preparer.quote(table.name)
 
     async def attach(self, conn: AsyncConnection) -> None:
         """SQLite: run this table's statements on the driver's connection itself (none of
@@ -392,34 +331,13 @@ class Statements:
                 await self._driver.execute("PRAGMA temp_store = MEMORY")
                 await self._driver.execute(CREATE_STAGE)
 
-    async def run(self, conn: AsyncConnection, statement: str, params: Any) -> list[Any]:
-        if self._driver is not None:
-            found: list[Any] = list(await self._driver.execute_fetchall(statement, params))
-            return found
-        result = await conn.exec_driver_sql(statement, params)
-        return list(result) if result.returns_rows else []
-
-    async def run_all(
-        self, conn: AsyncConnection, statements: list[tuple[str, Any]]
-    ) -> list[list[Any]]:
-        """Run ``statements`` (with their parameters) one after another, and give each
-        one's rows; in SQLite as one job of the driver's thread (the loop woken once)."""
+    async def run_all(self, statements: list[tuple[str, Any]]) -> list[list[Any]]:
+        """SQLite: run ``statements`` (with their parameters) one after another, and give
+        each one's rows; as one job of the driver's thread (the loop woken once)."""
         if self._job is not None:
-            found: list[list[Any]] = await self._job(partial(_execute_all, statements))
+            found: list[list[Any]] = await self._job(statements)
             return found
-        return [await self.run(conn, statement, params) for statement, params in statements]
-
-    async def delete(
-        self, conn: AsyncConnection, run: Any, collection: str, now: Any, ids: list[Any]
-    ) -> dict[str, Any]:
-        """Mark the live rows of ``ids`` deleted at ``now`` and record each change (the row's
-        ``mirror_item`` before); ``before`` of each, by the id's text."""
-        pg = self.dialect == "postgresql"
-        keys = ids if pg else json.dumps([str(i) for i in ids])
-        params = (self.uuid(run), collection, "deleted", self.time(now), keys)
-        found = await self.run(conn, self._deleted, params)
-        await self.run(conn, self._delete, params[3:])
-        return {str(key): before for key, before in found}
+        return [list(await self._driver.execute_fetchall(*each)) for each in statements]
 
     async def live_digests(self, conn: AsyncConnection) -> tuple[KnownDigests, int]:
         """``mirror_digest`` of the live rows (every scope; a row of schema 1 has none), and
@@ -456,9 +374,8 @@ class Statements:
         statement = f'SELECT "mirror_digest" FROM {self._name} WHERE "mirror_deleted_at" IS NULL'
         result = await conn.stream(text(statement))
         async for chunk in result.partitions(10_000):
-            digests = [digest for (digest,) in chunk]
-            rows += len(digests)
-            known.add([value for value in digests if type(value) is int])
+            rows += len(chunk)
+            known.add([digest for (digest,) in chunk if type(digest) is int])
         await result.close()
         await conn.commit()
         return known, rows

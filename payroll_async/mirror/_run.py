@@ -18,20 +18,18 @@ from .._core._env import MIRROR_URL, read
 from .._core._exceptions import InvalidArgumentError, NotFoundError
 from .._core._types import NOT_GIVEN
 from .._core._validation import check_concurrency, check_id, check_int
-from .._sql import MIRROR_PRAGMAS, Database, open_database
+from .._sql import MIRROR_PRAGMAS, Database
 from ._change import MirrorProgress, MirrorResult
 from ._errors import (
-    MIRROR_ERRORS,
     MaxDeletions,
     MirrorDeletionsError,
-    MirrorError,
     MirrorURLError,
     check_max_deletions,
     refusal,
 )
-from ._migrate import ensure_schema
+from ._migrate import connected, ensure_schema
 from ._schema import TABLES
-from ._sent import SentPage, sent_listing
+from ._sent import SentPage, SentPageDecoder
 from ._store import MAX_PAGES, Change, Store
 from ._walk import HOLD_ITEMS, HOLD_NEAR, HOLD_SECONDS, Walk
 
@@ -89,9 +87,7 @@ async def mirror(
     if employer is not None and not REGISTRY[collection].needs_employer:
         raise InvalidArgumentError("employer= applies to update-groups only")
     scope = uuid.UUID(check_id(employer, "employer")) if employer is not None else None
-    check_int(page_size, "page_size", 2, LIMIT_MAX)
-    if (too_many := REGISTRY[collection].page_size_error(page_size)) is not None:
-        raise InvalidArgumentError(f"page_size: {too_many}")
+    check_int(page_size, "page_size", 2, REGISTRY[collection].page_size_max or LIMIT_MAX)
     check_concurrency(concurrency)
     check_int(max_passes, "max_passes", 1, 2**31)
     check_max_deletions(max_deletions)
@@ -99,11 +95,7 @@ async def mirror(
     if not url:
         raise MirrorURLError(f"into: give a database URL, or set {MIRROR_URL}")
     run = _Run(client, collection, scope, on_change, on_progress, page_size, concurrency)
-    try:
-        return await run.run(url, wait, on_wait, max_passes, max_deletions)
-    except MirrorError as exc:
-        exc.__context__ = None  # the driver's exception may hold what the message hides
-        raise
+    return await run.run(url, wait, on_wait, max_passes, max_deletions)
 
 
 @attrs.define
@@ -133,67 +125,63 @@ class _Run:
     ) -> MirrorResult:
         collection = self.collection
         refused: MirrorDeletionsError | None = None
-        self.db = db = open_database(url, MIRROR_ERRORS, pragmas=MIRROR_PRAGMAS)
         mirrored = TABLES[collection]
-        try:
-            async with db.connect() as conn:
-                notify = on_wait or (lambda message: logger.warning("%s", message))
-                # The lock first: a run that waits says so (in SQLite the schema's check
-                # would wait for the other run's write lock silently).
-                name = mirrored.table.name
-                busy = f"another mirror of {name} into {db.shown} is running"
-                async with db.run_lock(conn, f"mirror:{name}", busy, wait, notify):
-                    await ensure_schema(db, conn)
-                    started = datetime.datetime.now(datetime.timezone.utc)
-                    self.store = store = Store(conn, mirrored, collection, uuid.uuid4(), self.scope)
-                    store.keep_changes = self.on_change is not None
-                    try:
-                        with db.errors(f"writing to {db.shown}"):
-                            await store.start(started)
-                        complete = False
-                        proven_passes = items = 0
-                        for attempt in range(max_passes):
-                            self.pass_number = attempt + 1
-                            store.begin_pass()
-                            # (the run lock: the live rows are those at its start and its inserts)
-                            self.hint = store.live_at_start + store.counts.inserted
-                            proven = await self._pass()
-                            await self._commit()  # the pass's last pages
-                            with db.errors(f"reading {db.shown}"):
-                                suspects = await store.narrow_suspects()
-                            proven = proven and not store.repeated  # an id twice: no proof
-                            items = store.items
-                            proven_passes += proven
-                            logger.debug(
-                                "mirror %s pass %d: proven=%s suspects=%d",
-                                collection,
-                                attempt + 1,
-                                proven,
-                                suspects,
-                            )
-                            if proven and suspects == 0:
+        async with connected(url, MIRROR_PRAGMAS) as (db, conn):
+            self.db = db
+            notify = on_wait or (lambda message: logger.warning("%s", message))
+            # The lock first: a run that waits says so (in SQLite the schema's check
+            # would wait for the other run's write lock silently).
+            name = mirrored.table.name
+            busy = f"another mirror of {name} into {db.shown} is running"
+            async with db.run_lock(conn, f"mirror:{name}", busy, wait, notify):
+                await ensure_schema(db, conn)
+                started = datetime.datetime.now(datetime.timezone.utc)
+                self.store = store = Store(conn, mirrored, collection, uuid.uuid4(), self.scope)
+                store.keep_changes = self.on_change is not None
+                try:
+                    with db.errors(f"writing to {db.shown}"):
+                        await store.start(started)
+                    complete = False
+                    proven_passes = items = 0
+                    for attempt in range(max_passes):
+                        self.pass_number = attempt + 1
+                        store.begin_pass()
+                        # (the run lock: the live rows are those at its start and its inserts)
+                        self.hint = store.live_at_start + store.counts.inserted
+                        proven = await self._pass()
+                        await self._commit()  # the pass's last pages
+                        with db.errors(f"reading {db.shown}"):
+                            suspects = await store.narrow_suspects()
+                        proven = proven and not store.repeated  # an id twice: no proof
+                        items = store.items
+                        proven_passes += proven
+                        logger.debug(
+                            "mirror %s pass %d: proven=%s suspects=%d",
+                            collection,
+                            attempt + 1,
+                            proven,
+                            suspects,
+                        )
+                        if proven and suspects == 0:
+                            complete = True
+                            break
+                        if proven_passes >= 2:
+                            refused = refusal(collection, suspects, store.live, max_deletions)
+                            if refused is None:
+                                with db.errors(f"writing to {db.shown}"):
+                                    await store.delete_suspects()
+                                await self._tell()
                                 complete = True
-                                break
-                            if proven_passes >= 2:
-                                refused = refusal(collection, suspects, store.live, max_deletions)
-                                if refused is None:
-                                    with db.errors(f"writing to {db.shown}"):
-                                        await store.delete_suspects()
-                                    await self._tell()
-                                    complete = True
-                                break
-                        with db.errors(f"writing to {db.shown}"):
-                            await store.finish(complete)
-                        await self._tell()
-                    except BaseException:
-                        # Ended early: what is committed is told (unless on_change failed),
-                        # the rest rolled back for the next run to write.
-                        await store.stop()
-                        await self._tell()
-                        raise
-        finally:
-            with db.errors("closing"):
-                await db.engine.dispose()
+                            break
+                    with db.errors(f"writing to {db.shown}"):
+                        await store.finish(complete)
+                    await self._tell()
+                except BaseException:
+                    # Ended early: what is committed is told (unless on_change failed),
+                    # the rest rolled back for the next run to write.
+                    await store.stop()
+                    await self._tell()
+                    raise
         counts = store.counts
         result = MirrorResult(
             collection=collection,
@@ -226,7 +214,6 @@ class _Run:
                     raise
 
     def _told(self, total: int | None) -> None:
-        """Tell ``on_progress`` (if any) how far the pass is, given the total when known."""
         if self.on_progress is not None:
             self.on_progress(MirrorProgress(self.store.items, total, self.pass_number))
 
@@ -234,6 +221,9 @@ class _Run:
         """A walk of ``listing``; of the collection's own ``items`` (not the employers of
         update groups), its ids go into the store's ``seen``."""
         paginator = listing(page_size=self.page_size, sort=MIRROR_ORDER)
+        if items:  # its pages as sent (`SentPage`)
+            decoder = SentPageDecoder(paginator.model, key, order, self.store.known)
+            paginator = paginator.with_decoder(decoder)
         return Walk(
             paginator.page_source(),
             operator.attrgetter(key),
@@ -266,12 +256,11 @@ class _Run:
         return await self._walk(self.scope, self._told)
 
     async def _walk(self, scope: uuid.UUID | None, told: Callable[[int | None], None]) -> bool:
-        """The walk of the collection (of ``scope``'s update groups), its pages `SentPage`s."""
         collection, db, store = self.collection, self.db, self.store
         key = TABLES[collection].key
         order = MIRROR_ORDER_FIELDS[collection]
         listing = REGISTRY[collection].list_method(self.client, scope)
-        walk = self._walk_of(sent_listing(listing, key, order, store.known), key, order, True)
+        walk = self._walk_of(listing, key, order, True)
         least = HOLD_ITEMS.get(db.dialect, 0)
         try:
             async for batch in walk.batches(MAX_PAGES, least, HOLD_SECONDS, HOLD_NEAR):

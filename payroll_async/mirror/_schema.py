@@ -8,7 +8,6 @@ JSON. Timestamps come back timezone-aware UTC. ``_migrate`` creates or migrates 
 from __future__ import annotations
 
 import functools
-import logging
 from typing import Any
 
 import attrs
@@ -42,8 +41,6 @@ __all__ = [
     "made_in_sqlite",
     "sqlite_as_made",
 ]
-
-logger = logging.getLogger("payroll_async")
 
 SCHEMA_VERSION = 2
 """The version of the tables below; a later release migrates from the stored one.

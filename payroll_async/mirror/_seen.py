@@ -86,26 +86,20 @@ class SeenIds:
         for bucket, at in zip(buckets, range(0, len(pending), 16), strict=True):
             records[bucket] += pending[at : at + 16]
 
-    def _settle(self) -> None:
-        """The buckets' bytes as their halves (once, at the freeze)."""
-        self._flush()
-        for at, records in enumerate(self._records):
-            if not records:
-                continue
-            words = array("Q", records)  # 64-bit halves ("Q" is 8 bytes wherever CPython is)
-            if _LITTLE:
-                words.byteswap()  # the big-endian halves, as int(text, 16) gives them
-            self._high[at].extend(words[0::2])
-            self._low[at].extend(words[1::2])
-            self._records[at] = bytearray()
-
     def freeze(self) -> None:
         """Count the distinct ids (bucket by bucket); lookups work from now on."""
         if self.frozen:
             return
-        self._settle()
+        self._flush()
         distinct = 0
-        for highs, lows in zip(self._high, self._low, strict=True):
+        for at, records in enumerate(self._records):  # each bucket's bytes as its halves
+            words = array("Q", records)  # 64-bit halves ("Q" is 8 bytes wherever CPython is)
+            if _LITTLE:
+                words.byteswap()  # the big-endian halves, as int(text, 16) gives them
+            highs, lows = self._high[at], self._low[at]
+            highs.extend(words[0::2])
+            lows.extend(words[1::2])
+            self._records[at] = bytearray()
             # First halves all different: so are the ids (one integer an id, no pair);
             # else the pairs are counted.
             count = len(set(highs))
@@ -123,7 +117,6 @@ class SeenIds:
         self._sorted = True
 
     def __len__(self) -> int:
-        """Distinct ids (after ``freeze()``)."""
         if not self.frozen:
             raise RuntimeError("SeenIds: len before freeze")
         return self._distinct

@@ -14,7 +14,6 @@ from __future__ import annotations
 import operator
 import sys
 from array import array
-from collections.abc import Callable
 from itertools import compress
 from typing import Any, get_type_hints
 
@@ -29,7 +28,7 @@ from .._sql import has_upper, id_text
 from ..models import ListMeta
 from ._seen import KnownDigests
 
-__all__ = ["SentPage", "SentPageDecoder", "digest_seed", "digests", "sent_listing"]
+__all__ = ["SentPage", "SentPageDecoder", "digest_seed", "digests"]
 
 _xxh3 = xxhash.xxh3_64_intdigest
 _xxh3_bytes = xxhash.xxh3_64_digest
@@ -168,18 +167,3 @@ class SentPageDecoder:
         for at, item in zip(changed, whole, strict=True):
             items[at] = item
         return SentPage(items, ids, raws, hashes, same, blob), meta
-
-
-def sent_listing(
-    listing: Callable[..., Any],
-    key: str,
-    order: str | None = None,
-    known: KnownDigests | None = None,
-) -> Callable[..., Any]:
-    """``listing`` (a list method of the client) with its pages decoded as `SentPage`s."""
-
-    def sent(**options: Any) -> Any:
-        paginator = listing(**options)
-        return paginator.with_decoder(SentPageDecoder(paginator.model, key, order, known))
-
-    return sent

@@ -27,12 +27,13 @@ from typing import Any
 
 import attrs
 import msgspec
-from sqlalchemy import ColumnElement, func, insert, select
+from sqlalchemy import ColumnElement, Text, cast, func, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncTransaction
 
+from .._sql import ItemId, UTCDateTime
 from ._change import Change
 from ._page_sql import PageSQL, PostgresPageSQL, Statements
-from ._schema import RUNS, MirrorTable
+from ._schema import CHANGES, RUNS, MirrorTable
 from ._seen import KnownDigests, SeenIds
 from ._sent import SentPage
 
@@ -133,20 +134,15 @@ class Store:
         self._whole = scope is None or mirrored.scope is None  # the table's every live row
         self.scope = scope
         """The employer of the update groups being walked (the scope column's value)."""
-        self._lock_first = (
-            # PostgreSQL: the statements' write lock, taken at BEGIN (as SQLite's BEGIN
-            # IMMEDIATE does): whoever waits for this run's writes (LOCK TABLE ... SHARE)
-            # waits for the commit, not for a write told to on_progress but not yet begun.
-            f"LOCK TABLE {connection.dialect.identifier_preparer.format_table(table)} "
-            "IN ROW EXCLUSIVE MODE"
-            if connection.dialect.name == "postgresql"
-            else None
-        )
-        self._page = (
-            PostgresPageSQL(mirrored, mirrored.scope)
-            if connection.dialect.name == "postgresql"
-            else PageSQL(mirrored, mirrored.scope)
-        )
+        # PostgreSQL: the statements' write lock, taken at BEGIN (as SQLite's BEGIN
+        # IMMEDIATE does): whoever waits for this run's writes (LOCK TABLE ... SHARE) waits
+        # for the commit, not for a write told to on_progress but not yet begun.
+        self._lock_first: str | None = None
+        self._page: PageSQL | PostgresPageSQL = PageSQL(mirrored, mirrored.scope)
+        if connection.dialect.name == "postgresql":
+            name = connection.dialect.identifier_preparer.format_table(table)
+            self._lock_first = f"LOCK TABLE {name} IN ROW EXCLUSIVE MODE"
+            self._page = PostgresPageSQL(mirrored, mirrored.scope)
 
     async def start(self, started_at: datetime.datetime) -> None:
         await self._sql.attach(self._conn)
@@ -169,13 +165,10 @@ class Store:
             previous = fresh
             changed = changed or page.changed()
         self._previous = previous
-        if changed or self._open is not None or self._suspects is not None:
-            await self._write(pages, items)
-        else:  # nothing to write (the first pass's walk adds the ids to ``seen``)
-            self.items += items
-
-    async def _write(self, pages: Sequence[SentPage], items: int) -> None:
-        """The pages' statements, run while the walk goes on (after the last write's)."""
+        if not (changed or self._open is not None or self._suspects is not None):
+            self.items += items  # nothing to write (the first pass's walk adds the ids to seen)
+            return
+        # The pages' statements, run while the walk goes on (after the last write's).
         sql, page_sql = self._sql, self._page
         now = datetime.datetime.now(datetime.timezone.utc)
         scope = None if self.scope is None else str(self.scope)
@@ -187,14 +180,20 @@ class Store:
         try:
             if isinstance(page_sql, PageSQL):
                 drops = _drops([len(page) for page in pages if len(page)], keys, last)
-                staged = zip(bodies, [_encode(d).decode() for d in digests], drops, strict=True)
-                statements = page_sql.stage_all(list(staged), scope)
+                statements: list[tuple[str, Any]] = [
+                    (page_sql.clear, ()),
+                    *(
+                        (page_sql.stage, {"page": body, "digests": _encode(d).decode(), "drop": x})
+                        for body, d, x in zip(bodies, digests, drops, strict=True)
+                    ),
+                    (page_sql.legacy, {"scope": scope}),
+                ]
                 if self._open is None:
                     # This run alone writes the table (the run lock): its rows are compared
                     # before the write lock is taken, and a write with nothing to write
                     # takes none.
                     await self._settle()
-                    found = await sql.run_all(self._conn, [*statements, (page_sql.count, ())])
+                    found = await sql.run_all([*statements, (page_sql.count, ())])
                     if not found[-1][0][2]:
                         self._seen_keys(keys, items)
                         return
@@ -206,7 +205,13 @@ class Store:
                     "collection": self._collection,
                 }
                 nul = any("\\u0000" in body for body in bodies)
-                statements += page_sql.write_all(params, nul, self.keep_changes)
+                statements += [
+                    (page_sql.upsert_nul if nul else page_sql.upsert, params),
+                    (page_sql.changes, params),
+                    (page_sql.nulls, ()),
+                    (page_sql.count, ()),
+                    *([(page_sql.told, ())] if self.keep_changes else []),
+                ]
                 run = partial(self._apply_sqlite, statements)
             else:  # the pages' items in one JSON array (see ``_READ``)
                 items_sent = b",".join([raw for page in pages for raw in page.raws])
@@ -279,7 +284,7 @@ class Store:
                 pending.append(change)
 
     async def _apply_sqlite(self, statements: list[tuple[str, Any]]) -> tuple[int, int, list[Any]]:
-        found = await self._sql.run_all(self._conn, statements)
+        found = await self._sql.run_all(statements)
         told = found.pop() if self.keep_changes else []
         nulls, ((inserted, updated, _),) = found[-2], found[-1]
         blank = [False] * len(self._page.checked)
@@ -297,10 +302,9 @@ class Store:
         self, finished: datetime.datetime | None = None, complete: bool = False
     ) -> None:
         """The run's counts into ``mirror_runs`` (before each commit, and at the end)."""
-        sql, counts = self._sql, self.counts
-        numbers = (self.items, counts.inserted, counts.updated, counts.deleted)
-        params = (sql.time(finished), complete, *numbers, sql.uuid(self.run_id))
-        await sql.run(self._conn, sql.progress, params)
+        done = {"finished_at": finished, "complete": complete, "items": self.items}
+        numbers = update(RUNS).values(**done, **attrs.asdict(self.counts))
+        await self._conn.execute(numbers.where(RUNS.c.run_id == self.run_id))
 
     def begin_pass(self) -> None:
         self.items = 0
@@ -339,18 +343,32 @@ class Store:
         joining ``untold`` once it is committed."""
         pending = sorted(self._suspects or ())
         for start in range(0, len(pending), _BATCH):
-            ids = pending[start : start + _BATCH]
-            now = datetime.datetime.now(datetime.timezone.utc)
-            async with self._conn.begin():
-                before = await self._sql.delete(self._conn, self.run_id, self._collection, now, ids)
-                batch = [
-                    Change(self.run_id, self._collection, i, "deleted", now, before.get(str(i)))
-                    for i in ids
-                ]
-                self.counts.deleted += len(ids)
-                await self._progress()
-            self.untold.extend(batch)
+            self.untold.extend(await self._delete(pending[start : start + _BATCH]))
         self._suspects = set()
+
+    async def _delete(self, ids: list[uuid.UUID]) -> list[Change]:
+        """One batch: each row's change (its ``mirror_item`` as ``before``), then the rows
+        marked deleted, committed with the run's progress."""
+        key, conn = self._key, self._conn
+        now = datetime.datetime.now(datetime.timezone.utc)
+        live = key.in_(ids) & self._live
+        sent = (literal(self.run_id, ItemId()), literal(self._collection), key)
+        recorded = select(*sent, literal("deleted"), literal(now, UTCDateTime()))
+        changed = insert(CHANGES).from_select(
+            ["run_id", "collection", "item_id", "change", "at", "before"],
+            recorded.add_columns(key.table.c.mirror_item).where(live),
+        )
+        async with conn.begin():
+            found = await conn.execute(
+                changed.returning(CHANGES.c.item_id, cast(CHANGES.c.before, Text))
+            )
+            before: dict[uuid.UUID, str | None] = dict(iter(found))
+            await conn.execute(update(key.table).where(live).values(mirror_deleted_at=now))
+            self.counts.deleted += len(ids)
+            await self._progress()
+        return [
+            Change(self.run_id, self._collection, i, "deleted", now, before.get(i)) for i in ids
+        ]
 
     async def finish(self, complete: bool) -> None:
         await self.commit()  # nothing new: the run committed (and told) after the pass
@@ -358,7 +376,6 @@ class Store:
             await self._progress(datetime.datetime.now(datetime.timezone.utc), complete)
 
     def _due(self) -> bool:
-        """Whether the open transaction is to be committed now (at the end of a write)."""
         return (
             self._pending_rows >= COMMIT_ROWS or time.monotonic() - self._opened >= COMMIT_SECONDS
         )
@@ -413,7 +430,7 @@ class Store:
         inflight.result()
 
     def _done_inflight(self, inflight: asyncio.Future[None]) -> None:
-        """The statements or commit in flight are done: a commit's changes join ``untold``."""
+        """A commit's changes join ``untold`` once it is done."""
         self._inflight = None
         committing, self._committing = self._committing, None
         if committing is not None and not inflight.cancelled() and inflight.exception() is None:

@@ -61,11 +61,6 @@ this machine, a service next door) and no batch of it waits: there the walk is n
 waiting on the network, and holding cost 5-8% of wall (measured at 0 ms)."""
 
 
-def _pages_for(total: int, size: int, step: int) -> int:
-    """The pages after the first that a listing of ``total`` items needs."""
-    return 0 if total < size else (total - size) // step + 1
-
-
 class Walk:
     """One walk of a listing; ``proven`` says, once it ends, whether it can miss nothing."""
 
@@ -140,7 +135,8 @@ class Walk:
                 self._size, self._step = limit, limit - 1
             if clock() - asked < near:
                 least = 0  # a near listing: its pages are written as they come
-            planned = _pages_for(max(self.total or 0, self._hint), self._size, self._step)
+            most_items = max(self.total or 0, self._hint)  # the pages after the first:
+            planned = max(0, (most_items - self._size) // self._step + 1)
             # A listing that grows as fast as the walk advances would keep it going for
             # ever: past twice the pages planned, the walk stops, unproven.
             bound = 2 * planned + 16
@@ -254,15 +250,12 @@ class Walk:
                     self._doubts("the boundary item's order key changed between pages")
         if self.doubt is None:
             self._check_order(items)
-        ids = self._ids
-        if ids is not None:
-            # A page of the mirror carries its ids' bytes (``SentPage.blob``) or text.
+        if self._ids is not None:  # a mirror's page carries its ids' bytes (``blob``) or text
             blob = getattr(items, "blob", None)
             if blob is not None:
-                ids.add_blob(blob[16 * start :] if start else blob)
+                self._ids.add_blob(blob[16 * start :])
             else:
-                known = getattr(items, "ids", None)
-                ids.add(known[start:] if known is not None else list(map(self._key, items[start:])))
+                self._ids.add((getattr(items, "ids", None) or list(map(self._key, items)))[start:])
         reached = offset + got
         if got < self._size:
             if total is not None and reached == total:
@@ -278,13 +271,13 @@ class Walk:
         return _GO_ON
 
     def _check_order(self, items: Sequence[Any]) -> None:
-        """Order keys never go down, and never tie at a page's edge."""
+        """Order keys never go down, and never tie at a page's edge (a page at a time:
+        ``map`` in C)."""
         last = len(items) - 1
         if last < 1:
             return
         try:
             keys = list(map(self._order, items))
-            # A page at a time (``map`` in C): no key goes down, and none ties at an edge.
             if any(map(operator.lt, keys[1:], keys)):
                 self._doubts("items out of order")
             elif not (keys[0] < keys[1] and keys[last - 1] < keys[last]):

@@ -134,6 +134,7 @@ async def test_a_bad_bound_is_refused_before_any_request(
         ({"page_size": "5"}, "page_size must be an integer, not str"),
         ({"page_size": True}, "page_size must be an integer, not bool"),
         ({"page_size": 1}, "page_size must be between 2 and"),
+        ({"page_size": 101}, "page_size must be between 2 and 100, got 101"),  # webhooks' most
         ({"concurrency": 0}, "concurrency must be between 1 and 1024, got 0"),
         ({"concurrency": "3"}, "concurrency must be an integer, not str"),
         ({"max_passes": 0}, "max_passes must be between 1 and"),

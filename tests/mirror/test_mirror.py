@@ -25,7 +25,6 @@ from payroll_async.mirror import (
     MirrorResult,
     mirror,
 )
-from payroll_async.mirror import _page_sql as mirror_sql
 from payroll_async.mirror import _store as mirror_store
 from payroll_async.mirror import _walk as mirror_walk
 from tests._postgres import query
@@ -649,11 +648,11 @@ async def test_a_run_cancelled_between_batches_of_deletions_tells_those_committe
             await mirror(client, "payroll-connections", into=into, on_change=gathered)
             # two batches of deletions (500 and 100), within the default bound (half of 1,300)
             emu.churn("payroll-connections", deleted=600)
-            read = mirror_sql.Statements.delete
+            read = mirror_store.Store._delete
             calls = 0
             second = asyncio.Event()
 
-            async def delete(self: mirror_sql.Statements, *args: Any) -> Any:
+            async def delete(self: mirror_store.Store, *args: Any) -> Any:
                 nonlocal calls
                 calls += 1
                 if calls == 2:  # the second batch's: held
@@ -661,7 +660,7 @@ async def test_a_run_cancelled_between_batches_of_deletions_tells_those_committe
                     await asyncio.Event().wait()
                 return await read(self, *args)
 
-            monkeypatch.setattr(mirror_sql.Statements, "delete", delete)
+            monkeypatch.setattr(mirror_store.Store, "_delete", delete)
             run = asyncio.create_task(
                 mirror(client, "payroll-connections", into=into, on_change=gathered)
             )
@@ -670,7 +669,7 @@ async def test_a_run_cancelled_between_batches_of_deletions_tells_those_committe
             with pytest.raises(asyncio.CancelledError):
                 await run
             assert sum(change == "deleted" for change, _ in gathered.changes) == 500
-            monkeypatch.setattr(mirror_sql.Statements, "delete", read)
+            monkeypatch.setattr(mirror_store.Store, "_delete", read)
             await mirror(client, "payroll-connections", into=into, on_change=gathered)
         await told_once_each(into, gathered, errors)
     assert sum(change == "deleted" for change, _ in gathered.changes) == 600
