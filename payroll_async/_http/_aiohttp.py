@@ -21,13 +21,12 @@ from aiohttp.tracing import Trace
 from yarl import URL
 
 from .._core import _assumed
-from .._core._exceptions import ClientClosedError, ResponseDecodeError
-from .._core._redact import shown_url
+from .._core._exceptions import ClientClosedError
 from ._failures import connection_error
 from ._gate import GateClosed, LocalGate
 from ._network import Route, tunnel_failure
 from ._seam import ERROR_BODY_MAX, Answer, TransportRequest, TransportResponse
-from ._status import excerpt
+from ._status import too_large
 
 __all__ = ["AiohttpTransport"]
 
@@ -249,15 +248,7 @@ async def read_body(
     response.close()
     if not success:  # the status error keeps what was read: its excerpt needs no more
         return b"".join(chunks)
-    raise ResponseDecodeError(
-        f"the response body is larger than max_response_size ({limit:,} bytes); "
-        "reading stopped. Raise it with PayrollClient(max_response_size=...) "
-        "(None for no limit)",
-        status=response.status,
-        url=shown_url(response.url, _token_of(sent)),
-        body_excerpt=excerpt(b"".join(chunks), _token_of(sent)),
-        method=method,
-    )
+    raise too_large(method, response.status, response.url, limit, b"".join(chunks), _token_of(sent))
 
 
 _MIDDLEWARES = hasattr(aiohttp, "ClientMiddlewareType")

@@ -33,7 +33,7 @@ from . import _otel
 from ._failures import connection_error
 from ._options import FinalOptions
 from ._seam import ERROR_BODY_MAX, Response, Send
-from ._status import excerpt, request_id, status_error
+from ._status import request_id, status_error, too_large
 
 __all__ = [
     "Exchange",
@@ -172,15 +172,7 @@ def _within(
     if not _assumed.SUCCESS_MIN <= status <= _assumed.SUCCESS_MAX:
         return body[:ERROR_BODY_MAX]
     if limit is not None and len(body) > limit:
-        raise ResponseDecodeError(
-            f"the response body is larger than max_response_size ({limit:,} bytes); "
-            "reading stopped. Raise it with PayrollClient(max_response_size=...) "
-            "(None for no limit)",
-            status=status,
-            url=shown_url(url, token),
-            body_excerpt=excerpt(body[:limit], token),
-            method=method,
-        )
+        raise too_large(method, status, url, limit, body[:limit], token)
     return body
 
 

@@ -16,6 +16,7 @@ from .._core._exceptions import (
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
+    ResponseDecodeError,
     ServerError,
 )
 from .._core._json import loads
@@ -24,6 +25,7 @@ from .._core._redact import REDACTED, redact, shown_url
 __all__ = [
     "REQUEST_ID_HEADERS",
     "excerpt",
+    "too_large",
     "parse_retry_after",
     "request_id",
     "status_error",
@@ -68,6 +70,23 @@ def excerpt(body: bytes, secret: str | None = None) -> str:
         body = body.replace(secret.encode(), REDACTED.encode())
     text = body[:EXCERPT_CHARS].decode("utf-8", "replace")
     return redact(text, secret) + ("..." if len(body) > EXCERPT_CHARS else "")
+
+
+def too_large(
+    method: str, status: int, url: object, limit: int, read: bytes, secret: str
+) -> ResponseDecodeError:
+    """The error of a 2xx body past ``max_response_size`` (``limit``), whichever transport
+    read it: its URL shown as every error shows URLs, the excerpt of what was ``read``,
+    ``secret`` (the token) redacted from both."""
+    return ResponseDecodeError(
+        f"the response body is larger than max_response_size ({limit:,} bytes); "
+        "reading stopped. Raise it with PayrollClient(max_response_size=...) "
+        "(None for no limit)",
+        status=status,
+        url=shown_url(url, secret),
+        body_excerpt=excerpt(read, secret),
+        method=method,
+    )
 
 
 def parse_retry_after(value: str | None, *, now: datetime.datetime | None = None) -> float | None:
