@@ -1,11 +1,11 @@
 """The ids a walk or a pass saw (an exact set, 16 bytes an id), and the live rows' digests.
 
-Each id is kept whole, as its 16 bytes, in one of 256 buckets chosen by a byte of both
-halves together (ids sharing their first or last 64 bits still spread); ``freeze()`` makes
-each bucket's bytes two ``array("Q")`` of 64-bit halves and counts the distinct ids, and
-the first lookup sorts each bucket on its own, so that a million ids never become a
-million Python ints at once (``tracemalloc``, 1,000,000 ids: 16.5 MB while adding, 17.7 MB
-at the peak of the freeze). Exact: no collision can hide an item or invent one.
+Up to ``_FEW`` ids are counted at ``freeze()`` by a set of their first halves. Past it,
+each id goes, as its 16 bytes, into one of 256 buckets chosen by a byte of both halves
+(ids sharing a half still spread), counted bucket by bucket as two ``array("Q")`` of
+halves, so that a million ids never become a million Python ints at once (``tracemalloc``,
+1,000,000 ids: 16.5 MB while adding, 17.7 MB at the peak of the freeze); the first lookup
+sorts each bucket. Exact: no collision can hide an item or invent one.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 import uuid
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import partial
 from itertools import repeat
 
@@ -28,12 +28,20 @@ _MASK = (1 << 64) - 1
 _BUCKETS = 256
 _LITTLE = sys.byteorder == "little"
 _PENDING = 64 * 1024  # bytes of ids (4,096) put into their buckets at once
+_FEW = 16 * 200_000  # bytes of ids counted at once (a set of 200,000 ints, about 13 MB)
 
 
 def _as_int(value: uuid.UUID | int | str) -> int:
     if isinstance(value, str):  # an id as the service writes it (8-4-4-4-12 hex)
         return int(value.replace("-", ""), 16)
     return value.int if isinstance(value, uuid.UUID) else value % (1 << 128)
+
+
+def _distinct(highs: Sequence[int], lows: Sequence[int]) -> int:
+    """The distinct ids of these halves: first halves all different, so are the ids (one
+    integer an id, no pair); else the pairs are counted."""
+    count = len(set(highs))
+    return count if count == len(highs) else len(set(zip(highs, lows, strict=True)))
 
 
 class SeenIds:
@@ -43,10 +51,9 @@ class SeenIds:
     def __init__(self) -> None:
         self._high = [array("Q") for _ in range(_BUCKETS)]
         self._low = [array("Q") for _ in range(_BUCKETS)]
-        # Ids' bytes not in their buckets yet: put there some thousands at a time, in one
-        # loop whose buckets stay in the processor's cache.
-        self._pending = bytearray()
+        self._pending = bytearray()  # ids' bytes not in buckets yet (put there in thousands)
         self._records = [bytearray() for _ in range(_BUCKETS)]
+        self._bucketed = False  # past ``_FEW``: the ids go into buckets as they come
         self.added = 0
         """How many ids were added, repeats included."""
         self.frozen = False
@@ -68,7 +75,7 @@ class SeenIds:
             raise RuntimeError("SeenIds: add after freeze")
         self._pending += blob
         self.added += len(blob) // 16
-        if len(self._pending) >= _PENDING:
+        if len(self._pending) >= (_PENDING if self._bucketed else _FEW):
             self._flush()
 
     def _flush(self) -> None:
@@ -76,6 +83,7 @@ class SeenIds:
         id's bucket is the XOR of its two halves' last bytes, computed for all of them at
         once (big integers), so that the loop only copies each id's 16 bytes."""
         pending, self._pending = bytes(self._pending), bytearray()
+        self._bucketed = True
         count = len(pending) // 16
         if not count:
             return
@@ -87,29 +95,34 @@ class SeenIds:
             records[bucket] += pending[at : at + 16]
 
     def freeze(self) -> None:
-        """Count the distinct ids (bucket by bucket); lookups work from now on."""
-        if self.frozen:
-            return
+        """Count the distinct ids; lookups work from now on."""
+        if not self.frozen:
+            if self._bucketed:
+                self._distinct = self._bucket()
+            else:  # few: as halves in any byte order (distinct or not alike), not copied
+                with memoryview(self._pending) as view, view.cast("Q") as words:
+                    self._distinct = _distinct(words[0::2], words[1::2])
+            self.frozen = True
+
+    def _bucket(self) -> int:
+        """The ids into their buckets, each bucket's bytes as its halves; the distinct ids."""
         self._flush()
         distinct = 0
-        for at, records in enumerate(self._records):  # each bucket's bytes as its halves
+        for at, records in enumerate(self._records):
             words = array("Q", records)  # 64-bit halves ("Q" is 8 bytes wherever CPython is)
             if _LITTLE:
                 words.byteswap()  # the big-endian halves, as int(text, 16) gives them
-            highs, lows = self._high[at], self._low[at]
-            highs.extend(words[0::2])
-            lows.extend(words[1::2])
+            self._high[at].extend(words[0::2])
+            self._low[at].extend(words[1::2])
             self._records[at] = bytearray()
-            # First halves all different: so are the ids (one integer an id, no pair);
-            # else the pairs are counted.
-            count = len(set(highs))
-            distinct += count if count == len(highs) else len(set(zip(highs, lows, strict=True)))
-        self._distinct = distinct
-        self.frozen = True
+            distinct += _distinct(self._high[at], self._low[at])
+        return distinct
 
     def _sort(self) -> None:
         """Sort each bucket and drop repeats (at the first lookup: a run whose walk saw
         every live row looks none up)."""
+        if not self._bucketed:
+            self._bucket()
         for at in range(_BUCKETS):
             pairs = sorted(set(zip(self._high[at], self._low[at], strict=True)))
             self._high[at] = array("Q", [high for high, _ in pairs])
@@ -168,7 +181,7 @@ class KnownDigests:
 
     def add(self, digests: list[int]) -> None:
         """Add some digests (64-bit signed integers), before the first look-up."""
-        self._order.extend(digests)
+        self._order.fromlist(digests)  # (twice as fast as extend)
 
     def __bool__(self) -> bool:
         return bool(self._order)

@@ -7,7 +7,7 @@ every ``COMMIT_ROWS`` items, or ``COMMIT_SECONDS`` (also while the walk waits on
 service), and when a walk ends or fails: a run killed at any point leaves each page wholly
 written or not at all, and the next run, finding those rows equal, records nothing twice.
 A change is told (``on_change``) only once its transaction has committed. ``seen`` holds
-the ids the first pass saw (`SeenIds`): which live rows it did not see.
+the ids each pass saw (`SeenIds`): which live rows the first did not see.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ class Store:
         self.keep_changes = True
         """Whether the changes of the writes are kept for ``untold`` (someone is told of them)."""
         self.items = 0
-        """Distinct items seen by this pass of the run."""
+        """Items seen by this pass of the run (the ids its walks gave ``seen``; once it is
+        narrowed, the distinct ones)."""
         table = mirrored.table
         self._key = table.c[mirrored.key]
         self._live: ColumnElement[bool] = table.c.mirror_deleted_at.is_(None)
@@ -117,12 +118,11 @@ class Store:
         self._pending_rows = 0
         self._writing = False  # inside write_pages (it commits for itself at its end)
         self._idle: asyncio.TimerHandle | None = None  # commits while the walk waits
-        self.seen: SeenIds | None = SeenIds()
-        """The ids the first pass's walks saw (they add them); None once narrowed."""
+        self.seen = SeenIds()
+        """The ids this pass's walks saw (they add them)."""
         self.repeated = False
-        """Whether the first pass's walks were given one id twice (other than overlaps)."""
+        """Whether this pass's walks were given one id twice (other than overlaps)."""
         self._suspects: set[uuid.UUID] | None = None  # None: the first pass is running
-        self._previous: set[Any] = set()  # the last page's ids: pages overlap by one
         self.known = KnownDigests()
         """The digests of the live rows when the run began (read by ``start``): the
         pages' decoder takes an item among them for unchanged."""
@@ -156,18 +156,10 @@ class Store:
         """Upsert some pages into the open transaction; the changes of the commits done
         by then join ``untold``. A page whose every item a live row held when the run
         began (by its digest) is not written."""
-        items = 0
-        previous = self._previous
-        changed = False
-        for page in pages:
-            fresh = set(page.ids)
-            items += len(fresh - previous)  # an overlap or a retried page repeats one
-            previous = fresh
-            changed = changed or page.changed()
-        self._previous = previous
+        changed = any(page.changed() for page in pages)
+        self.items = self.seen.added  # (the walks gave ``seen`` these pages' ids)
         if not (changed or self._open is not None or self._suspects is not None):
-            self.items += items  # nothing to write (the first pass's walk adds the ids to seen)
-            return
+            return  # nothing to write
         # The pages' statements, run while the walk goes on (after the last write's).
         sql, page_sql = self._sql, self._page
         now = datetime.datetime.now(datetime.timezone.utc)
@@ -195,7 +187,7 @@ class Store:
                     await self._settle()
                     found = await sql.run_all([*statements, (page_sql.count, ())])
                     if not found[-1][0][2]:
-                        self._seen_keys(keys, items)
+                        self._seen_keys(keys)
                         return
                     statements = []
                 params = {
@@ -222,7 +214,7 @@ class Store:
                 run = partial(self._apply_postgres, statement, tuple(args))
             if self._open is None:
                 await self._begin()
-            self._seen_keys(keys, items)
+            self._seen_keys(keys)
             self._inflight = asyncio.ensure_future(
                 self._apply(self._inflight, run, now, self._pending)
             )
@@ -245,9 +237,8 @@ class Store:
         if self._lock_first is not None:
             await self._conn.exec_driver_sql(self._lock_first)
 
-    def _seen_keys(self, keys: list[str], items: int) -> None:
-        self.items += items
-        if self._suspects is not None:  # the first pass's walks add to ``seen`` themselves
+    def _seen_keys(self, keys: list[str]) -> None:
+        if self._suspects is not None:  # a later pass: the suspects it saw are not
             self._suspects.difference_update(_uuids(keys, list[uuid.UUID]))
 
     async def _apply(
@@ -308,32 +299,28 @@ class Store:
 
     def begin_pass(self) -> None:
         self.items = 0
-        self.repeated = False
-        self._previous = set()
+        self.seen = SeenIds()
 
     async def narrow_suspects(self) -> int:
         """After a pass: the live rows the first pass did not see, less those seen since."""
+        self.seen.freeze()
+        self.items = len(self.seen)
+        self.repeated = self.items != self.seen.added
         if self._suspects is not None:
             return len(self._suspects)
-        seen, self.seen = self.seen, None
-        assert seen is not None
-        seen.freeze()
-        self.items = len(seen)
-        self.repeated = self.items != seen.added
         suspects: set[uuid.UUID] = set()
         conn = self._conn
         await self.commit()  # nothing new: the run committed (and told) after the pass
         async with conn.begin():
-            if self._whole:  # (the run lock: only its inserts made live rows since)
-                live = self.live_at_start + self.counts.inserted
-            else:
+            live = self.live_at_start + self.counts.inserted  # (the run lock: its inserts)
+            if not self._whole:
                 live = (await conn.execute(select(func.count()).where(self._live))).scalar() or 0
             self.live = live - self.counts.inserted
             # Every item seen was written live, so equal counts mean every live row was seen.
             if live != self.items:
                 result = await conn.stream(select(self._key).where(self._live))
                 async for (key,) in result:
-                    if key not in seen:
+                    if key not in self.seen:
                         suspects.add(key)
         self._suspects = suspects
         return len(suspects)

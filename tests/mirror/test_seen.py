@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import uuid
 from array import array
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -27,6 +28,12 @@ def _form(value: uuid.UUID, form: int) -> uuid.UUID | int | str:
 def test_seen_ids_are_exact_whatever_form_each_page_of_ids_has(
     pages: list[list[tuple[uuid.UUID, int]]], others: list[uuid.UUID]
 ) -> None:
+    for few in (_seen._FEW, 16):  # counted at once, or in buckets as they come
+        with mock.patch.object(_seen, "_FEW", few):
+            _check_seen(pages, others)
+
+
+def _check_seen(pages: list[list[tuple[uuid.UUID, int]]], others: list[uuid.UUID]) -> None:
     seen = SeenIds()
     added = [value for page in pages for value, _ in page]
     for page in pages:
