@@ -60,7 +60,14 @@ SQLITE_PRAGMAS = (
 )
 """The pragmas of every connection to a SQLite database of the mirror or the inbox."""
 MIRROR_PRAGMAS = (
-    *SQLITE_PRAGMAS,
+    # A database the mirror makes has pages of 8 KiB rather than 4 (set before the switch
+    # to WAL makes the file; an existing database keeps its own): rows of about 500 bytes
+    # are read back a third fewer pages at a time (reading the live rows' digests: 24 ms
+    # against 28 for 100,000 rows), where 16 KiB, faster still there, made a million
+    # items' first mirror 15% slower (a commit rewrites more of the id index).
+    "page_size=8192",
+    *(p for p in SQLITE_PRAGMAS if not p.startswith("wal_autocheckpoint")),
+    "wal_autocheckpoint=5000",  # still every 40 MB
     # A page cache of 32 MiB rather than 2: the id index's pages stay in memory between a
     # mirror run's commits, not read back and spilled again (a first mirror's system time
     # about halved). Only the run's connection gets it (not the inbox's pool, nor a feed).

@@ -708,6 +708,25 @@ async def test_a_mirror_run_has_a_large_page_cache_and_the_inbox_sqlites_default
     assert found == {"run": -32768, "inbox": -2000}
 
 
+async def test_a_database_the_mirror_makes_has_pages_of_8_kib_and_one_made_before_keeps_its_own(
+    start_emulator: StartEmulator, tmp_path: Path
+) -> None:
+    emulator = await start_emulator(seed=1, payroll_connections=30)
+    made_before = tmp_path / "before.db"
+    with contextlib.closing(sqlite3.connect(made_before)) as conn:
+        conn.execute("CREATE TABLE mine (x)")
+        conn.commit()
+    sizes = {}
+    for path in (tmp_path / "new.db", made_before):
+        async with PayrollClient(emulator.base_url, emulator.token) as client:
+            result = await mirror(client, "payroll-connections", into=f"sqlite:///{path}")
+        assert result.inserted == 30
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            sizes[path.name] = conn.execute("PRAGMA page_size").fetchone()[0]
+            assert conn.execute("SELECT count(*) FROM payroll_connections").fetchone() == (30,)
+    assert sizes == {"new.db": 8192, "before.db": 4096}
+
+
 async def test_the_live_digests_are_read_with_sqlites_default_cache_and_the_runs_kept(
     start_emulator: StartEmulator, tmp_path: Path
 ) -> None:
