@@ -615,6 +615,8 @@ class ListRequest(Generic[T]):
     """The client's origin as text, as the Link header's plain entries are matched."""
     _task_name: str = attrs.field(init=False, default="")
     """The name of the walk's page tasks (``payroll_async page <path>``), made once."""
+    _spanned: bool = attrs.field(init=False, default=False)
+    """Whether the walk's span was started (None when nothing records it)."""
 
     def __attrs_post_init__(self) -> None:
         params = self.params
@@ -625,15 +627,17 @@ class ListRequest(Generic[T]):
         self._task_name = f"payroll_async page {self.name}"
 
     def open_span(self) -> None:
-        """Start the walk's span, once (every page request of the walk is its child)."""
-        if self.span is None:
+        """Start the walk's span, once (every page request of the walk is its child; a
+        walk that starts unrecorded is not asked again at each page)."""
+        if not self._spanned:
+            self._spanned = True
             self.span = _otel.start(self.operation)
 
     def close_span(self, pages: int, items: int) -> None:
         """End the walk's span: it took ``pages`` pages of ``items`` items in all."""
         _otel.items(self.operation, items)
         _otel.end(self.span, **{"payroll_async.pages": pages, "payroll_async.items": items})
-        self.span = None
+        self.span, self._spanned = None, False
 
     def query(self, offset: int, limit: int | None) -> dict[str, Any]:
         if limit is None:  # the service's own page size
