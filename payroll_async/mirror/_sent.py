@@ -14,6 +14,7 @@ from __future__ import annotations
 import operator
 import sys
 from array import array
+from collections.abc import Callable
 from itertools import compress
 from typing import Any, get_type_hints
 
@@ -53,29 +54,37 @@ def digests(raws: list[Any], seed: int = 0) -> array[int]:
 
 class SentPage(list):  # type: ignore[type-arg]
     """One page as sent: the items' fields (of an unchanged item, its id and order key),
-    ``ids`` (lower-case ``8-4-4-4-12`` text), ``raws`` (each item's JSON bytes),
-    ``digests`` (of those), ``known`` (whether a live row holds an item's very bytes; None:
-    none does) and ``blob`` (the ids' 16 bytes each, when msgspec read the page), in order."""
+    ``ids`` (lower-case ``8-4-4-4-12`` text; not given: ``key`` of each item, when first
+    read), ``raws`` (each item's JSON bytes), ``digests`` (of those), ``known`` (whether a
+    live row holds an item's very bytes; None: none does) and ``blob`` (the ids' 16 bytes
+    each, when msgspec read the page), in order."""
 
-    __slots__ = ("blob", "body", "digests", "ids", "known", "raws")
+    __slots__ = ("_ids", "blob", "body", "digests", "key", "known", "raws")
 
     def __init__(
         self,
         items: list[Any],
-        ids: list[str],
+        ids: list[str] | None,
         raws: list[Any],
         digests: array[int],
         known: list[bool] | None,
         blob: bytes | None = None,
+        key: Callable[[Any], str] = str,
     ) -> None:
         super().__init__(items)
-        self.ids = ids
+        self._ids, self.key = ids, key
         self.raws = raws
         self.digests = digests
         self.known = known
         self.blob = blob
         self.body: bytes = b""
         """The page's body as the service sent it (SQLite reads the items from it)."""
+
+    @property
+    def ids(self) -> list[str]:
+        if self._ids is None:  # (most pages of a re-mirror are never written: never read)
+            self._ids = _lower(list(map(self.key, self)))
+        return self._ids
 
     def changed(self) -> bool:
         """Whether some item of the page is not known (to be written, or compared)."""
@@ -127,8 +136,7 @@ class SentPageDecoder:
             result = fast.decode_keyed_page(body, self._key)
             if result is not None:
                 wires, raws, meta, blob = result
-                ids = _lower(list(map(self._get_key, wires)))
-                return self._whole(wires, ids, raws, blob), meta
+                return self._whole(wires, None, raws, blob), meta
         items, meta = self._models.decode_slow(response)  # the errors, as for models
         raws = None if fast is None else fast.raw_items(response.body)
         if raws is None or len(raws) != len(items):
@@ -138,11 +146,11 @@ class SentPageDecoder:
         return self._whole(items, ids, raws, None), meta
 
     def _whole(
-        self, items: list[Any], ids: list[str], raws: list[Any], blob: bytes | None
+        self, items: list[Any], ids: list[str] | None, raws: list[Any], blob: bytes | None
     ) -> SentPage:
         hashes = digests(raws, self._seed)
         known = self._known.found(hashes) if self._known else None
-        return SentPage(items, ids, raws, hashes, known, blob)
+        return SentPage(items, ids, raws, hashes, known, blob, self._get_key)
 
     def _some_known(
         self,
@@ -156,9 +164,8 @@ class SentPageDecoder:
         """The page, decoding whole only the items not known (None: the decode refuses one)."""
         hashes = digests(raws, self._seed)
         same = known.found(hashes)
-        ids = _lower(list(map(self._get_key, few)))
         if all(same):
-            return SentPage(few, ids, raws, hashes, same, blob), meta
+            return SentPage(few, None, raws, hashes, same, blob, self._get_key), meta
         changed = [at for at in range(len(few)) if not same[at]]
         whole = fast.decode_items(list(compress(raws, map(operator.not_, same))))
         if whole is None:
@@ -166,4 +173,4 @@ class SentPageDecoder:
         items = list(few)
         for at, item in zip(changed, whole, strict=True):
             items[at] = item
-        return SentPage(items, ids, raws, hashes, same, blob), meta
+        return SentPage(items, None, raws, hashes, same, blob, self._get_key), meta

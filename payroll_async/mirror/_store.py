@@ -165,6 +165,8 @@ class Store:
         now = datetime.datetime.now(datetime.timezone.utc)
         scope = None if self.scope is None else str(self.scope)
         keys = [key for page in pages for key in page.ids]
+        if self._suspects is not None:  # a later pass: the suspects it saw are not
+            self._suspects.difference_update(_uuids(keys, list[uuid.UUID]))
         last = dict(zip(keys, range(len(keys)), strict=True))  # each id's last place
         bodies = [bytes(page.body).decode() for page in pages if len(page)]
         digests = [page.digests.tolist() for page in pages if len(page)]
@@ -187,7 +189,6 @@ class Store:
                     await self._settle()
                     found = await sql.run_all([*statements, (page_sql.count, ())])
                     if not found[-1][0][2]:
-                        self._seen_keys(keys)
                         return
                     statements = []
                 params = {
@@ -214,7 +215,6 @@ class Store:
                 run = partial(self._apply_postgres, statement, tuple(args))
             if self._open is None:
                 await self._begin()
-            self._seen_keys(keys)
             self._inflight = asyncio.ensure_future(
                 self._apply(self._inflight, run, now, self._pending)
             )
@@ -236,10 +236,6 @@ class Store:
         self._opened = time.monotonic()
         if self._lock_first is not None:
             await self._conn.exec_driver_sql(self._lock_first)
-
-    def _seen_keys(self, keys: list[str]) -> None:
-        if self._suspects is not None:  # a later pass: the suspects it saw are not
-            self._suspects.difference_update(_uuids(keys, list[uuid.UUID]))
 
     async def _apply(
         self,

@@ -47,18 +47,15 @@ logger = logging.getLogger("payroll_async")
 _GO_ON, _END, _SHORT = range(3)
 
 HOLD_ITEMS = {"postgresql": 0, "sqlite": 1000}
-"""Items a batch written into each database waits for (``batches``' ``least``). SQLite: a
-write is a plan, a hop to aiosqlite's thread and its statements, so fewer, larger writes
-cost less CPU (about 7% of a first mirror's); PostgreSQL: a write is a round trip, and
-small writes keep the server busy while the walk goes on (larger measured no faster)."""
+"""Items a batch written into each database waits for (``least``). SQLite: fewer, larger
+writes (each a plan, a hop to aiosqlite's thread) cost less CPU (7% of a first mirror's);
+PostgreSQL: small writes keep the server busy while the walk goes on (larger: no faster)."""
 HOLD_SECONDS = 0.05
-"""How long after its first page such a batch waits for the next page (``hold``): while
-the service answers fast, writes are fewer and larger; when it is slow, a page is written
-as it comes."""
+"""How long after its first page such a batch waits for the next (``hold``): while the
+service answers fast, writes are fewer and larger; when it is slow, each page is written."""
 HOLD_NEAR = 0.01
-"""A listing whose first page comes sooner than this is near (``near``: an emulator on
-this machine, a service next door) and no batch of it waits: there the walk is not
-waiting on the network, and holding cost 5-8% of wall (measured at 0 ms)."""
+"""A listing whose first page comes sooner than this is near (``near``: an emulator, a
+service next door): no batch of it waits (holding cost 5-8% of wall, measured at 0 ms)."""
 
 
 class Walk:
