@@ -68,8 +68,8 @@ class SentPage(list):  # type: ignore[type-arg]
         raws: list[Any],
         digests: array[int],
         known: list[bool] | None,
-        blob: bytes | None = None,
-        key: Callable[[Any], str] = str,
+        blob: bytes | None,
+        key: Callable[[Any], str],
     ) -> None:
         super().__init__(items)
         self._ids, self.key = ids, key
