@@ -51,7 +51,7 @@ class SeenIds:
     def __init__(self) -> None:
         self._high = [array("Q") for _ in range(_BUCKETS)]
         self._low = [array("Q") for _ in range(_BUCKETS)]
-        self._pending = bytearray()  # ids' bytes not in buckets yet (put there in thousands)
+        self._pending = bytearray()  # ids' bytes not in buckets yet (all, while few)
         self._records = [bytearray() for _ in range(_BUCKETS)]
         self._bucketed = False  # past ``_FEW``: the ids go into buckets as they come
         self.added = 0
@@ -98,16 +98,16 @@ class SeenIds:
         """Count the distinct ids; lookups work from now on."""
         if not self.frozen:
             if self._bucketed:
-                self._distinct = self._bucket()
+                self._bucket()
+                self._distinct = sum(map(_distinct, self._high, self._low))
             else:  # few: as halves in any byte order (distinct or not alike), not copied
                 with memoryview(self._pending) as view, view.cast("Q") as words:
                     self._distinct = _distinct(words[0::2], words[1::2])
             self.frozen = True
 
-    def _bucket(self) -> int:
-        """The ids into their buckets, each bucket's bytes as its halves; the distinct ids."""
+    def _bucket(self) -> None:
+        """The ids into their buckets, each bucket's bytes as its halves."""
         self._flush()
-        distinct = 0
         for at, records in enumerate(self._records):
             words = array("Q", records)  # 64-bit halves ("Q" is 8 bytes wherever CPython is)
             if _LITTLE:
@@ -115,8 +115,6 @@ class SeenIds:
             self._high[at].extend(words[0::2])
             self._low[at].extend(words[1::2])
             self._records[at] = bytearray()
-            distinct += _distinct(self._high[at], self._low[at])
-        return distinct
 
     def _sort(self) -> None:
         """Sort each bucket and drop repeats (at the first lookup: a run whose walk saw
