@@ -6,9 +6,9 @@ import asyncio
 import sys
 import time
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["SYSTEM_CLOCK", "Clock", "bounded"]
+__all__ = ["SYSTEM_CLOCK", "Clock", "abandoning", "bounded"]
 
 T = TypeVar("T")
 
@@ -50,3 +50,47 @@ async def bounded(command: Awaitable[T], seconds: float | None) -> T:
         async with asyncio.timeout(seconds):
             return await command
     return await asyncio.wait_for(command, seconds)
+
+
+_ABANDONED: set[asyncio.Task[Any]] = set()
+"""Tasks given up on that have not ended yet: held so that they are not collected while
+they run (asyncio keeps only weak references to tasks)."""
+
+
+def _forget(task: asyncio.Task[Any]) -> None:
+    _ABANDONED.discard(task)
+    if not task.cancelled():
+        task.exception()  # retrieved: an abandoned task's failure is nobody's to report
+
+
+async def abandoning(command: Awaitable[T], seconds: float | None, *, grace: float) -> T:
+    """``await command`` in a task of its own, at most ``seconds`` (None: no bound), then
+    cancel it and give it ``grace`` seconds to end: past them the task is abandoned (left
+    to end on its own, its result or failure dropped) and ``TimeoutError`` is raised all the
+    same. Code that swallows ``CancelledError`` can therefore never hold the caller.
+
+    The caller's own cancellation cancels the task too, with the same grace, then goes on.
+    """
+    task: asyncio.Task[T] = asyncio.ensure_future(command)
+    try:
+        done, _ = await asyncio.wait((task,), timeout=seconds)
+    except asyncio.CancelledError:
+        await _give_up(task, grace)
+        raise
+    if done:
+        return task.result()
+    await _give_up(task, grace)
+    raise TimeoutError(f"gave up after {seconds} s")
+
+
+async def _give_up(task: asyncio.Task[T], grace: float) -> None:
+    """Cancel ``task`` and wait at most ``grace`` seconds for it to end; abandon it then."""
+    task.cancel()
+    try:
+        await asyncio.wait((task,), timeout=grace)
+    finally:
+        if task.done():
+            _forget(task)
+        else:
+            _ABANDONED.add(task)
+            task.add_done_callback(_forget)
