@@ -41,7 +41,6 @@ __all__ = [
 
 try:
     from opentelemetry import metrics, trace
-    from opentelemetry.metrics import _internal as _meters
 except ImportError:  # pragma: no cover - exercised where the otel extra is not installed
     ENABLED = False
 else:
@@ -49,18 +48,11 @@ else:
 
 _NAME = "payroll_async"
 
-# The API's globals that ``set_tracer_provider``/``set_meter_provider`` set (and the API
-# itself, when it loads a provider its environment variable names): read per request as
-# one attribute each, instead of ``get_*_provider()``, which reads ``os.environ`` every time
-# no provider is set (about 2 us a request with telemetry off). Where an API release keeps
-# them elsewhere, every check asks the API.
-_GLOBALS = ENABLED and hasattr(trace, "_TRACER_PROVIDER") and hasattr(_meters, "_METER_PROVIDER")
-
 
 def configure() -> None:
     """Let the API load a provider its environment variables name (it does so when first
-    asked for one): once per SDK operation, walk, or page asked for by hand, so that each
-    request's check reads only the globals."""
+    asked for one): once per SDK operation, walk, or page asked for by hand. Each check
+    asks the API's public getters (OpenTelemetry's globals are private to it)."""
     if ENABLED:
         trace.get_tracer_provider()
         metrics.get_meter_provider()
@@ -70,18 +62,16 @@ def _tracing() -> bool:
     """Whether an SDK's tracer provider is configured (the API's default records nothing)."""
     if not ENABLED:
         return False
-    if _GLOBALS:
-        provider = trace._TRACER_PROVIDER
-        return provider is not None and not isinstance(provider, trace.ProxyTracerProvider)
-    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    provider = trace.get_tracer_provider()
+    return not isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
 
 
 def _metering() -> bool:
-    """Whether an SDK's meter provider is configured (the API's default records nothing)."""
+    """Whether an SDK's meter provider is configured (the API's default records nothing):
+    the API's own providers (its proxy, its no-op) are defined in its own package."""
     if not ENABLED:
         return False
-    provider = _meters._METER_PROVIDER if _GLOBALS else metrics.get_meter_provider()
-    return provider is not None and type(provider).__name__ != "_ProxyMeterProvider"
+    return not type(metrics.get_meter_provider()).__module__.startswith("opentelemetry.metrics")
 
 
 def _tracer() -> Any:
