@@ -20,7 +20,7 @@ from payroll_async.emulator import (
     serve,
 )
 
-from ._errors import BadInput, CommandError, ExitCode, ParamType
+from ._errors import BadInput, ExitCode, ParamType
 
 __all__ = ["emulator"]
 
@@ -82,4 +82,5 @@ def emulator(**options: Any) -> None:
         os.dup2(devnull, sys.stdout.fileno())
         raise SystemExit(ExitCode.BROKEN_PIPE) from None
     except OSError as exc:
-        raise CommandError(cannot_listen(host, port, exc)) from None
+        # as webhooks listen and inbox run say it: --host or --port is bad input (exit 2)
+        raise BadInput(cannot_listen(host, port, exc)) from None

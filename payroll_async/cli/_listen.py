@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-import errno
 import json
 import logging
 import signal
@@ -18,7 +17,7 @@ from aiohttp import web
 
 from payroll_async import EventType, InvalidArgumentError, PayrollClient, to_dict
 from payroll_async._core._env import INBOX_URL, WEBHOOK_SECRET
-from payroll_async.emulator import Emulator
+from payroll_async.emulator import Emulator, cannot_listen
 from payroll_async.events import EventRouter, WebhookEvent
 
 from ._app import Settings, execute, number_option
@@ -193,12 +192,7 @@ async def serving(router: EventRouter, host: str, port: int, hook_path: str) -> 
         try:
             await site.start()
         except OSError as exc:
-            if exc.errno != errno.EADDRINUSE:
-                raise
-            raise BadInput(
-                f"cannot listen on {host}:{port}: the port is in use: pick another "
-                "--port, or --port 0 for a free one"
-            ) from None
+            raise BadInput(cannot_listen(host, port, exc)) from None
         bound = runner.addresses[0][1]
         url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}{hook_path}"
         stderr.print(f"Listening for webhook notifications on {url} (Ctrl-C to stop)")

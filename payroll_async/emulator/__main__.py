@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
     except OSError as exc:
         print(f"error: {cannot_listen(args.host, args.port, exc)}", file=sys.stderr)
-        return 1
+        return 2  # as payroll-async emulator: --host or --port is bad input
     return 0
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
+import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
@@ -212,8 +213,11 @@ async def serve(
 
 
 def cannot_listen(host: str, port: int, exc: OSError) -> str:
-    """Why the emulator cannot listen, with what to do when the port is taken."""
-    text = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    """Why the emulator or a receiver cannot listen on ``host:port``, and what to do: one
+    message for ``emulator`` and ``webhooks listen`` alike (both exit 2, as bad input)."""
+    where = f"cannot listen on {'[' + host + ']' if ':' in host else host}:{port}"
     if exc.errno == errno.EADDRINUSE:
-        text += " (another process uses it: pick another --port, or --port 0 for a free one)"
-    return text
+        return f"{where}: the port is in use: pick another --port, or --port 0 for a free one"
+    # aiohttp's text repeats the address ("error while attempting to bind on address ...")
+    said = os.strerror(exc.errno) if exc.errno else str(exc)
+    return f"{where}: {said} (check --host and --port)"
