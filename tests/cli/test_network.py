@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from payroll_async.cli._errors import ExitCode
 from tests._network import SERVICE_HOST, PrivateCA, ServiceFactory, TunnelProxy
 
@@ -98,6 +100,23 @@ def test_a_bad_proxy_is_bad_input_in_the_commands_words() -> None:
     assert result.exit_code == ExitCode.BAD_INPUT
     assert "--proxy must be an http:// or https:// proxy" in result.output
     assert "SECRETPW" not in result.output
+    # the advice is what the command can do: session= is only Python's
+    assert "session=" not in result.output
+    assert "the command speaks HTTP proxies only" in result.output
+
+
+def test_a_socks_proxy_of_the_environment_is_refused_with_the_commands_way_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ALL_PROXY", "socks5://proxy:1080")
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    monkeypatch.delenv("https_proxy", raising=False)
+    result = invoke(None, "--base-url", SERVICE, "--token", "tok", "webhooks", "list")
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert result.stderr.startswith("error: ALL_PROXY must be an http:// or https:// proxy")
+    assert "session=" not in result.output
+    assert "trust_env=False" not in result.output
+    assert result.stderr.rstrip().endswith("add its host to NO_PROXY or unset the variable")
 
 
 def test_proxy_and_the_emulator_contradict_each_other() -> None:
