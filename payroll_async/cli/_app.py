@@ -40,6 +40,7 @@ from ._errors import (
     BadInput,
     CommandError,
     ExitCode,
+    advice_in_cli_terms,
     error_for,
     exit_codes_help,
     in_cli_terms,
@@ -243,6 +244,8 @@ def execute(
         message = said_once(exc)
         if isinstance(exc, (InvalidArgumentError, ExportError)):
             message = in_cli_terms(message)
+        else:  # a service's text is kept as it is; only the SDK's own advice is translated
+            message = advice_in_cli_terms(message)
         if isinstance(exc, ReplaceIncompleteError):
             message += f" (new subscription: {exc.new_subscription.webhook_subscription_id})"
         raise error_for(exc, message) from None

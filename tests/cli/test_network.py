@@ -75,6 +75,29 @@ async def test_proxy_option_and_its_refusal(ca: PrivateCA, tls_service: ServiceF
     assert len(service.authorizations) == 1  # the list only
 
 
+async def test_an_untrusted_certificate_names_ca_bundle(
+    ca: PrivateCA, tls_service: ServiceFactory
+) -> None:
+    service = await tls_service()
+    code, _, err = await _command(
+        "--base-url", f"https://localhost:{service.port}", "webhooks", "list",
+        env={"PAYROLL_TOKEN": service.emulator.token},
+    )  # fmt: skip
+    assert code == ExitCode.SERVICE
+    assert "CERTIFICATE_VERIFY_FAILED" in err
+    assert err.rstrip().endswith(
+        "to trust a private one, pass --ca-bundle with its PEM file, or set SSL_CERT_FILE to "
+        "that file"
+    )
+    assert len(err.splitlines()) == 1
+    code, _, err = await _command(
+        "--base-url", f"https://localhost:{service.port}", "--ca-bundle", str(ca.bundle),
+        "webhooks", "list", "--json",
+        env={"PAYROLL_TOKEN": service.emulator.token},
+    )  # fmt: skip
+    assert code == 0, err
+
+
 def test_a_bad_ca_bundle_is_bad_input(tmp_path: Path) -> None:
     junk = tmp_path / "junk.pem"
     junk.write_text("not a certificate\n")
