@@ -17,7 +17,7 @@ from .._core._exceptions import APIConnectionError, APITimeoutError, ProxyError
 from .._core._redact import shown_url
 from ._network import proxy_failure
 
-__all__ = ["TRUST_ADVICE", "connection_error", "display_url"]
+__all__ = ["TRUST_ADVICE", "completed", "connection_error", "display_url"]
 
 
 def connection_error(
@@ -40,6 +40,22 @@ def connection_error(
         error.message = shown
         error.args = (shown,)
     return error
+
+
+def completed(
+    exc: APIConnectionError,
+    method: str,
+    url: str | URL,
+    params: Mapping[str, Any] | None,
+    secret: str | None,
+) -> APIConnectionError:
+    """A transport's own ``APIConnectionError``, with the request's method and URL where it
+    left them out (``raise APIConnectionError("backend down")``)."""
+    if not exc.method:
+        exc.method = method
+    if not exc.url:
+        exc.url = display_url(url, params, secret)
+    return exc
 
 
 def _connection_error(

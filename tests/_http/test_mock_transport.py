@@ -214,6 +214,33 @@ async def test_a_send_that_got_no_answer_is_a_connection_error_and_is_retried() 
     assert len(calls) == 1
 
 
+async def test_a_handler_raises_a_connection_error_with_its_message_alone() -> None:
+    calls = []
+
+    def handler(request: TransportRequest) -> TransportResponse:
+        calls.append(request)
+        raise APIConnectionError("backend down")  # as docs/testing.md says it
+
+    clock = FakeClock()
+    async with PayrollClient(BASE, TOKEN, transport=MockTransport(handler), clock=clock) as client:
+        with pytest.raises(APIConnectionError) as caught:
+            await client.get("/v1/payroll-platforms", cast_to=dict, extra_query={"a": "1"})
+    assert len(calls) == 4  # a send that got no answer, retried as any
+    error = caught.value
+    assert (str(error), error.message) == ("backend down", "backend down")
+    # the client fills in what the handler left out, from the request it was sending
+    assert (error.method, error.url) == ("GET", f"{BASE}/v1/payroll-platforms?a=1")
+
+    def says_its_method(request: TransportRequest) -> TransportResponse:
+        raise APIConnectionError("x", method="PUT")
+
+    mock = MockTransport(says_its_method)
+    async with PayrollClient(BASE, TOKEN, transport=mock, retry=None) as client:
+        with pytest.raises(APIConnectionError) as kept:
+            await client.get("/v1/x", cast_to=dict)
+    assert (kept.value.method, kept.value.url) == ("PUT", f"{BASE}/v1/x")  # what it gave, kept
+
+
 async def test_a_body_past_the_bound_is_refused_whatever_the_transport() -> None:
     big = json_response({"data": "x" * 2000})
     async with PayrollClient(
