@@ -4,7 +4,9 @@ retry loop, the token, the gates and the bounds above the seam behave as over ai
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 import uuid
 from typing import Any
 
@@ -25,6 +27,7 @@ from payroll_async import (
     RetryPolicy,
     TransportRequest,
     TransportResponse,
+    testing,
 )
 from payroll_async.testing import MockTransport, json_response
 from tests import factories
@@ -166,6 +169,29 @@ async def test_a_429_past_the_retries_is_typed() -> None:
         with pytest.raises(RateLimitError) as caught:
             await client.get("/v1/x", cast_to=dict)
     assert caught.value.retry_after == 1
+
+
+async def test_the_testing_modules_fake_clock_makes_retry_after_cost_no_real_time() -> None:
+    mock = MockTransport(lambda r: json_response({"message": "no"}, 429, {"Retry-After": "1"}))
+    clock = testing.FakeClock()
+    started = time.monotonic()
+    async with PayrollClient(BASE, TOKEN, transport=mock, clock=clock) as client:
+        with pytest.raises(RateLimitError):
+            await client.get("/v1/x", cast_to=dict)
+    assert time.monotonic() - started < 1.0  # the three waits of a second each: none real
+    assert clock.sleeps == [1.0, 1.0, 1.0]
+    assert clock.now() == 3.0
+    assert len(mock.requests) == 4
+
+
+async def test_the_fake_clock_gives_the_loop_a_turn_at_each_sleep() -> None:
+    clock = testing.FakeClock(start=10.0)
+    ran = asyncio.Event()
+    other = asyncio.get_running_loop().call_soon(ran.set)
+    await clock.sleep(-1)  # a negative wait: no time, but the turn
+    assert ran.is_set()
+    assert (clock.now(), clock.sleeps) == (10.0, [-1])
+    other.cancel()
 
 
 async def test_a_401_refreshes_the_token_once_over_a_mock() -> None:
