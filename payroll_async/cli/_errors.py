@@ -33,7 +33,7 @@ __all__ = [
 
 from payroll_async._http._failures import TRUST_ADVICE
 from payroll_async._http._network import NO_ENVIRONMENT, SOCKS_ADVICE
-from payroll_async.export import ExportError
+from payroll_async.export import SERVICE_ADVICE, ExportError
 
 from ._console import SafeConsole, visible
 
@@ -149,6 +149,7 @@ _CLI_ADVICE = {
     "an HTTP proxy in front of the SOCKS one",
     NO_ENVIRONMENT: "unset the variable",
     TRUST_ADVICE: "pass --ca-bundle with its PEM file",
+    SERVICE_ADVICE: "",  # --emulator's exports are known by their data already
 }
 _ADVICE = re.compile("|".join(re.escape(advice) for advice in _CLI_ADVICE))
 # The mirror's bound on deletions: max_deletions=N, or None for no bound.

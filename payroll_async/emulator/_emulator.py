@@ -13,6 +13,7 @@ import attrs
 from aiohttp import web
 
 from .._core._assumed import EMULATOR_MAX_PAGE_SIZE
+from .._core._version import __version__
 from ..models import EventType
 from . import (
     _middleware,
@@ -107,6 +108,16 @@ class Emulator:
         """A bearer token with every role."""
         self.token_without_webhook_role: str = f"emu_nowebhooks_{secrets.token_urlsafe(12)}"
         """A bearer token without the webhook role: webhook operations answer 403."""
+        self.service: str = (
+            f"payroll-async emulator {__version__} (seed {seed}, {payroll_connections:,} "
+            f"payroll connections, {employer_identifiers:,} employer identifiers, "
+            f"{update_groups:,} update groups each, {webhook_subscriptions:,} subscriptions)"
+        )
+        """What an export's checkpoint can know it by, ``export_to_file(...,
+        service=emu.service)``: its data, the same in every emulator of this version made
+        with the same seed and sizes, whatever its port and token, so that an export
+        interrupted on one resumes on the next. (What ``churn()`` or a create changed
+        since it started is not in it.)"""
         rng = random.Random(seed)
         self._state = State(
             data=Dataset(
