@@ -13,6 +13,7 @@ import click
 from payroll_async.emulator import (
     LINK_HEADERS_SWITCH_HELP,
     OPTIONS,
+    TLS_HELP,
     BadValue,
     Option,
     cannot_listen,
@@ -47,6 +48,9 @@ class _Checked(ParamType[Any]):
 
 def _options(command: F) -> F:
     """The click options of the emulator's own command line (one table, OPTIONS)."""
+    command = click.option("--tls", is_flag=True, help=TLS_HELP[:1].upper() + TLS_HELP[1:] + ".")(
+        command
+    )
     command = click.option(
         "--link-headers/--no-link-headers", default=True, help=LINK_HEADERS_SWITCH_HELP
     )(command)

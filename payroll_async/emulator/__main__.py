@@ -9,7 +9,14 @@ import sys
 from collections.abc import Sequence
 
 from ._emulator import Emulator
-from ._shell import LINK_HEADERS_HELP, OPTIONS, cannot_listen, emulator_from_options, serve
+from ._shell import (
+    LINK_HEADERS_HELP,
+    OPTIONS,
+    TLS_HELP,
+    cannot_listen,
+    emulator_from_options,
+    serve,
+)
 
 __all__ = ["main", "parser"]
 
@@ -32,6 +39,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-link-headers", dest="link_headers", action="store_false", help=LINK_HEADERS_HELP
     )
+    p.add_argument("--tls", action="store_true", help=TLS_HELP)
     return p
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "LINK_HEADERS_HELP",
     "LINK_HEADERS_SWITCH_HELP",
     "OPTIONS",
+    "TLS_HELP",
     "BadValue",
     "Option",
     "cannot_listen",
@@ -118,6 +119,11 @@ OPTIONS: tuple[Option, ...] = (
 )
 """Every option but ``--no-link-headers``, which is a switch."""
 LINK_HEADERS_HELP = "omit Link headers from list responses"
+TLS_HELP = (
+    "serve https:// with a certificate of a certificate authority it makes for itself, "
+    "whose CA file it prints: to rehearse a private CA and a proxy (--proxy, proxy=, which "
+    "carry https:// only) on this machine; needs the 'emulator-tls' extra"
+)
 LINK_HEADERS_SWITCH_HELP = (
     "Send Link headers (rel=next, ...) with list responses, as the service does "
     "(--link-headers, the default), or omit them (--no-link-headers)."
@@ -184,6 +190,12 @@ async def serve(
         if announce:
             print(f"  PAYROLL_BASE_URL={emulator.base_url}", flush=True)
             print(f"  PAYROLL_TOKEN={emulator.token}", flush=True)
+            if emulator.ca_file:
+                print(
+                    f"  CA file: {emulator.ca_file} (trust it with --ca-bundle, ssl= or "
+                    "SSL_CERT_FILE; deleted when the emulator stops)",
+                    flush=True,
+                )
             # what a receiver verifies with: the whsec_ itself, or the whpk_ of a whsk_
             verify_with = emulator.webhook_public_key or emulator.webhook_secret
             print(f"  PAYROLL_WEBHOOK_SECRET={verify_with}", flush=True)

@@ -140,9 +140,3 @@ def test_a_socks_proxy_of_the_environment_is_refused_with_the_commands_way_out(
     assert "session=" not in result.output
     assert "trust_env=False" not in result.output
     assert result.stderr.rstrip().endswith("add its host to NO_PROXY or unset the variable")
-
-
-def test_proxy_and_the_emulator_contradict_each_other() -> None:
-    result = invoke(None, "--emulator", "--proxy", "http://proxy:3128", "webhooks", "list")
-    assert result.exit_code == ExitCode.BAD_INPUT
-    assert "leave out --proxy" in result.output
