@@ -76,7 +76,7 @@ def emulator(**options: Any) -> None:
         if churn_every is not None and not churn_every > 0:
             raise ValueError(f"--churn-every must be > 0 seconds, got {churn_every!r}")
     except ValueError as exc:
-        raise BadInput(str(exc)) from None
+        raise BadInput(str(exc).replace("tls=True", "--tls")) from None
     host, port = emu.host, emu.port
     try:
         asyncio.run(serve(emu, churn_every=churn_every))

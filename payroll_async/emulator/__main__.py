@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.churn_every is not None and not args.churn_every > 0:
             raise ValueError(f"--churn-every must be > 0 seconds, got {args.churn_every!r}")
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {str(exc).replace('tls=True', '--tls')}", file=sys.stderr)
         return 2
     try:
         asyncio.run(serve(emulator, churn_every=args.churn_every))
