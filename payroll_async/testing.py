@@ -33,6 +33,9 @@ def handler(request: TransportRequest) -> TransportResponse:
 
 client = PayrollClient("https://api.example.com", "token", transport=MockTransport(handler))
 ```
+
+[`FakeClock`][payroll_async.testing.FakeClock] (``clock=``) makes the client's waits
+(retries, ``Retry-After``, the 429 pause) cost no real time.
 """
 
 from __future__ import annotations
@@ -46,11 +49,12 @@ from typing import Any
 
 import pytest
 
+from ._core._clock import Clock
 from ._core._json import dumps
 from ._http._seam import TransportRequest, TransportResponse
 from .emulator import Emulator
 
-__all__ = ["EmulatorThread", "MockTransport", "json_response", "page_response"]
+__all__ = ["EmulatorThread", "FakeClock", "MockTransport", "json_response", "page_response"]
 
 Handler = Callable[[TransportRequest], "TransportResponse | Awaitable[TransportResponse]"]
 
@@ -97,6 +101,44 @@ class MockTransport:
     async def aclose(self) -> None:
         """Mark it closed (the client calls it when it closes)."""
         self.closed = True
+
+
+class FakeClock(Clock):
+    """A clock for tests: a sleep returns at once and moves the time by its length, so a
+    retry's backoff or a 429's ``Retry-After`` costs no real time.
+
+    Give it to the client (``clock=``), which asks its clock for every wait it makes (retry
+    backoff, ``Retry-After``, the 429 pause of the whole client). ``sleeps`` records each
+    wait, for assertions. Each sleep still gives the event loop one turn, as a real one
+    does; sleeps of tasks running at once add up, as if each waited alone.
+
+    ```pycon
+    >>> clock = FakeClock()
+    >>> busy = MockTransport(lambda r: json_response({}, 429, {"Retry-After": "1"}))
+    >>> async with PayrollClient(url, "tok", transport=busy, clock=clock) as client:
+    ...     await client.get("/v1/payroll-platforms", cast_to=dict)
+    Traceback (most recent call last):
+    RateLimitError: ...
+    >>> clock.sleeps
+    [1.0, 1.0, 1.0]
+    ```
+    """
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.time: float = start
+        """Its monotonic seconds: ``start``, plus every sleep so far."""
+        self.sleeps: list[float] = []
+        """Every wait asked of it, in order, in seconds."""
+
+    def now(self) -> float:
+        """Its time: no real time passes on it."""
+        return self.time
+
+    async def sleep(self, seconds: float) -> None:
+        """Move the time on by ``seconds`` (a negative wait by none) and return at once."""
+        self.sleeps.append(seconds)
+        self.time += max(seconds, 0.0)
+        await asyncio.sleep(0)  # the loop's turn, which a real sleep gives
 
 
 def page_response(

@@ -79,14 +79,18 @@ class APIConnectionError(PayrollError):
     request could have reached the service (a refused connection, a DNS failure); only
     then is a POST safe to send again. ``retryable`` is False for failures that another
     attempt cannot mend, such as a TLS certificate the client does not trust.
+
+    A transport of yours (or a ``MockTransport``'s handler) raises it with the message
+    alone, ``APIConnectionError("backend down")``: the client fills in ``method`` and
+    ``url`` from the request it was sending.
     """
 
     def __init__(
         self,
         message: str,
         *,
-        method: str,
-        url: str,
+        method: str = "",
+        url: str = "",
         request_sent: bool = True,
         retryable: bool = True,
     ) -> None:
@@ -94,9 +98,11 @@ class APIConnectionError(PayrollError):
         self.message: str = message
         """What went wrong, in a sentence."""
         self.method: str = method
-        """The request's HTTP method."""
+        """The request's HTTP method (filled in by the client when a transport left it
+        out)."""
         self.url: str = url
-        """The request's URL, without credentials."""
+        """The request's URL, without credentials (filled in by the client when a
+        transport left it out)."""
         self.request_sent: bool = request_sent
         """False only if no byte of the request can have reached the service."""
         self.retryable: bool = retryable
@@ -121,8 +127,8 @@ class ProxyError(APIConnectionError):
         self,
         message: str,
         *,
-        method: str,
-        url: str,
+        method: str = "",
+        url: str = "",
         proxy: str,
         status: int | None = None,
         retryable: bool = True,
@@ -170,9 +176,11 @@ class APIStatusError(PayrollError):
         self.headers: Mapping[str, str] = headers if headers is not None else {}
         """The response's headers."""
         self.method: str = method
-        """The request's HTTP method."""
+        """The request's HTTP method (filled in by the client when a transport left it
+        out)."""
         self.url: str = url
-        """The request's URL, without credentials."""
+        """The request's URL, without credentials (filled in by the client when a
+        transport left it out)."""
         self.retry_after: float | None = retry_after
         """The Retry-After in seconds of a 429 or a 503 (None if absent or unreadable)."""
         self.request_id: str | None = request_id
@@ -243,9 +251,11 @@ class ResponseDecodeError(PayrollError):
         self.status: int = status
         """The response's (2xx) status code."""
         self.method: str = method
-        """The request's HTTP method."""
+        """The request's HTTP method (filled in by the client when a transport left it
+        out)."""
         self.url: str = url
-        """The request's URL, without credentials."""
+        """The request's URL, without credentials (filled in by the client when a
+        transport left it out)."""
         self.body_excerpt: str = body_excerpt
         """The start of the body, bounded, for the log."""
 

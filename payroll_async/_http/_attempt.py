@@ -30,7 +30,7 @@ from .._core._exceptions import (
 from .._core._json import dumps
 from .._core._redact import shown_url
 from . import _otel
-from ._failures import connection_error
+from ._failures import completed, connection_error
 from ._options import FinalOptions
 from ._seam import ERROR_BODY_MAX, Response, Send
 from ._status import request_id, status_error, too_large
@@ -133,7 +133,7 @@ async def exchange(
                 method, target, headers, request.data, timeout, limit
             )
         except APIConnectionError as exc:
-            failure = exc
+            failure = completed(exc, method, url, params, token)
         except (asyncio.TimeoutError, OSError) as exc:  # another transport's failed send
             failure = connection_error(exc, method, url, params, timeout, token)
         elapsed = time.perf_counter() - started

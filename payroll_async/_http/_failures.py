@@ -17,7 +17,7 @@ from .._core._exceptions import APIConnectionError, APITimeoutError, ProxyError
 from .._core._redact import shown_url
 from ._network import proxy_failure
 
-__all__ = ["connection_error", "display_url"]
+__all__ = ["TRUST_ADVICE", "completed", "connection_error", "display_url"]
 
 
 def connection_error(
@@ -40,6 +40,22 @@ def connection_error(
         error.message = shown
         error.args = (shown,)
     return error
+
+
+def completed(
+    exc: APIConnectionError,
+    method: str,
+    url: str | URL,
+    params: Mapping[str, Any] | None,
+    secret: str | None,
+) -> APIConnectionError:
+    """A transport's own ``APIConnectionError``, with the request's method and URL where it
+    left them out (``raise APIConnectionError("backend down")``)."""
+    if not exc.method:
+        exc.method = method
+    if not exc.url:
+        exc.url = display_url(url, params, secret)
+    return exc
 
 
 def _connection_error(
@@ -66,11 +82,33 @@ def _connection_error(
         )
     if isinstance(exc, aiohttp.ClientSSLError):
         # A failed TLS handshake or certificate will fail the same way again.
-        return _unsent(method, where, f"TLS failed ({_describe(exc)})", retryable=False)
+        what = f"TLS failed ({_describe(exc)}){_way_out(exc)}"
+        return _unsent(method, where, what, retryable=False)
     if isinstance(exc, aiohttp.ClientConnectorError):
         return _unsent(method, where, f"cannot connect ({exc.os_error})")
     return APIConnectionError(
         f"{method} {where}: {type(exc).__name__}: {_describe(exc)}", method=method, url=where
+    )
+
+
+TRUST_ADVICE = "pass ssl= with its PEM file (or an ssl.SSLContext)"
+"""How a program trusts a private certificate authority (the command says its own)."""
+# OpenSSL's verify codes of a certificate whose issuer is not trusted (X509_V_ERR_...):
+# UNABLE_TO_GET_ISSUER_CERT, DEPTH_ZERO_SELF_SIGNED_CERT, SELF_SIGNED_CERT_IN_CHAIN,
+# UNABLE_TO_GET_ISSUER_CERT_LOCALLY, UNABLE_TO_VERIFY_LEAF_SIGNATURE. Not a name that does
+# not match, nor an expired certificate: trusting another authority mends neither.
+_UNTRUSTED_ISSUER = frozenset({2, 18, 19, 20, 21})
+
+
+def _way_out(exc: aiohttp.ClientSSLError) -> str:
+    """For a certificate of an authority this client does not trust: how to trust it."""
+    if not isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return ""
+    if getattr(exc.certificate_error, "verify_code", None) not in _UNTRUSTED_ISSUER:
+        return ""
+    return (
+        "; its certificate authority is not one this client trusts: to trust a private "
+        f"one, {TRUST_ADVICE}, or set SSL_CERT_FILE to that file"
     )
 
 

@@ -31,12 +31,26 @@ from .._core._exceptions import InvalidArgumentError
 from .._core._net import check_ca_bundle, is_loopback
 from .._core._visible import redact_url
 
-__all__ = ["Route", "SSLLike", "TunnelFailed", "proxy_failure", "route", "tunnel_failure"]
+__all__ = [
+    "NO_ENVIRONMENT",
+    "SOCKS_ADVICE",
+    "Route",
+    "SSLLike",
+    "TunnelFailed",
+    "proxy_failure",
+    "route",
+    "tunnel_failure",
+]
 
 SSLLike: TypeAlias = "ssl.SSLContext | str | os.PathLike[str] | bool"
 """What ``ssl=`` takes: a context, a CA bundle's path, True (the default trust) or False."""
 
 _PROXY_SCHEMES = ("http", "https")
+SOCKS_ADVICE = "aiohttp speaks HTTP proxies; for SOCKS, pass session= with a SOCKS connector"
+"""What a SOCKS proxy's refusal advises (the command, which cannot pass session=, says its
+own: ``cli/_errors.py``)."""
+NO_ENVIRONMENT = "pass trust_env=False"
+"""How a program stops reading the environment's proxy (the command says its own)."""
 _NOTHING: Mapping[str, Any] = {}
 _AIOHTTP = tuple(int(p) for p in aiohttp.__version__.split(".")[:2] if p.isdigit())
 _OWN_STORE_PLATFORMS = ("darwin", "win32")  # a trust store of the system's, not OpenSSL's
@@ -101,8 +115,7 @@ def route(
         if source == "proxy=":
             raise
         raise InvalidArgumentError(
-            f"{exc}; to reach the service without it, add its host to NO_PROXY or pass "
-            "trust_env=False"
+            f"{exc}; to reach the service without it, add its host to NO_PROXY or {NO_ENVIRONMENT}"
         ) from None
     request["proxy"] = url
     if credentials is not None:
@@ -167,8 +180,7 @@ def _check_proxy(value: str, source: str) -> tuple[URL, str | None]:
         raise InvalidArgumentError(f"{source} is not a valid proxy URL: {shown}")
     if url.scheme not in _PROXY_SCHEMES:
         raise InvalidArgumentError(
-            f"{source} must be an http:// or https:// proxy (aiohttp speaks HTTP proxies; for "
-            f"SOCKS, pass session= with a SOCKS connector), got {shown}"
+            f"{source} must be an http:// or https:// proxy ({SOCKS_ADVICE}), got {shown}"
         )
     if url.path not in ("", "/") or url.query_string or url.fragment:
         raise InvalidArgumentError(f"{source} must be a proxy's origin only, got {shown}")

@@ -12,7 +12,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import click
@@ -40,6 +40,7 @@ from ._errors import (
     BadInput,
     CommandError,
     ExitCode,
+    advice_in_cli_terms,
     error_for,
     exit_codes_help,
     in_cli_terms,
@@ -51,12 +52,16 @@ __all__ = [
     "LazyGroup",
     "Settings",
     "cli",
+    "emulator_network",
     "execute",
     "open_client",
     "number_option",
     "run",
     "stdout",
 ]
+
+if TYPE_CHECKING:
+    from payroll_async.emulator import Emulator
 
 T = TypeVar("T")
 
@@ -100,6 +105,14 @@ def _network(settings: Settings) -> dict[str, Any]:
     return options
 
 
+def emulator_network(settings: Settings, emu: Emulator) -> dict[str, Any]:
+    """--proxy with --emulator: the proxy to the emulator, which then serves TLS (a proxy
+    carries https:// only) with a certificate authority of its own, trusted for it alone."""
+    if settings.proxy is None:
+        return {}
+    return {"proxy": settings.proxy, "ssl": emu.ca_file}
+
+
 def _redis_tls(settings: Settings, redis_url: str) -> dict[str, Any]:
     """--ca-bundle for a rediss:// URL (redis-py's ``ssl_ca_certs``/``ssl_ca_path``; a CA
     named in the URL's query wins: redis-py lays the URL's options over these)."""
@@ -141,10 +154,16 @@ async def _gate(settings: Settings, base_url: str) -> AsyncIterator[Gate | None]
 async def open_client(settings: Settings, **options: Any) -> AsyncIterator[PayrollClient]:
     """A client of the service, or of an in-process emulator with --emulator."""
     if settings.emulator:
+        # --proxy carries https:// only: the emulator then serves TLS
+        served = (
+            demo_emulator() if settings.proxy is None else demo_emulator(tls=True, option="--proxy")
+        )
         async with (
-            demo_emulator() as emu,
+            served as emu,
             _gate(settings, emu.base_url) as gate,
-            PayrollClient(emu.base_url, emu.token, gate=gate, **options) as client,
+            PayrollClient(
+                emu.base_url, emu.token, gate=gate, **emulator_network(settings, emu), **options
+            ) as client,
         ):
             yield client
         return
@@ -243,6 +262,8 @@ def execute(
         message = said_once(exc)
         if isinstance(exc, (InvalidArgumentError, ExportError)):
             message = in_cli_terms(message)
+        else:  # a service's text is kept as it is; only the SDK's own advice is translated
+            message = advice_in_cli_terms(message)
         if isinstance(exc, ReplaceIncompleteError):
             message += f" (new subscription: {exc.new_subscription.webhook_subscription_id})"
         raise error_for(exc, message) from None
@@ -363,7 +384,7 @@ def cli(
         # the environment they are only a default, which --emulator overrides.
         given = [
             f"--{name.replace('_', '-')}"
-            for name in ("base_url", "token", "proxy")
+            for name in ("base_url", "token")
             if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
         ]
         if given:

@@ -265,7 +265,7 @@ class ChangesFile:
                 os.ftruncate(self._fd, self._cursor.length)
 
     def error(self) -> MirrorError | None:
-        """The command's error when FILE is behind (exit 5), or None."""
+        """The command's error when FILE is behind (exit 1: a file not written), or None."""
         if self.failed is None:
             return None
         reason = self.failed.strerror or str(self.failed)

@@ -3,11 +3,12 @@ after a write that says it is gone with the command."""
 
 from __future__ import annotations
 
+import importlib.util
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from payroll_async import __version__
 
-from ._errors import stderr
+from ._errors import BadInput, stderr
 
 if TYPE_CHECKING:
     from payroll_async.emulator import Emulator
@@ -31,11 +32,19 @@ DEMO_SERVICE = (
 """What an export's checkpoint knows --emulator by: its data, not its port or token."""
 
 
-def demo_emulator(**options: Any) -> Emulator:
-    """The in-process service of --emulator: enough data to watch the progress bar work."""
+def demo_emulator(*, tls: bool = False, option: str = "", **options: Any) -> Emulator:
+    """The in-process service of --emulator: enough data to watch the progress bar work.
+
+    ``tls``: served over TLS, for the ``option`` that needs it (--proxy); without the
+    extra that makes its certificates, that is bad input that names the extra."""
     from payroll_async.emulator import Emulator
 
-    return Emulator(**DEMO_DATA, latency=0.01, **options)
+    if tls and importlib.util.find_spec("trustme") is None:
+        raise BadInput(
+            f"{option} with --emulator serves the emulator over TLS, which needs the "
+            "'emulator-tls' extra (trustme): python3 -m pip install 'payroll-async[emulator-tls]'"
+        )
+    return Emulator(**DEMO_DATA, latency=0.01, tls=tls, **options)
 
 
 EPHEMERAL_NOTE = (

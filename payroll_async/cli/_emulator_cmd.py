@@ -13,6 +13,7 @@ import click
 from payroll_async.emulator import (
     LINK_HEADERS_SWITCH_HELP,
     OPTIONS,
+    TLS_HELP,
     BadValue,
     Option,
     cannot_listen,
@@ -20,7 +21,7 @@ from payroll_async.emulator import (
     serve,
 )
 
-from ._errors import BadInput, CommandError, ExitCode, ParamType
+from ._errors import BadInput, ExitCode, ParamType
 
 __all__ = ["emulator"]
 
@@ -47,6 +48,9 @@ class _Checked(ParamType[Any]):
 
 def _options(command: F) -> F:
     """The click options of the emulator's own command line (one table, OPTIONS)."""
+    command = click.option("--tls", is_flag=True, help=TLS_HELP[:1].upper() + TLS_HELP[1:] + ".")(
+        command
+    )
     command = click.option(
         "--link-headers/--no-link-headers", default=True, help=LINK_HEADERS_SWITCH_HELP
     )(command)
@@ -72,7 +76,7 @@ def emulator(**options: Any) -> None:
         if churn_every is not None and not churn_every > 0:
             raise ValueError(f"--churn-every must be > 0 seconds, got {churn_every!r}")
     except ValueError as exc:
-        raise BadInput(str(exc)) from None
+        raise BadInput(str(exc).replace("tls=True", "--tls")) from None
     host, port = emu.host, emu.port
     try:
         asyncio.run(serve(emu, churn_every=churn_every))
@@ -82,4 +86,5 @@ def emulator(**options: Any) -> None:
         os.dup2(devnull, sys.stdout.fileno())
         raise SystemExit(ExitCode.BROKEN_PIPE) from None
     except OSError as exc:
-        raise CommandError(cannot_listen(host, port, exc)) from None
+        # as webhooks listen and inbox run say it: --host or --port is bad input (exit 2)
+        raise BadInput(cannot_listen(host, port, exc)) from None

@@ -24,13 +24,16 @@ __all__ = [
     "CommandError",
     "ExitCode",
     "ParamType",
+    "advice_in_cli_terms",
     "error_for",
     "exit_codes_help",
     "in_cli_terms",
     "said_once",
 ]
 
-from payroll_async.export import ExportError
+from payroll_async._http._failures import TRUST_ADVICE
+from payroll_async._http._network import NO_ENVIRONMENT, SOCKS_ADVICE
+from payroll_async.export import SERVICE_ADVICE, ExportError
 
 from ._console import SafeConsole, visible
 
@@ -140,6 +143,15 @@ _SDK_NAME = re.compile(rf"\b({'|'.join(_CLI_NAMES)})\b(?= must| is| needs|:|\[)"
 # The library's keyword arguments that its messages suggest, as the command's flags.
 _CLI_FLAGS = {"resume=True": "--resume", "wait=True": "--wait", "proxy=": "--proxy"}
 _SDK_FLAG = re.compile("|".join(re.escape(flag) for flag in _CLI_FLAGS))
+# The library's advice that names what only a program can pass, as what the command can do.
+_CLI_ADVICE = {
+    SOCKS_ADVICE: "the command speaks HTTP proxies only: give an http:// or https:// one, or "
+    "an HTTP proxy in front of the SOCKS one",
+    NO_ENVIRONMENT: "unset the variable",
+    TRUST_ADVICE: "pass --ca-bundle with its PEM file",
+    SERVICE_ADVICE: "",  # --emulator's exports are known by their data already
+}
+_ADVICE = re.compile("|".join(re.escape(advice) for advice in _CLI_ADVICE))
 # The mirror's bound on deletions: max_deletions=N, or None for no bound.
 _MAX_DELETIONS = re.compile(r"\bmax_deletions(?:=(None|\d+))?\b")
 
@@ -149,9 +161,16 @@ def _max_deletions(match: re.Match[str]) -> str:
     return "--max-deletions" + ("" if value is None else " all" if value == "None" else f" {value}")
 
 
+def advice_in_cli_terms(message: str) -> str:
+    """A library message's advice that names what only a program can pass (``ssl=``,
+    ``session=``), as what the command can do (``--ca-bundle``)."""
+    return _ADVICE.sub(lambda m: _CLI_ADVICE[m[0]], message)
+
+
 def in_cli_terms(message: str) -> str:
     """A library message in the command's words: its parameter names and the keyword
     arguments it suggests as the command's options."""
+    message = advice_in_cli_terms(message)
     message = _SDK_FLAG.sub(lambda m: _CLI_FLAGS[m[0]], message)
     message = _MAX_DELETIONS.sub(_max_deletions, message)
     return _SDK_NAME.sub(lambda m: _CLI_NAMES[m[1]], message)

@@ -153,11 +153,9 @@ def export(
                 )
             except ResumeMismatchError as exc:
                 # --emulator's export is resumed by --emulator, whatever its port
-                raise BadInput(
-                    in_cli_terms(str(exc)).replace(
-                        f"--resume against {DEMO_SERVICE}", "--emulator and --resume"
-                    )
-                ) from None
+                named = f"with service={DEMO_SERVICE!r}"
+                message = in_cli_terms(str(exc)).replace(f"{named} and --resume", named)
+                raise BadInput(message.replace(named, "with --emulator and --resume")) from None
             except OutputWriteError as exc:
                 if to_stdout or not exc.saved:
                     raise CommandError(exc.reason) from None

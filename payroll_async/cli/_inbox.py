@@ -244,9 +244,9 @@ def inbox_retry(settings: Settings, into: str, event_id: str | None, dead: bool)
         raise BadInput("give EVENT_ID or --dead (one of them)")
     kept = open_inbox(into, "--into")
     n = execute(settings, _closing(kept, kept.retry(event_id, dead=dead)))
-    stderr.print(f"{n:,} event{'s' if n != 1 else ''} back to pending in {kept.url}")
-    if event_id is not None and n == 0:
+    if event_id is not None and n == 0:  # the error alone: nothing was put back
         raise BadInput(f"no done or dead event {event_id} in {kept.url}")
+    stderr.print(f"{n:,} event{'s' if n != 1 else ''} back to pending in {kept.url}")
 
 
 @inbox.command("purge")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-import errno
 import json
 import logging
 import signal
@@ -18,10 +17,10 @@ from aiohttp import web
 
 from payroll_async import EventType, InvalidArgumentError, PayrollClient, to_dict
 from payroll_async._core._env import INBOX_URL, WEBHOOK_SECRET
-from payroll_async.emulator import Emulator
+from payroll_async.emulator import Emulator, cannot_listen
 from payroll_async.events import EventRouter, WebhookEvent
 
-from ._app import Settings, execute, number_option
+from ._app import Settings, emulator_network, execute, number_option
 from ._console import visible
 from ._demo import demo_emulator
 from ._errors import BadInput, ExitCode, stderr
@@ -193,12 +192,7 @@ async def serving(router: EventRouter, host: str, port: int, hook_path: str) -> 
         try:
             await site.start()
         except OSError as exc:
-            if exc.errno != errno.EADDRINUSE:
-                raise
-            raise BadInput(
-                f"cannot listen on {host}:{port}: the port is in use: pick another "
-                "--port, or --port 0 for a free one"
-            ) from None
+            raise BadInput(cannot_listen(host, port, exc)) from None
         bound = runner.addresses[0][1]
         url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}{hook_path}"
         stderr.print(f"Listening for webhook notifications on {url} (Ctrl-C to stop)")
@@ -255,7 +249,13 @@ def listen(
             "signing secret, or --insecure to accept unsigned notifications"
         )
     try:
-        emulator = demo_emulator(webhook_secret=secret or None) if settings.emulator else None
+        emulator = (
+            demo_emulator(
+                webhook_secret=secret or None, tls=settings.proxy is not None, option="--proxy"
+            )
+            if settings.emulator
+            else None
+        )
     except ValueError as exc:
         raise BadInput(f"--secret: {exc}") from None
     stop = asyncio.Event()
@@ -295,7 +295,7 @@ def listen(
                         "URL` (the same URL) handles them."
                     )
                 if emulator is not None:
-                    await _listen_on_emulator(emulator, url, interval, stop)
+                    await _listen_on_emulator(emulator, url, interval, stop, settings)
                 else:
                     stderr.print(
                         "Point a subscription at this receiver's public URL (through a tunnel, "
@@ -353,9 +353,12 @@ def receiver_log_on_console(verbose: bool) -> Iterator[None]:
 
 
 async def _listen_on_emulator(
-    emulator: Emulator, url: str, interval: float, stop: asyncio.Event
+    emulator: Emulator, url: str, interval: float, stop: asyncio.Event, settings: Settings
 ) -> None:
-    async with emulator as emu, PayrollClient(emu.base_url, emu.token) as client:
+    async with (
+        emulator as emu,
+        PayrollClient(emu.base_url, emu.token, **emulator_network(settings, emu)) as client,
+    ):
         sub = await client.webhooks.ensure(event_types=list(EventType), path=url)
         stderr.print(
             f"Subscribed {sub.webhook_subscription_id} to every event type on the emulator; "

@@ -16,7 +16,7 @@ from payroll_async._core._validation import check_id
 
 from .._collections import COLLECTIONS
 from ._app import Settings, number_option, run
-from ._errors import BadInput, ParamType, ServiceFailed, error_for, in_cli_terms, stderr
+from ._errors import BadInput, CommandError, ParamType, ServiceFailed, in_cli_terms, stderr
 from ._progress import progress_bar, show_progress
 
 __all__ = ["mirror"]
@@ -185,14 +185,17 @@ def mirror(
         f"{result.updated:,} updated, {result.deleted:,} deleted, "
         f"{result.unchanged:,} unchanged (run {result.run_id})"
     )
+    # The changes file that cannot be written is a file of the command's, as the export's
+    # output is: exit 1 (the table's "a file that cannot be written"), not the service's 5.
+    unwritten = None if failed is None else CommandError(str(failed))
     if refused is not None:
-        if failed is not None:
-            error_for(failed).show()
+        if unwritten is not None:
+            unwritten.show()
         raise refused
     if not result.complete:
         stderr.print(
             "The service changed too much during the run to prove every deletion; "
             "run it again to finish."
         )
-    if failed is not None:
-        raise error_for(failed)
+    if unwritten is not None:
+        raise unwritten

@@ -14,6 +14,7 @@ cannot agree by accident.
 from ._emulator import Churn, Delivery, Emulator
 from ._shell import LINK_HEADERS_SWITCH_HELP as LINK_HEADERS_SWITCH_HELP
 from ._shell import OPTIONS as OPTIONS
+from ._shell import TLS_HELP as TLS_HELP
 from ._shell import BadValue as BadValue
 from ._shell import Option as Option
 from ._shell import cannot_listen as cannot_listen

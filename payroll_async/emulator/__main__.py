@@ -9,7 +9,14 @@ import sys
 from collections.abc import Sequence
 
 from ._emulator import Emulator
-from ._shell import LINK_HEADERS_HELP, OPTIONS, cannot_listen, emulator_from_options, serve
+from ._shell import (
+    LINK_HEADERS_HELP,
+    OPTIONS,
+    TLS_HELP,
+    cannot_listen,
+    emulator_from_options,
+    serve,
+)
 
 __all__ = ["main", "parser"]
 
@@ -32,6 +39,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-link-headers", dest="link_headers", action="store_false", help=LINK_HEADERS_HELP
     )
+    p.add_argument("--tls", action="store_true", help=TLS_HELP)
     return p
 
 
@@ -46,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.churn_every is not None and not args.churn_every > 0:
             raise ValueError(f"--churn-every must be > 0 seconds, got {args.churn_every!r}")
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {str(exc).replace('tls=True', '--tls')}", file=sys.stderr)
         return 2
     try:
         asyncio.run(serve(emulator, churn_every=args.churn_every))
@@ -57,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
     except OSError as exc:
         print(f"error: {cannot_listen(args.host, args.port, exc)}", file=sys.stderr)
-        return 1
+        return 2  # as payroll-async emulator: --host or --port is bad input
     return 0
 
 

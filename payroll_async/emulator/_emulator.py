@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import random
 import secrets
@@ -13,6 +14,7 @@ import attrs
 from aiohttp import web
 
 from .._core._assumed import EMULATOR_MAX_PAGE_SIZE
+from .._core._version import __version__
 from ..models import EventType
 from . import (
     _middleware,
@@ -26,6 +28,7 @@ from ._delivery import Deliverer, Delivery, new_secret, notification, public_key
 from ._http import ApiError, is_loopback, json_object, json_response
 from ._state import STATE, WEBHOOK_ROLE, State, TokenBucket, check_options
 from ._store import SubscriptionStore
+from ._tls import LocalCA
 
 __all__ = ["EMIT_PATH", "Churn", "Delivery", "Emulator"]
 
@@ -68,6 +71,12 @@ class Emulator:
     private key signs ``v1a`` instead (extra ``webhooks``): the receiver is then given
     ``emu.webhook_public_key``, its ``whpk_``. ``delivery_headers`` are
     added to every delivery. ``POST /_emulator/events`` emits from outside the process.
+
+    ``tls=True`` (extra ``emulator-tls``) serves ``https://`` with a certificate from a
+    certificate authority it makes for itself, whose PEM file is ``emu.ca_file`` once
+    started: a client trusts it with ``ssl=emu.ca_file``, as it would a company's private
+    CA, and can reach it through a ``proxy=`` (which carries ``https://`` only), so that
+    both can be rehearsed on one machine.
     """
 
     def __init__(
@@ -89,6 +98,7 @@ class Emulator:
         token: str | None = None,
         delivery_headers: Mapping[str, str] | None = None,
         webhook_secret: str | None = None,
+        tls: bool = False,
     ) -> None:
         counts = {
             "payroll_connections": payroll_connections,
@@ -97,6 +107,14 @@ class Emulator:
             "webhook_subscriptions": webhook_subscriptions,
         }
         check_options(counts, error_rate, drop_rate, latency, rate_limit, max_page_size)
+        if not isinstance(tls, bool):
+            raise ValueError(f"tls must be True or False, got {tls!r}")
+        self._ca: LocalCA | None = LocalCA(host) if tls else None
+        self.ca_file: str = ""
+        """With ``tls=True``, once started: the PEM file of the certificate authority it
+        made for itself, to trust it by (``ssl=emu.ca_file``, ``--ca-bundle``,
+        ``SSL_CERT_FILE``); deleted when it closes (empty before, and without TLS, as
+        ``base_url`` is before it starts)."""
         self.seed: int = seed
         """The seed of the data: the same seed, the same data."""
         self.host: str = host
@@ -107,6 +125,16 @@ class Emulator:
         """A bearer token with every role."""
         self.token_without_webhook_role: str = f"emu_nowebhooks_{secrets.token_urlsafe(12)}"
         """A bearer token without the webhook role: webhook operations answer 403."""
+        self.service: str = (
+            f"payroll-async emulator {__version__} (seed {seed}, {payroll_connections:,} "
+            f"payroll connections, {employer_identifiers:,} employer identifiers, "
+            f"{update_groups:,} update groups each, {webhook_subscriptions:,} subscriptions)"
+        )
+        """What an export's checkpoint can know it by, ``export_to_file(...,
+        service=emu.service)``: its data, the same in every emulator of this version made
+        with the same seed and sizes, whatever its port and token, so that an export
+        interrupted on one resumes on the next. (What ``churn()`` or a create changed
+        since it started is not in it.)"""
         rng = random.Random(seed)
         self._state = State(
             data=Dataset(
@@ -225,8 +253,15 @@ class Emulator:
         """Listen on ``host:port`` (port 0 picks a free one); returns ``base_url``."""
         runner = web.AppRunner(self.app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
-        await site.start()
+        context = None if self._ca is None else self._ca.server_context()
+        site = web.TCPSite(runner, self.host, self.port, ssl_context=context)
+        try:
+            await site.start()
+            if self._ca is not None:
+                self.ca_file = await asyncio.to_thread(self._ca.write)
+        except BaseException:
+            await runner.cleanup()  # a port in use leaves nothing set up behind
+            raise
         self._runner = runner
         self._bound = [(str(a[0]), int(a[1])) for a in runner.addresses]
         host, port = runner.addresses[0][:2]
@@ -237,7 +272,8 @@ class Emulator:
         elif host == "::":
             host = "::1"
         host_text = f"[{host}]" if ":" in host else host
-        self.base_url = f"http://{host_text}:{port}"
+        scheme = "http" if self._ca is None else "https"
+        self.base_url = f"{scheme}://{host_text}:{port}"
         return self.base_url
 
     def _exposed(self) -> list[str]:
@@ -255,6 +291,9 @@ class Emulator:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._ca is not None and self.ca_file:
+            await asyncio.to_thread(self._ca.remove)
+            self.ca_file = ""
 
     async def __aenter__(self) -> Emulator:
         await self.start()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
+import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
@@ -20,6 +21,7 @@ __all__ = [
     "LINK_HEADERS_HELP",
     "LINK_HEADERS_SWITCH_HELP",
     "OPTIONS",
+    "TLS_HELP",
     "BadValue",
     "Option",
     "cannot_listen",
@@ -117,6 +119,11 @@ OPTIONS: tuple[Option, ...] = (
 )
 """Every option but ``--no-link-headers``, which is a switch."""
 LINK_HEADERS_HELP = "omit Link headers from list responses"
+TLS_HELP = (
+    "serve https:// with a certificate of a certificate authority it makes for itself, "
+    "whose CA file it prints: to rehearse a private CA and a proxy (--proxy, proxy=, which "
+    "carry https:// only) on this machine; needs the 'emulator-tls' extra"
+)
 LINK_HEADERS_SWITCH_HELP = (
     "Send Link headers (rel=next, ...) with list responses, as the service does "
     "(--link-headers, the default), or omit them (--no-link-headers)."
@@ -183,6 +190,12 @@ async def serve(
         if announce:
             print(f"  PAYROLL_BASE_URL={emulator.base_url}", flush=True)
             print(f"  PAYROLL_TOKEN={emulator.token}", flush=True)
+            if emulator.ca_file:
+                print(
+                    f"  CA file: {emulator.ca_file} (trust it with --ca-bundle, ssl= or "
+                    "SSL_CERT_FILE; deleted when the emulator stops)",
+                    flush=True,
+                )
             # what a receiver verifies with: the whsec_ itself, or the whpk_ of a whsk_
             verify_with = emulator.webhook_public_key or emulator.webhook_secret
             print(f"  PAYROLL_WEBHOOK_SECRET={verify_with}", flush=True)
@@ -212,8 +225,11 @@ async def serve(
 
 
 def cannot_listen(host: str, port: int, exc: OSError) -> str:
-    """Why the emulator cannot listen, with what to do when the port is taken."""
-    text = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    """Why the emulator or a receiver cannot listen on ``host:port``, and what to do: one
+    message for ``emulator`` and ``webhooks listen`` alike (both exit 2, as bad input)."""
+    where = f"cannot listen on {'[' + host + ']' if ':' in host else host}:{port}"
     if exc.errno == errno.EADDRINUSE:
-        text += " (another process uses it: pick another --port, or --port 0 for a free one)"
-    return text
+        return f"{where}: the port is in use: pick another --port, or --port 0 for a free one"
+    # aiohttp's text repeats the address ("error while attempting to bind on address ...")
+    said = os.strerror(exc.errno) if exc.errno else str(exc)
+    return f"{where}: {said} (check --host and --port)"

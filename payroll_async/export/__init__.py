@@ -49,6 +49,7 @@ from ._checkpoint import checked_open as checked_open
 from ._checkpoint import count as count
 from ._checkpoint import not_alone as not_alone
 from ._checkpoint import replace_file as replace_file
+from ._exporter import SERVICE_ADVICE as SERVICE_ADVICE
 from ._exporter import ExportProgress
 from ._formats import FORMATS, Format
 from ._output import is_streamed, open_target
@@ -57,7 +58,7 @@ from ._output import unlock_output as unlock_output
 
 # Beyond __all__ (the `as` names above), the face offers the command what its changes file
 # shares with a checkpoint: a private file read within its bound and replaced whole, and
-# the output's lock.
+# the output's lock; and the advice of a refused resume that only a program can follow.
 
 __all__ = [
     "CHECKPOINT_VERSION",

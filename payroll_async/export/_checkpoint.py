@@ -149,6 +149,11 @@ class Service:
         salt = secrets.token_hex(16)
         return cls(identity.base_url, salt, identity.fingerprint(bytes.fromhex(salt)))
 
+    @property
+    def named(self) -> bool:
+        """Whether it was written with ``service=`` (a name, not the service's URL)."""
+        return self.credentials is None and not self.base_url.startswith(("http://", "https://"))
+
     def mismatch(self, identity: Identity) -> str | None:
         """Why a client sending as ``identity`` may not resume this, or None."""
         if identity.base_url != self.base_url:

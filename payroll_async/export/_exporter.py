@@ -26,7 +26,7 @@ from ._checkpoint import (
     write_checkpoint,
 )
 
-__all__ = ["CHECKPOINT_EVERY", "ExportProgress", "Exporter", "checkpoint_path"]
+__all__ = ["CHECKPOINT_EVERY", "SERVICE_ADVICE", "ExportProgress", "Exporter", "checkpoint_path"]
 
 CHECKPOINT_EVERY = 0.5  # seconds between checkpoints while the export runs
 
@@ -163,10 +163,16 @@ class Exporter:
             reasons.append(elsewhere)
         if reasons:
             what = "that export" if state.job != self.job else "it"
+            # resume=True is named unless this very export asked for it (the default)
+            given = resume and state.job == self.job
+            again = what if given else f"{what} with resume=True"
+            if elsewhere is not None:
+                again = f"{what}{_from(state.service, given)}"
+            changing = elsewhere is not None and not state.service.named
             raise ResumeMismatchError(
                 f"{path} cannot be resumed here: {' and '.join(reasons)}. Nothing was "
-                f"written; to continue it, run {what} with resume=True"
-                f"{_from(state.service) if elsewhere is not None else ''}, or {start_over}"
+                f"written; to continue it, run {again}, or {start_over}"
+                f"{SERVICE_ADVICE if changing else ''}"
             )
         if not resume:
             raise ExportError(
@@ -250,10 +256,24 @@ def _start_over(path: Path, writer: Writer, record: Any, to: str = "start over")
     return f"delete {', '.join(names)} and {last} to {to}" if names else f"delete {last} to {to}"
 
 
-def _from(service: Service) -> str:
-    """Where a checkpoint's export was made, as a way to resume it."""
+SERVICE_ADVICE = (
+    ". An export of a service whose address or token changes from run to run while its "
+    "data does not (an emulator started again with the same seed and sizes) resumes when "
+    "every run passes the same service= (an Emulator's is emu.service)"
+)
+"""How a program's export resumes across runs of such a service (the command's --emulator
+does it itself)."""
+
+
+def _from(service: Service, given: bool) -> str:
+    """Where a checkpoint's export was made, as a way to resume it (``given``: this export
+    asked to resume already, so resume=True need not be said)."""
+    if service.named:  # written with service=: that is the way back to it
+        name = repr(service.base_url[:256])  # read from a file: bounded, escaped
+        return f" with service={name}" + ("" if given else " and resume=True")
     token = " with the token it was started with" if service.credentials is not None else ""
-    return f" against {_word(service.base_url)}{token}"
+    again = "" if given else " with resume=True"
+    return f"{again} against {_word(service.base_url)}{token}"
 
 
 def _describe_job(job: object) -> str:

@@ -4,7 +4,9 @@ retry loop, the token, the gates and the bounds above the seam behave as over ai
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 import uuid
 from typing import Any
 
@@ -25,6 +27,7 @@ from payroll_async import (
     RetryPolicy,
     TransportRequest,
     TransportResponse,
+    testing,
 )
 from payroll_async.testing import MockTransport, json_response
 from tests import factories
@@ -168,6 +171,29 @@ async def test_a_429_past_the_retries_is_typed() -> None:
     assert caught.value.retry_after == 1
 
 
+async def test_the_testing_modules_fake_clock_makes_retry_after_cost_no_real_time() -> None:
+    mock = MockTransport(lambda r: json_response({"message": "no"}, 429, {"Retry-After": "1"}))
+    clock = testing.FakeClock()
+    started = time.monotonic()
+    async with PayrollClient(BASE, TOKEN, transport=mock, clock=clock) as client:
+        with pytest.raises(RateLimitError):
+            await client.get("/v1/x", cast_to=dict)
+    assert time.monotonic() - started < 1.0  # the three waits of a second each: none real
+    assert clock.sleeps == [1.0, 1.0, 1.0]
+    assert clock.now() == 3.0
+    assert len(mock.requests) == 4
+
+
+async def test_the_fake_clock_gives_the_loop_a_turn_at_each_sleep() -> None:
+    clock = testing.FakeClock(start=10.0)
+    ran = asyncio.Event()
+    other = asyncio.get_running_loop().call_soon(ran.set)
+    await clock.sleep(-1)  # a negative wait: no time, but the turn
+    assert ran.is_set()
+    assert (clock.now(), clock.sleeps) == (10.0, [-1])
+    other.cancel()
+
+
 async def test_a_401_refreshes_the_token_once_over_a_mock() -> None:
     class Rotating:
         def __init__(self) -> None:
@@ -212,6 +238,33 @@ async def test_a_send_that_got_no_answer_is_a_connection_error_and_is_retried() 
     assert TOKEN not in str(caught.value)
     assert caught.value.__cause__ is None
     assert len(calls) == 1
+
+
+async def test_a_handler_raises_a_connection_error_with_its_message_alone() -> None:
+    calls = []
+
+    def handler(request: TransportRequest) -> TransportResponse:
+        calls.append(request)
+        raise APIConnectionError("backend down")  # as docs/testing.md says it
+
+    clock = FakeClock()
+    async with PayrollClient(BASE, TOKEN, transport=MockTransport(handler), clock=clock) as client:
+        with pytest.raises(APIConnectionError) as caught:
+            await client.get("/v1/payroll-platforms", cast_to=dict, extra_query={"a": "1"})
+    assert len(calls) == 4  # a send that got no answer, retried as any
+    error = caught.value
+    assert (str(error), error.message) == ("backend down", "backend down")
+    # the client fills in what the handler left out, from the request it was sending
+    assert (error.method, error.url) == ("GET", f"{BASE}/v1/payroll-platforms?a=1")
+
+    def says_its_method(request: TransportRequest) -> TransportResponse:
+        raise APIConnectionError("x", method="PUT")
+
+    mock = MockTransport(says_its_method)
+    async with PayrollClient(BASE, TOKEN, transport=mock, retry=None) as client:
+        with pytest.raises(APIConnectionError) as kept:
+            await client.get("/v1/x", cast_to=dict)
+    assert (kept.value.method, kept.value.url) == ("PUT", f"{BASE}/v1/x")  # what it gave, kept
 
 
 async def test_a_body_past_the_bound_is_refused_whatever_the_transport() -> None:

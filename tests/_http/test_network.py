@@ -37,6 +37,7 @@ from tests._network import (
     Service,
     ServiceFactory,
     TunnelProxy,
+    tls_server,
 )
 from tests.conftest import FakeClock
 
@@ -305,9 +306,29 @@ async def test_a_private_ca_is_refused_by_default_and_trusted_when_given(
         with pytest.raises(APIConnectionError) as caught:
             [w async for w in client.webhooks.list()]
     assert "TLS failed" in str(caught.value)
+    assert "CERTIFICATE_VERIFY_FAILED" in str(caught.value)
+    # the way out, named: a private CA is trusted by ssl= or SSL_CERT_FILE
+    assert str(caught.value).endswith(
+        "; its certificate authority is not one this client trusts: to trust a private one, "
+        "pass ssl= with its PEM file (or an ssl.SSLContext), or set SSL_CERT_FILE to that file"
+    )
     assert not caught.value.retryable
     await _list_through(base_url, service, ssl=ca.bundle)
     await _list_through(base_url, service, ssl=ca.client_context())
+
+
+async def test_a_name_the_certificate_does_not_match_is_no_matter_of_trust(
+    ca: PrivateCA,
+) -> None:
+    # trusted, but issued for another name: another CA would not mend it
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.ca.issue_cert("elsewhere.example.test").configure_cert(context)
+    async with Emulator() as emu, tls_server(emu.app, context) as port:
+        async with PayrollClient(f"https://localhost:{port}", "tok", ssl=ca.bundle) as client:
+            with pytest.raises(APIConnectionError) as caught:
+                await client.webhooks.delete("00000000-0000-4000-8000-000000000000")
+    assert "TLS failed" in str(caught.value)
+    assert "ssl=" not in str(caught.value)
 
 
 async def test_ssl_cert_file_keeps_working(

@@ -163,6 +163,9 @@ def test_a_resume_against_another_service_or_token_is_exit_2(emu: Emulator, tmp_
     text = one_line_error(export(emu, target, "--resume"))
     assert "written from http://127.0.0.1:1" in text
     assert "Nothing was written" in text
+    # the library's way out through service= is no option of the command
+    assert "service=" not in text
+    assert text.rstrip().endswith("to start over")
     forge(target, base_url=emu.base_url, token="another-token", items=1, data=b"{}\n")
     text = one_line_error(export(emu, target, "--resume"))
     assert "another token" in text

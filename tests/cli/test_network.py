@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from payroll_async.cli._errors import ExitCode
 from tests._network import SERVICE_HOST, PrivateCA, ServiceFactory, TunnelProxy
 
@@ -73,6 +75,29 @@ async def test_proxy_option_and_its_refusal(ca: PrivateCA, tls_service: ServiceF
     assert len(service.authorizations) == 1  # the list only
 
 
+async def test_an_untrusted_certificate_names_ca_bundle(
+    ca: PrivateCA, tls_service: ServiceFactory
+) -> None:
+    service = await tls_service()
+    code, _, err = await _command(
+        "--base-url", f"https://localhost:{service.port}", "webhooks", "list",
+        env={"PAYROLL_TOKEN": service.emulator.token},
+    )  # fmt: skip
+    assert code == ExitCode.SERVICE
+    assert "CERTIFICATE_VERIFY_FAILED" in err
+    assert err.rstrip().endswith(
+        "to trust a private one, pass --ca-bundle with its PEM file, or set SSL_CERT_FILE to "
+        "that file"
+    )
+    assert len(err.splitlines()) == 1
+    code, _, err = await _command(
+        "--base-url", f"https://localhost:{service.port}", "--ca-bundle", str(ca.bundle),
+        "webhooks", "list", "--json",
+        env={"PAYROLL_TOKEN": service.emulator.token},
+    )  # fmt: skip
+    assert code == 0, err
+
+
 def test_a_bad_ca_bundle_is_bad_input(tmp_path: Path) -> None:
     junk = tmp_path / "junk.pem"
     junk.write_text("not a certificate\n")
@@ -98,9 +123,20 @@ def test_a_bad_proxy_is_bad_input_in_the_commands_words() -> None:
     assert result.exit_code == ExitCode.BAD_INPUT
     assert "--proxy must be an http:// or https:// proxy" in result.output
     assert "SECRETPW" not in result.output
+    # the advice is what the command can do: session= is only Python's
+    assert "session=" not in result.output
+    assert "the command speaks HTTP proxies only" in result.output
 
 
-def test_proxy_and_the_emulator_contradict_each_other() -> None:
-    result = invoke(None, "--emulator", "--proxy", "http://proxy:3128", "webhooks", "list")
+def test_a_socks_proxy_of_the_environment_is_refused_with_the_commands_way_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ALL_PROXY", "socks5://proxy:1080")
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    monkeypatch.delenv("https_proxy", raising=False)
+    result = invoke(None, "--base-url", SERVICE, "--token", "tok", "webhooks", "list")
     assert result.exit_code == ExitCode.BAD_INPUT
-    assert "leave out --proxy" in result.output
+    assert result.stderr.startswith("error: ALL_PROXY must be an http:// or https:// proxy")
+    assert "session=" not in result.output
+    assert "trust_env=False" not in result.output
+    assert result.stderr.rstrip().endswith("add its host to NO_PROXY or unset the variable")

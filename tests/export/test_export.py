@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,46 @@ async def test_an_export_known_by_its_service_resumes_from_another_address_and_t
     assert result.resumed_from == 200
     assert ids(target) == [first.data.payroll_connection(i)["id"] for i in range(600)]
     assert names(tmp_path) == ["c.jsonl"]
+
+
+async def test_an_export_of_an_in_process_emulator_resumes_on_the_next_one(
+    tmp_path: Path,
+) -> None:
+    """docs/fleets.md's export, tried with the emulator: each run starts one afresh (another
+    port, another token); ``service=emu.service`` resumes it, and without it the refusal
+    names that way out, not the resume=True that was given already."""
+    target = tmp_path / "c.jsonl"
+    options = {"seed": 3, "payroll_connections": 600}
+    async with Emulator(**options) as first:
+        await interrupted(first, target, pages=4)
+    async with Emulator(**options) as second, PayrollClient(second.base_url, second.token) as c:
+        with pytest.raises(ResumeMismatchError) as caught:
+            await export_to_file(c.payroll_connections.list(page_size=50), target)
+    refusal = str(caught.value)
+    assert "resume=True" not in refusal  # the default, given: no way out
+    assert f"to continue it, run it against {first.base_url} with the token it" in refusal
+    assert refusal.endswith(
+        "resumes when every run passes the same service= (an Emulator's is emu.service)"
+    )
+    for name in os.listdir(tmp_path):
+        (tmp_path / name).unlink()  # started over, as the refusal says
+    async with Emulator(**options) as first:
+        await interrupted(first, target, pages=4, service=first.service)
+    async with Emulator(**options) as second, PayrollClient(second.base_url, second.token) as c:
+        listing = c.payroll_connections.list(page_size=50)
+        with pytest.raises(ResumeMismatchError) as unnamed:
+            await export_to_file(listing, target)  # service= left out: it is the way back
+        assert f"to continue it, run it with service={second.service!r}, or delete" in str(
+            unnamed.value
+        )
+        with pytest.raises(ResumeMismatchError) as again:
+            await export_to_file(listing, target, resume=False)
+        assert f"with service={second.service!r} and resume=True, or delete" in str(again.value)
+        result = await export_to_file(listing, target, service=second.service)
+    assert second.service == first.service
+    assert result.resumed_from == 200
+    assert ids(target) == [second.data.payroll_connection(i)["id"] for i in range(600)]
+    assert Emulator(seed=4, payroll_connections=600).service != second.service
 
 
 async def test_a_service_that_is_no_text_is_refused_before_any_request(tmp_path: Path) -> None:

@@ -67,8 +67,8 @@ def test_retry_puts_dead_events_back_and_replays_a_done_one(url: str) -> None:
     assert "1 event back to pending" in result.stderr
     assert invoke(None, "inbox", "retry", "--into", url, "evt-1").exit_code == 0
     missing = invoke(None, "inbox", "retry", "--into", url, "evt-unknown")
-    assert missing.exit_code == 2
-    assert "no done or dead event evt-unknown" in missing.stderr
+    assert missing.exit_code == 2  # bad input, as an unknown --employer or option is
+    assert missing.stderr == f"error: no done or dead event evt-unknown in {url}\n"
     assert invoke(None, "inbox", "retry", "--into", url).exit_code == 2
     rows = asyncio.run(query(url, "SELECT event_id FROM inbox_events WHERE status = 'pending'"))
     assert sorted(rows) == [("evt-1",), ("evt-bad",), ("evt-new",)]

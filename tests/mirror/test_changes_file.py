@@ -174,7 +174,7 @@ runpy.run_module("payroll_async.cli", run_name="__main__")
 """
 
 
-async def test_a_full_disk_is_exit_5_and_the_next_run_completes_the_file(
+async def test_a_full_disk_is_exit_1_and_the_next_run_completes_the_file(
     postgres_url: str, tmp_path: Path
 ) -> None:
     """PostgreSQL's files are the server's: only the changes file meets the limit."""
@@ -191,7 +191,8 @@ async def test_a_full_disk_is_exit_5_and_the_next_run_completes_the_file(
             )
             _, err = await asyncio.wait_for(full.communicate(), 120)
             text = err.decode()
-            assert full.returncode == ExitCode.SERVICE, text
+            # a file that cannot be written: 1, as an export's full disk (not the service's 5)
+            assert full.returncode == ExitCode.UNEXPECTED, text
             assert "Traceback" not in text
             assert "Mirrored 400 payroll-connections" in text
             assert f"error: cannot write the changes to {changes}: File too large" in text
