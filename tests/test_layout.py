@@ -36,7 +36,18 @@ PACKAGE = Path(__file__).parents[1] / "payroll_async"
 ROOT = "payroll_async"
 
 APPS = frozenset(
-    {"cli", "dlt", "emulator", "events", "export", "fleet", "inbox", "mirror", "testing"}
+    {
+        "cli",
+        "dlt",
+        "emulator",
+        "events",
+        "export",
+        "fleet",
+        "inbox",
+        "mirror",
+        "pytest_plugin",
+        "testing",
+    }
 )
 """The applications built on the client: each is a package (or a module) of its own."""
 
@@ -64,7 +75,9 @@ APP_EDGES: dict[tuple[str, str], str] = {
     ("dlt", "mirror"): "the dlt source loads what the mirror reads",
     ("inbox", "events"): "the inbox accepts what the receiver verified, and routes it",
     ("fleet", "events"): "RedisDedupe is the receiver's dedupe store (events.Claim) on Redis",
-    ("testing", "emulator"): "the pytest plugin serves the emulator to tests",
+    ("testing", "emulator"): "EmulatorThread serves the emulator from a thread of its own",
+    ("pytest_plugin", "emulator"): "the pytest plugin serves the emulator to tests",
+    ("pytest_plugin", "testing"): "the pytest plugin's emulator runs on an EmulatorThread",
 }
 """The only imports from one app to another, each through the other's face."""
 
