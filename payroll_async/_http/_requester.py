@@ -192,7 +192,7 @@ class Requester:
         ``options`` is the request's final record: timeout, retry policy, headers, extra
         query parameters, body bound. After a failed attempt the request's retry policy
         alone says whether to go on and how long to wait first (``Retries.wait_before``:
-        tenacity's predicate, stop and wait strategies). What an attempt can end in besides
+        its retry, stop and wait parts). What an attempt can end in besides
         an answer is named: held at the gate (nothing sent: it goes again, uncounted) and a
         401 that the token provider can answer (a fresh token, once, then again).
 

@@ -279,7 +279,7 @@ async def test_the_timeout_a_transport_gets_is_the_sdks_own() -> None:
         Timeout(),
     ]
     assert all(type(sent.timeout) is Timeout for sent in mock.requests)
-    with pytest.raises(InvalidArgumentError, match="timeout.connect"):
+    with pytest.raises(InvalidArgumentError, match=r"timeout\.connect"):
         PayrollClient(BASE, TOKEN, transport=mock, timeout=Timeout(connect=-1))
 
 
