@@ -118,7 +118,12 @@ class AiohttpTransport:
         return self._session is not None
 
     def session(self) -> aiohttp.ClientSession:
-        """The session, made on first use in the running loop (the loop it belongs to)."""
+        """The session, made on first use in the running loop (the loop it belongs to).
+
+        Closed with its loop, it says so itself (to a client that wraps it in a transport
+        of its own too)."""
+        if self.closed_reason is not None:
+            raise ClientClosedError(self.closed_reason)
         loop = asyncio.get_running_loop()
         if self._loop is not loop and self._loop is not None and not self.loop_ended:
             raise ClientClosedError(

@@ -23,8 +23,10 @@ from payroll_async import (
 from payroll_async._http._retry import wait_for
 from payroll_async._http._status import parse_retry_after
 from tests import factories
-from tests.conftest import BASE, LIST, NOW, SID, SUBS, TOKEN, FakeClock
+from tests.conftest import BASE, BOTH_TRANSPORTS, LIST, NOW, SID, SUBS, TOKEN, FakeClock
 from tests.resources.helpers import calls
+
+pytestmark = BOTH_TRANSPORTS  # the same code above the seam over either transport
 
 # --- Retry-After and the wait ------------------------------------------------------------
 
