@@ -318,3 +318,23 @@ async def test_a_transport_that_swallows_cancellation_cannot_hold_a_call(
         with pytest.raises(APITimeoutError, match=r"timed out after 0\.05s"):
             call.result()
     assert stubborn.cancelled.is_set()
+
+
+class ClosesItself(MockTransport):
+    """A transport that says how it stands (the seam's optional part, as aiohttp's does)."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda r: json_response({}))
+        self.closed_reason: str | None = None
+        self.must_close = False
+
+
+async def test_a_transport_that_closed_itself_closes_its_client() -> None:
+    transport = ClosesItself()
+    async with PayrollClient(BASE, TOKEN, transport=transport) as client:
+        await client.get("/v1/x", cast_to=dict)
+        transport.closed_reason = "the tunnel this transport used is gone"
+        assert client.is_closed
+        with pytest.raises(ClientClosedError, match="the tunnel this transport used is gone"):
+            await client.get("/v1/x", cast_to=dict)
+    assert len(transport.requests) == 1
