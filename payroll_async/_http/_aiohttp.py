@@ -113,10 +113,6 @@ class AiohttpTransport:
         """Whether sends are traced (debug logging was on as the session started, or aiohttp
         counts a request's sends no other way: before 3.12)."""
 
-    @property
-    def session_started(self) -> bool:
-        return self._session is not None
-
     def session(self) -> aiohttp.ClientSession:
         """The session, made on first use in the running loop (the loop it belongs to).
 
