@@ -12,7 +12,7 @@ move; the kernel's share of a send is not counted):
   the body read within its bound; before session 3 of issue 43, the ``TransportRequest``
   and ``TransportResponse`` made for each send);
 - ``send``: the whole request path above it too (``build_request``, ``BoundClient.send``,
-  ``Transport.loop``, the attempt and the exchange);
+  ``Requester.loop``, the attempt and the exchange);
 - ``ready``: the path above the seam alone, over a transport whose answer is ready.
 
 Each layer runs 300 and 1,300 requests in two processes; the difference over 1,000 is its

@@ -52,7 +52,13 @@ if _TYPE_CHECKING:
     from ._core._types import RetryPolicy
     from ._http._auth import TokenProvider
     from ._http._options import CallOptions, ListOptions
-    from ._http._seam import AsyncTransport, RawResponse, TransportRequest, TransportResponse
+    from ._http._seam import (
+        AsyncTransport,
+        RawResponse,
+        Timeout,
+        TransportRequest,
+        TransportResponse,
+    )
     from ._paging._pagination import AsyncPaginator, Page, PageInfo
 
 # The client and what it needs (aiohttp sessions, tenacity, cattrs) load on first use, so
@@ -68,6 +74,7 @@ _LAZY = {
     "PayrollClient": "._client",
     "RawResponse": "._http._seam",
     "RetryPolicy": "._core._types",
+    "Timeout": "._http._seam",
     "TokenProvider": "._http._auth",
     "TransportRequest": "._http._seam",
     "TransportResponse": "._http._seam",
@@ -136,6 +143,7 @@ __all__ = [
     "RetryPolicy",
     "ServerError",
     "SortLike",
+    "Timeout",
     "TokenProvider",
     "TransportRequest",
     "TransportResponse",

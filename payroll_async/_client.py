@@ -13,14 +13,22 @@ from ._core import _env
 from ._core import _validation as check
 from ._core._clock import SYSTEM_CLOCK, Clock
 from ._core._exceptions import InvalidArgumentError
-from ._core._types import NOT_GIVEN, NotGiven, RetryPolicy, TimeoutLike, given
+from ._core._types import NOT_GIVEN, NotGiven, RetryPolicy, given
 from ._core._validation import check_retry
 from ._http._auth import Auth, TokenProvider
 from ._http._gate import Gate
 from ._http._network import SSLLike, route
-from ._http._options import SINGLE_ATTEMPT, ClientOptions, FinalOptions, Unpack, parse_client
+from ._http._options import (
+    SINGLE_ATTEMPT,
+    ClientOptions,
+    FinalOptions,
+    TimeoutLike,
+    Unpack,
+    check_timeout,
+    parse_client,
+)
+from ._http._requester import DEFAULT_HEADERS, Requester
 from ._http._seam import AsyncTransport
-from ._http._transport import DEFAULT_HEADERS, Transport
 from .resources import EmployerIdentifiers, PayrollConnections, Webhooks
 from .resources._base import BoundClient, Closing
 from .resources._generic import Generic
@@ -168,7 +176,7 @@ class PayrollClient(GenericCalls):
                     "aiohttp's transport, which a transport of yours replaces"
                 )
         root = check.check_base_url(base_url)
-        sender = Transport(
+        sender = Requester(
             base_url=root,
             auth=Auth(token),
             concurrency=check.check_concurrency(concurrency),
@@ -181,7 +189,7 @@ class PayrollClient(GenericCalls):
             wire=transport,
         )
         defaults = FinalOptions(
-            timeout=check.check_timeout(timeout),
+            timeout=check_timeout(timeout),
             retry=policy or SINGLE_ATTEMPT,
             page_size=None if page_size is None else check.check_page_size(page_size),
             concurrency=sender.concurrency,
@@ -191,7 +199,7 @@ class PayrollClient(GenericCalls):
         self._setup(sender, defaults, parent=None)
 
     def _setup(
-        self, transport: Transport, options: FinalOptions, parent: PayrollClient | None
+        self, transport: Requester, options: FinalOptions, parent: PayrollClient | None
     ) -> None:
         self._transport = transport
         self._options = options
@@ -257,7 +265,7 @@ class PayrollClient(GenericCalls):
     def _transport_state(self) -> ClientState:
         if self._transport.is_closed:
             return ClientState.CLOSED
-        return ClientState.OPEN if self._transport.session_started else ClientState.UNOPENED
+        return ClientState.OPEN if self._transport.started else ClientState.UNOPENED
 
     def _closed(self) -> bool:
         return self.state is ClientState.CLOSED
@@ -295,8 +303,8 @@ class PayrollClient(GenericCalls):
         if (
             transport is not None
             and getattr(self, "_parent", self) is None
-            and transport.owns_session
-            and transport.session_started
+            and transport.must_close
+            and transport.started
             and not transport.is_closed
         ):
             warnings.warn(

@@ -16,7 +16,13 @@ from aiohttp import web
 from aioresponses import aioresponses
 from yarl import URL
 
-from payroll_async import PayrollClient, RetryPolicy
+from payroll_async import (
+    AsyncTransport,
+    PayrollClient,
+    RetryPolicy,
+    TransportRequest,
+    TransportResponse,
+)
 from payroll_async._core._clock import Clock
 from payroll_async.emulator import Emulator
 from tests import factories
@@ -260,6 +266,42 @@ async def serve() -> AsyncIterator[Serve]:
             return await servers.enter_async_context(loopback(app))
 
         yield start
+
+
+class Yours:
+    """A transport of a user's own, as ``transport=`` takes one: the seam's two methods and
+    nothing of its optional part (``TransportStatus``). It carries each request through
+    aiohttp's transport, so that a suite keeps its real servers: what runs above the seam
+    is then the code that every user's transport (and ``MockTransport``) gets."""
+
+    def __init__(self, inner: AsyncTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: TransportRequest) -> TransportResponse:
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+@pytest.fixture(params=["aiohttp", "yours"])
+def either_transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The suite once over the client's own transport and once over a transport of a
+    user's (``Yours``): every client the test makes without ``transport=`` gets it."""
+    if request.param == "yours":
+        from payroll_async._http import _requester
+
+        made = _requester.AiohttpTransport
+
+        def yours(**options: Any) -> AsyncTransport:
+            return Yours(made(**options))
+
+        monkeypatch.setattr(_requester, "AiohttpTransport", yours)
+    return str(request.param)
+
+
+BOTH_TRANSPORTS = pytest.mark.usefixtures("either_transport")
+"""A module's ``pytestmark``: its tests run over both transports (``either_transport``)."""
 
 
 # The private CA and the emulator over TLS of the proxy and TLS tests (tests/_network.py).

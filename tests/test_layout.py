@@ -36,7 +36,18 @@ PACKAGE = Path(__file__).parents[1] / "payroll_async"
 ROOT = "payroll_async"
 
 APPS = frozenset(
-    {"cli", "dlt", "emulator", "events", "export", "fleet", "inbox", "mirror", "testing"}
+    {
+        "cli",
+        "dlt",
+        "emulator",
+        "events",
+        "export",
+        "fleet",
+        "inbox",
+        "mirror",
+        "pytest_plugin",
+        "testing",
+    }
 )
 """The applications built on the client: each is a package (or a module) of its own."""
 
@@ -64,7 +75,9 @@ APP_EDGES: dict[tuple[str, str], str] = {
     ("dlt", "mirror"): "the dlt source loads what the mirror reads",
     ("inbox", "events"): "the inbox accepts what the receiver verified, and routes it",
     ("fleet", "events"): "RedisDedupe is the receiver's dedupe store (events.Claim) on Redis",
-    ("testing", "emulator"): "the pytest plugin serves the emulator to tests",
+    ("testing", "emulator"): "EmulatorThread serves the emulator from a thread of its own",
+    ("pytest_plugin", "emulator"): "the pytest plugin serves the emulator to tests",
+    ("pytest_plugin", "testing"): "the pytest plugin's emulator runs on an EmulatorThread",
 }
 """The only imports from one app to another, each through the other's face."""
 
@@ -241,6 +254,52 @@ def test_faces_only_re_export() -> None:
     assert wrong == [], "\n".join(wrong)
 
 
+def _names_of(name: str) -> set[str]:
+    """Every module module ``name`` imports (outside the package too), and every name it
+    reads as ``x.y`` or ``y``."""
+    tree = ast.parse(MODULES[name][0].read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+        elif isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.update(word for word in node.value.split() if word.startswith("aiohttp."))
+    return found
+
+
+def test_the_seam_and_the_core_name_no_aiohttp() -> None:
+    """The seam's types and ``_core`` are the SDK's own: aiohttp is below the seam
+    (``_http/_aiohttp.py``) and at the boundary that reads ``timeout=`` (``_options``)."""
+    wrong = [
+        name
+        for name in MODULES
+        if name == f"{ROOT}._http._seam" or _room(name) == "_core"
+        if any(n == "aiohttp" or n.startswith("aiohttp.") for n in _names_of(name))
+    ]
+    assert wrong == []
+
+
+def test_nothing_above_the_seam_asks_which_transport_it_is() -> None:
+    """Every transport crosses the seam alike: the aiohttp transport is only made by the
+    requester (the default), never told apart from another."""
+    asks = [
+        f"{name} (line {node.lineno})"
+        for name, (path, _) in sorted(MODULES.items())
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in {"isinstance", "issubclass", "type"}
+        and any(isinstance(a, ast.Name) and a.id == "AiohttpTransport" for a in ast.walk(node))
+    ]
+    assert asks == []
+    users = {i.source for i in _all_imports() if i.name == "AiohttpTransport"}
+    assert users == {f"{ROOT}._http._requester"}
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -347,5 +406,5 @@ async def test_one_listing_runs_code_in_at_most_fourteen_modules(
     finally:
         sys.setprofile(None)
     assert len(items) == 250
-    assert {f"{ROOT}._paging._pagination", f"{ROOT}._http._transport"} <= modules
+    assert {f"{ROOT}._paging._pagination", f"{ROOT}._http._requester"} <= modules
     assert len(modules) <= MAX_BREADTH, f"{len(modules)} modules: " + ", ".join(sorted(modules))

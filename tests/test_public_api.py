@@ -35,7 +35,7 @@ def test_py_typed_is_shipped() -> None:
 
 def test_the_emulator_and_the_receiver_do_not_load_the_transport() -> None:
     loaded = modules_after("import payroll_async.emulator, payroll_async.events")
-    for heavy in ("_http._transport", "_client", "_paging._pagination", "resources"):
+    for heavy in ("_http._requester", "_client", "_paging._pagination", "resources"):
         assert f"'payroll_async.{heavy}'" not in loaded
     assert "'payroll_async.events'" in loaded  # the check can fail
 
@@ -101,3 +101,31 @@ def test_the_network_options_and_the_proxy_error_are_public() -> None:
     assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in ("proxy", "ssl"))
     assert issubclass(payroll_async.ProxyError, payroll_async.APIConnectionError)
     assert "ProxyError" in payroll_async.__all__
+
+
+def test_the_testing_module_works_without_pytest() -> None:
+    """``payroll_async.testing`` under unittest or in a script: pytest cannot be imported,
+    and MockTransport still answers a client's request."""
+    code = """
+import sys
+
+class NoPytest:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("pytest", "_pytest", "pytest_asyncio"):
+            raise ImportError(f"{name} is not installed")
+        return None
+
+sys.meta_path.insert(0, NoPytest())
+import asyncio
+from payroll_async import PayrollClient
+from payroll_async.testing import EmulatorThread, MockTransport, json_response, page_response
+
+async def main():
+    mock = MockTransport(lambda request: json_response({"id": "p1"}))
+    async with PayrollClient("https://api.example.com", "tok", transport=mock) as client:
+        print(await client.get("/v1/payroll-platforms/p1", cast_to=dict))
+
+asyncio.run(main())
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("pytest", "_pytest")))
+"""
+    assert fresh_python(code).split("\n")[:2] == ["{'id': 'p1'}", "[]"]

@@ -5,15 +5,11 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
+from typing import Final, Literal, TypeAlias, TypeVar
 
 import attrs
 
 from ._exceptions import InvalidArgumentError
-
-if TYPE_CHECKING:
-    import aiohttp
-
 
 __all__ = [
     "NOT_GIVEN",
@@ -22,7 +18,6 @@ __all__ = [
     "QueryLike",
     "RetryPolicy",
     "SortLike",
-    "TimeoutLike",
     "given",
 ]
 
@@ -35,9 +30,6 @@ SortLike: TypeAlias = str | Sequence[str]
 QueryLike: TypeAlias = Mapping[str, "str | int | float | bool"]
 """Query parameters of a generic call: names to strings, numbers or booleans (sent as
 ``true``/``false``)."""
-
-TimeoutLike: TypeAlias = "float | aiohttp.ClientTimeout | None"
-"""Seconds per attempt, an ``aiohttp.ClientTimeout``, or None for no limit."""
 
 
 class NotGiven(enum.Enum):

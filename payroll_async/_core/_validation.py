@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
-import aiohttp
 from yarl import URL
 
 from ..models import EVENT_TYPES, EventType
@@ -41,7 +40,6 @@ __all__ = [
     "check_query",
     "check_sort",
     "check_start_offset",
-    "check_timeout",
     "check_webhook_path",
     "event_type_problem",
     "is_loopback",
@@ -91,35 +89,6 @@ def check_id(value: IdLike, name: str) -> str:
         return str(uuid.UUID(text))
     raise InvalidArgumentError(
         f"{name} must be a UUID such as '123e4567-e89b-42d3-a456-426614174000', got {shown}"
-    )
-
-
-def check_timeout(value: object) -> aiohttp.ClientTimeout:
-    """Seconds per attempt (finite, > 0), an ``aiohttp.ClientTimeout``, or None (no limit)."""
-    if value is None:
-        return aiohttp.ClientTimeout(total=None)
-    if isinstance(value, aiohttp.ClientTimeout):
-        for field in ("total", "connect", "sock_read", "sock_connect"):
-            part = getattr(value, field)
-            if part is not None and not _is_seconds(part):
-                raise InvalidArgumentError(
-                    f"timeout.{field} must be finite seconds > 0 or None, got {part!r}"
-                )
-        return value
-    if not _is_seconds(value):
-        raise InvalidArgumentError(
-            f"timeout must be finite seconds > 0, a ClientTimeout or None, got {value!r}"
-        )
-    assert isinstance(value, (int, float))
-    return aiohttp.ClientTimeout(total=float(value))
-
-
-def _is_seconds(value: object) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
     )
 
 

@@ -18,14 +18,13 @@ import aiohttp
 from aiohttp.client_reqrep import ClientRequest
 from aiohttp.connector import Connection
 from aiohttp.tracing import Trace
-from yarl import URL
 
 from .._core import _assumed
 from .._core._exceptions import ClientClosedError
 from ._failures import connection_error
 from ._gate import GateClosed, LocalGate
 from ._network import Route, tunnel_failure
-from ._seam import ERROR_BODY_MAX, Answer, TransportRequest, TransportResponse
+from ._seam import ERROR_BODY_MAX, Timeout, TransportRequest, TransportResponse
 from ._status import too_large
 
 __all__ = ["AiohttpTransport"]
@@ -62,8 +61,19 @@ class GatedConnector(aiohttp.TCPConnector):
         return conn
 
 
+_ENDED_WITH_LOOP = (
+    "this PayrollClient belonged to an event loop that has ended (an earlier "
+    "asyncio.run()), and was closed with it; create a client in each event loop"
+)
+
+
 class AiohttpTransport:
-    """aiohttp's session as the seam's transport (the `AsyncTransport` the client makes)."""
+    """aiohttp's session as the seam's transport (the `AsyncTransport` the client makes).
+
+    It crosses the seam as any transport does (``handle_async_request``), and tells the
+    client what the seam's optional part asks (`TransportStatus`): ``closed_reason`` once
+    its event loop ended, ``must_close`` when it made its session.
+    """
 
     def __init__(
         self,
@@ -77,11 +87,20 @@ class AiohttpTransport:
         """The proxy and TLS of every request (resolved once, by the client)."""
         self._session = session
         self.owns_session: bool = session is None
+        self.must_close: bool = self.owns_session
+        """Whether the client must close it (its session is its own): `TransportStatus`."""
         self._gate = gate
         self._concurrency = concurrency
         self.closed: bool = False
         self.loop_ended: bool = False
         """Whether it was closed because its event loop ended."""
+        self.closed_reason: str | None = None
+        """Why it can send no more of itself (its event loop ended): `TransportStatus`."""
+        self._timeout: tuple[Timeout, aiohttp.ClientTimeout] = (
+            _NO_TIMEOUT,
+            aiohttp.ClientTimeout(total=None),
+        )
+        """The last `Timeout` sent with and aiohttp's of it (one per client, mostly)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watch: asyncio.Task[None] | None = None
         self._keywords: dict[str, Any] = {
@@ -94,12 +113,13 @@ class AiohttpTransport:
         """Whether sends are traced (debug logging was on as the session started, or aiohttp
         counts a request's sends no other way: before 3.12)."""
 
-    @property
-    def session_started(self) -> bool:
-        return self._session is not None
-
     def session(self) -> aiohttp.ClientSession:
-        """The session, made on first use in the running loop (the loop it belongs to)."""
+        """The session, made on first use in the running loop (the loop it belongs to).
+
+        Closed with its loop, it says so itself (to a client that wraps it in a transport
+        of its own too)."""
+        if self.closed_reason is not None:
+            raise ClientClosedError(self.closed_reason)
         loop = asyncio.get_running_loop()
         if self._loop is not loop and self._loop is not None and not self.loop_ended:
             raise ClientClosedError(
@@ -133,6 +153,7 @@ class AiohttpTransport:
         except asyncio.CancelledError:
             if not self.closed:
                 self.closed = self.loop_ended = True
+                self.closed_reason = _ENDED_WITH_LOOP
                 if self._session is not None:
                     await self._session.close()
             raise
@@ -146,38 +167,30 @@ class AiohttpTransport:
             await self._session.close()
             await asyncio.sleep(0)  # a TLS transport's close runs its callback (aiohttp 3.9)
 
-    async def handle_async_request(self, request: TransportRequest) -> TransportResponse:
-        """Send once through the session; read the body within its bound (``send``)."""
-        status, headers, body, url, reason, sends = await self.send(
-            request.method,
-            request.url,
-            request.headers,
-            request.content,
-            request.timeout,
-            request.max_response_size,
+    def client_timeout(self, timeout: Timeout) -> aiohttp.ClientTimeout:
+        """aiohttp's ``ClientTimeout`` of the seam's `Timeout` (the last one kept)."""
+        last = self._timeout
+        if last[0] is timeout or last[0] == timeout:
+            return last[1]
+        made = aiohttp.ClientTimeout(
+            total=timeout.total,
+            connect=timeout.connect,
+            sock_read=timeout.sock_read,
+            sock_connect=timeout.sock_connect,
         )
-        return TransportResponse(
-            status=status, headers=headers, body=body, url=url, reason=reason, sends=sends
-        )
+        self._timeout = (timeout, made)
+        return made
 
-    async def send(
-        self,
-        method: str,
-        url: URL,
-        headers: Mapping[str, str],
-        content: bytes | None,
-        timeout: aiohttp.ClientTimeout,
-        limit: int | None,
-    ) -> Answer:
-        """Send once through the session; read the body within ``limit``: the answer's
-        parts, as a `TransportResponse` holds them (the client's own attempts call this,
-        and make no `TransportRequest` or `TransportResponse`: those are the seam's, for
-        the transports of others).
+    async def handle_async_request(self, request: TransportRequest) -> TransportResponse:
+        """Send once through the session; read the body within its bound: the answer,
+        read whole.
 
         Raises ``GateClosed`` when the gated connector holds the request back (nothing
         was sent), ``APIConnectionError`` (``APITimeoutError``, ``ProxyError``) when no
         answer came, ``ResponseDecodeError`` when a 2xx body passes its bound.
         """
+        method, url, headers = request.method, request.url, request.headers
+        timeout = request.timeout
         session = self.session()
         # aiohttp sends an idempotent request again by itself when the connection drops
         # before an answer. For a DELETE that matters (a 404 then means "deleted by the send
@@ -191,16 +204,21 @@ class AiohttpTransport:
         failure = None
         try:
             async with session.request(
-                method, url, data=content, headers=headers, timeout=timeout, **keywords
+                method,
+                url,
+                data=request.content,
+                headers=headers,
+                timeout=self.client_timeout(timeout),
+                **keywords,
             ) as response:
-                body = await read_body(response, method, limit, headers)
+                body = await read_body(response, method, request.max_response_size, headers)
         except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
             failure = connection_error(exc, method, url, None, timeout, _token_of(headers))
         if failure is not None:
             # Raised here, outside the except block, so that aiohttp's exception (whose
             # request info holds the Authorization header) is not chained.
             raise failure
-        return (
+        return TransportResponse(
             response.status,
             response.headers,
             body,
@@ -208,6 +226,9 @@ class AiohttpTransport:
             response.reason,
             max(len(sends), 1),
         )
+
+
+_NO_TIMEOUT = Timeout()
 
 
 def _token_of(headers: Mapping[str, str]) -> str:

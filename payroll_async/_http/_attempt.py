@@ -1,11 +1,14 @@
 """The steps of one attempt, each a function of its own: the exchange and its meaning.
 
-``exchange()`` sends once and reads the answer within its bound (a connection failure
-becomes its typed error); ``succeeded``/``response`` make a 2xx a ``Response``;
-``already_gone`` is the DELETE-404 rule; ``failure`` types any other answer and
-``pause_for`` says how long a 429 holds the whole client back. The order of the steps,
-the gates, the token and its refresh, and the retries are the transport's
-(``Transport.attempt``, ``Transport.loop``); the bytes on the wire are the transport's (``_seam``).
+``exchange()`` sends once through the seam (a `TransportRequest` to the transport, its
+`TransportResponse` back, whatever transport it is), bounded in time above the transport,
+and holds the answer to its bound (a connection failure becomes its typed error);
+``succeeded``/``response`` make a 2xx a ``Response``; ``already_gone`` is the DELETE-404
+rule; ``failure`` types any other answer and ``pause_for`` says how long a 429 holds the
+whole client back. The order of the steps,
+the gates, the token and its refresh, and the retries are the requester's
+(``Requester.attempt``, ``Requester.loop``); the bytes on the wire are the transport's
+(below ``_seam``).
 """
 
 from __future__ import annotations
@@ -16,12 +19,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import aiohttp
 import attrs
 from multidict import MultiDict
 from yarl import URL
 
 from .._core import _assumed
+from .._core._clock import abandoning
 from .._core._exceptions import (
     APIConnectionError,
     PayrollError,
@@ -32,7 +35,14 @@ from .._core._redact import shown_url
 from . import _otel
 from ._failures import completed, connection_error
 from ._options import FinalOptions
-from ._seam import ERROR_BODY_MAX, Response, Send
+from ._seam import (
+    ERROR_BODY_MAX,
+    AsyncTransport,
+    Response,
+    Timeout,
+    TransportRequest,
+    TransportResponse,
+)
 from ._status import request_id, status_error, too_large
 
 __all__ = [
@@ -43,6 +53,7 @@ __all__ = [
     "exchange",
     "failure",
     "response",
+    "send",
     "succeeded",
     "time_limit",
 ]
@@ -50,6 +61,13 @@ __all__ = [
 logger: logging.Logger = logging.getLogger("payroll_async")
 
 _GATE_EVENT_MIN = 0.001  # seconds at the gate worth an event on the attempt's span
+
+CALL_GRACE = 1.0
+"""Seconds a send may run past its ``total`` before it is cancelled from above the
+transport (a transport's own timeout, such as aiohttp's, rounded up to a whole second,
+goes first), and again after that before it is abandoned: no transport, and no code of a
+user's that swallows ``CancelledError``, holds an attempt longer than ``total`` and twice
+this."""
 
 
 @attrs.define(slots=True, eq=False, repr=False)
@@ -102,7 +120,7 @@ class Exchange:
 
 
 async def exchange(
-    send: Send,
+    transport: AsyncTransport,
     request: Request,
     headers: Mapping[str, str],
     token: str,
@@ -110,14 +128,15 @@ async def exchange(
     *,
     waited: float,
 ) -> Exchange:
-    """Send once through the transport (``send``) and read what came back; a failed send
-    is typed.
+    """Send once through the seam (``transport.handle_async_request``) and read what came
+    back; a failed send is typed.
 
-    The transport gets the whole URL, ``headers`` (the token's ``Authorization`` among
-    them) and the body bound; what it answers is held to the bound here too, whatever
-    transport it is. Raises ``GateClosed`` when the transport held the request back at
-    the gate (nothing was sent), ``APIConnectionError`` (``APITimeoutError``,
-    ``ProxyError``) when no answer came.
+    The transport gets a `TransportRequest`: the whole URL, ``headers`` (the token's
+    ``Authorization`` among them), the body, the `Timeout` and the body bound; what it
+    answers is held to the bound here too, whatever transport it is. A send that outlives
+    its ``total`` is ended here (``send``). Raises ``GateClosed`` when the transport held
+    the request back at the gate (nothing was sent), ``APIConnectionError``
+    (``APITimeoutError``, ``ProxyError``) when no answer came.
     """
     method, url, params = request.method, request.url, request.params
     timeout = request.options.timeout
@@ -129,8 +148,8 @@ async def exchange(
         started = time.perf_counter()
         failure: PayrollError | None = None
         try:
-            status, answered, body, answered_url, reason, sends = await send(
-                method, target, headers, request.data, timeout, limit
+            answer = await send(
+                transport, TransportRequest(method, target, headers, request.data, timeout, limit)
             )
         except APIConnectionError as exc:
             failure = completed(exc, method, url, params, token)
@@ -138,9 +157,10 @@ async def exchange(
             failure = connection_error(exc, method, url, params, timeout, token)
         elapsed = time.perf_counter() - started
         if failure is None:
-            where = answered_url or target
+            status = answer.status
+            where = answer.url or target
             try:
-                body = _within(status, body, where, method, limit, token)
+                body = _within(status, answer.body, where, method, limit, token)
             except ResponseDecodeError as exc:
                 failure = exc
         if failure is not None:
@@ -149,10 +169,23 @@ async def exchange(
             # request may hold the Authorization header) is not chained.
             raise failure
         _otel.finish(span, method, status, elapsed, None if status < 400 else str(status))
-    result = Exchange(status, reason, where, answered, body, started, sends)
+    result = Exchange(status, answer.reason, where, answer.headers, body, started, answer.sends)
     if logger.isEnabledFor(logging.DEBUG):
         _log(method, result, number, token)
     return result
+
+
+async def send(transport: AsyncTransport, request: TransportRequest) -> TransportResponse:
+    """``request`` sent through the seam, ended from above once it outlives its ``total``
+    (`CALL_GRACE`): in a task of its own then (``abandoning``), so that a transport, or a
+    hook in it, that swallows ``CancelledError`` cannot hold the call; raises
+    ``TimeoutError`` past the bound. Without a ``total``, awaited in this task."""
+    total = request.timeout.total
+    if total is None:
+        return await transport.handle_async_request(request)
+    return await abandoning(
+        transport.handle_async_request(request), total + CALL_GRACE, grace=CALL_GRACE
+    )
 
 
 def _with_params(url: URL, params: Mapping[str, Any] | None) -> URL:
@@ -230,6 +263,6 @@ def _log(method: str, answer: Exchange, number: int, token: str) -> None:
     )
 
 
-def time_limit(timeout: aiohttp.ClientTimeout) -> float | None:
+def time_limit(timeout: Timeout) -> float | None:
     """The longest an attempt may take under ``timeout``, for a token provider's answer."""
     return timeout.total if timeout.total is not None else timeout.sock_read

@@ -16,6 +16,7 @@ from yarl import URL
 from .._core._exceptions import APIConnectionError, APITimeoutError, ProxyError
 from .._core._redact import shown_url
 from ._network import proxy_failure
+from ._seam import Timeout
 
 __all__ = ["TRUST_ADVICE", "completed", "connection_error", "display_url"]
 
@@ -25,7 +26,7 @@ def connection_error(
     method: str,
     url: str | URL,
     params: Mapping[str, Any] | None,
-    timeout: aiohttp.ClientTimeout,
+    timeout: Timeout,
     secret: str | None = None,
 ) -> APIConnectionError:
     """The typed error for a request that got no response, with what a retry needs to know.
@@ -59,9 +60,10 @@ def completed(
 
 
 def _connection_error(
-    exc: BaseException, method: str, where: str, timeout: aiohttp.ClientTimeout
+    exc: BaseException, method: str, where: str, timeout: Timeout
 ) -> APIConnectionError:
-    if isinstance(exc, asyncio.TimeoutError):  # aiohttp's timeouts are TimeoutErrors too
+    # aiohttp's timeouts are asyncio's TimeoutErrors too (the builtin one from 3.11 on)
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return APITimeoutError(
             f"{method} {where} timed out {_describe_timeout(exc, timeout)}",
             method=method,
@@ -149,7 +151,7 @@ def _describe(exc: BaseException) -> str:
     return str(exc)
 
 
-def _describe_timeout(exc: BaseException, timeout: aiohttp.ClientTimeout) -> str:
+def _describe_timeout(exc: BaseException, timeout: Timeout) -> str:
     """Which of the timeout's limits ran out, as far as aiohttp tells."""
     names: tuple[str, ...]
     if _connect_timeout(exc):

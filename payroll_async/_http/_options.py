@@ -13,16 +13,19 @@ operation), ``ListOptions`` (every listing) and ``ClientOptions``
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping
-from typing import Any, Final, TypedDict
+from typing import Any, Final, TypeAlias, TypedDict
 
 import aiohttp
 import attrs
 
 from .._core import _validation as check
-from .._core._types import NOT_GIVEN, NotGiven, RetryPolicy, TimeoutLike
+from .._core._exceptions import InvalidArgumentError
+from .._core._types import NOT_GIVEN, NotGiven, RetryPolicy
 from .._core._validation import check_retry
+from ._seam import Timeout
 
 if sys.version_info >= (3, 11):
     from typing import Unpack
@@ -35,12 +38,59 @@ __all__ = [
     "FinalOptions",
     "ListOptions",
     "Options",
+    "TimeoutLike",
     "Unpack",
+    "check_timeout",
     "parse",
 ]
 
 SINGLE_ATTEMPT: Final = RetryPolicy(max_attempts=1)
-NO_TIMEOUT: Final = aiohttp.ClientTimeout(total=None)
+NO_TIMEOUT: Final = Timeout()
+
+TimeoutLike: TypeAlias = float | Timeout | aiohttp.ClientTimeout | None
+"""Seconds per attempt, a `Timeout`, an ``aiohttp.ClientTimeout``, or None for no limit."""
+
+_LIMITS = ("total", "connect", "sock_read", "sock_connect")
+
+
+def check_timeout(value: object) -> Timeout:
+    """Seconds per attempt (finite, > 0), a `Timeout` or an ``aiohttp.ClientTimeout`` (each
+    limit such seconds or None), or None (no limit): as the seam's `Timeout`.
+
+    The boundary where aiohttp's type is read: below it (the seam, the transports' own
+    ``request.timeout``) the limits are a `Timeout`; aiohttp's transport makes its
+    ``ClientTimeout`` of it again."""
+    if value is None:
+        return NO_TIMEOUT
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not _is_seconds(value):
+            raise InvalidArgumentError(
+                f"timeout must be finite seconds > 0, a Timeout, a ClientTimeout or None, "
+                f"got {value!r}"
+            )
+        return Timeout(total=float(value))
+    if isinstance(value, (Timeout, aiohttp.ClientTimeout)):
+        parts: dict[str, float | None] = {}
+        for field in _LIMITS:
+            part = getattr(value, field)
+            if part is not None and not _is_seconds(part):
+                raise InvalidArgumentError(
+                    f"timeout.{field} must be finite seconds > 0 or None, got {part!r}"
+                )
+            parts[field] = None if part is None else float(part)
+        return Timeout(**parts)
+    raise InvalidArgumentError(
+        f"timeout must be finite seconds > 0, a Timeout, a ClientTimeout or None, got {value!r}"
+    )
+
+
+def _is_seconds(value: object) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
 
 
 class CallOptions(TypedDict, total=False):
@@ -51,7 +101,8 @@ class CallOptions(TypedDict, total=False):
     """
 
     timeout: TimeoutLike | NotGiven
-    """Seconds per attempt, an ``aiohttp.ClientTimeout``, or None for no limit."""
+    """Seconds per attempt, a `Timeout`, an ``aiohttp.ClientTimeout``, or None for no
+    limit."""
     retry: RetryPolicy | NotGiven | None
     """The retry policy of this call (None: a single attempt)."""
     extra_query: Mapping[str, Any] | None
@@ -91,7 +142,7 @@ class ClientOptions(CallOptions, total=False):
 class FinalOptions:
     """Every option of a request, resolved: what the transport and the paginator read."""
 
-    timeout: aiohttp.ClientTimeout
+    timeout: Timeout
     retry: RetryPolicy
     page_size: int | None
     concurrency: int
@@ -105,7 +156,7 @@ class FinalOptions:
 class Options:
     """What one call or one ``with_options`` copy sets; ``NOT_GIVEN`` falls through."""
 
-    timeout: aiohttp.ClientTimeout | NotGiven | None = NOT_GIVEN
+    timeout: Timeout | NotGiven | None = NOT_GIVEN
     retry: RetryPolicy | NotGiven | None = NOT_GIVEN
     page_size: int | NotGiven | None = NOT_GIVEN
     concurrency: int | NotGiven = NOT_GIVEN
@@ -163,7 +214,7 @@ def parse(
     fields: dict[str, Any] = {}
     value = keywords.get("timeout", NOT_GIVEN)
     if not isinstance(value, NotGiven):
-        fields["timeout"] = check.check_timeout(value)
+        fields["timeout"] = check_timeout(value)
     fields["retry"] = check_retry(keywords.get("retry", NOT_GIVEN))
     if "extra_query" in keywords:
         fields["extra_query"] = check.check_extra_query(keywords["extra_query"])

@@ -1,22 +1,27 @@
-"""The retry decision, composed of tenacity's pieces.
+"""The retry decision.
 
 ``RetryPolicy`` (plain data, in ``_core._types``) becomes, in ``Retries``, the one
-decision the transport's loop asks after a failed attempt (``wait_before``), from
-tenacity's own parts: ``retry`` (which failures are worth another attempt, by method),
-``stop`` (attempts) and ``wait`` (the server's Retry-After when given, else ``backoff``:
-exponential with full jitter); a retry is logged once, with its wait.
+decision the requester's loop asks after a failed attempt (``wait_before``), in the three
+parts tenacity names its strategies by: ``retry`` (which failures are worth another
+attempt, by method: ``is_retryable``), ``stop`` (attempts in all) and ``wait`` (the
+server's Retry-After when given, else ``backoff``: exponential with full jitter, as
+tenacity's ``wait_random_exponential``); a retry is logged once, with its wait.
+
+The loop is the requester's own (it counts a held or refreshed attempt apart, and a lost
+create's look-up), so these are the few lines of the decision itself: tenacity's
+strategies are asked only through its own loop's state, which no public API lets another
+loop make.
 """
 
 from __future__ import annotations
 
 import datetime
 import logging
+import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
-import tenacity
-from tenacity.wait import wait_base
 
 from .._core._exceptions import (
     APIConnectionError,
@@ -28,7 +33,15 @@ from .._core._exceptions import (
 from .._core._types import RetryPolicy
 from . import _otel
 
-__all__ = ["Recovery", "Retries", "RetryPolicy", "backoff", "is_retryable", "pause_for"]
+__all__ = [
+    "Recovery",
+    "Retries",
+    "RetryPolicy",
+    "backoff",
+    "is_retryable",
+    "pause_for",
+    "wait_for",
+]
 
 logger: logging.Logger = logging.getLogger("payroll_async")
 
@@ -55,29 +68,23 @@ def is_retryable(exc: BaseException, policy: RetryPolicy) -> bool:
     return False
 
 
-class wait_retry_after_or_backoff(wait_base):
-    """The server's Retry-After when the failure carries one (429, 503), else backoff.
-
-    The backoff is exponential with full jitter, capped at ``backoff_max``.
-    """
-
-    def __init__(self, policy: RetryPolicy) -> None:
-        self._backoff = backoff(policy)
-
-    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
-        outcome = retry_state.outcome
-        exc = outcome.exception() if outcome is not None else None
-        if isinstance(exc, (RateLimitError, ServerError)) and exc.retry_after is not None:
-            return exc.retry_after
-        return float(self._backoff(retry_state))
+def wait_for(failure: BaseException, attempts: int, policy: RetryPolicy) -> float:
+    """Seconds to wait after ``attempts`` attempts, the last failed with ``failure``: the
+    server's Retry-After when the failure carries one (429, 503), else ``backoff``."""
+    if isinstance(failure, (RateLimitError, ServerError)) and failure.retry_after is not None:
+        return failure.retry_after
+    return backoff(attempts, policy)
 
 
-def backoff(policy: RetryPolicy) -> wait_base:
-    """Exponential backoff with full jitter under ``policy`` (tenacity's), as every retry
-    of this SDK waits: the transport's, and a create's look-up before sending again."""
-    return tenacity.wait_random_exponential(
-        multiplier=policy.backoff_initial, max=policy.backoff_max
-    )
+def backoff(attempts: int, policy: RetryPolicy) -> float:
+    """Exponential backoff with full jitter after ``attempts`` attempts under ``policy``: a
+    random wait up to ``backoff_initial * 2 ** (attempts - 1)``, capped at ``backoff_max``
+    (tenacity's ``wait_random_exponential``)."""
+    try:
+        high = min(policy.backoff_max, policy.backoff_initial * 2.0 ** (attempts - 1))
+    except OverflowError:
+        high = policy.backoff_max
+    return random.uniform(0.0, high)
 
 
 @attrs.frozen
@@ -102,16 +109,13 @@ class Recovery:
 class Retries:
     """The one place that says whether a failed request is sent again, and when.
 
-    Composed of tenacity's strategies: ``retry`` (which failures are worth another
-    attempt, by method), ``stop`` (attempts in all) and ``wait`` (the server's Retry-After
-    when given, else ``backoff``). Built once per policy; keeps no state of a request.
+    ``retry`` (which failures are worth another attempt, by method), ``stop`` (attempts
+    in all) and ``wait`` (the server's Retry-After when given, else ``backoff``). Built
+    once per policy; keeps no state of a request.
     """
 
     def __init__(self, policy: RetryPolicy) -> None:
         self.policy = policy
-        self._retry = tenacity.retry_if_exception(lambda exc: is_retryable(exc, policy))
-        self._stop = tenacity.stop_after_attempt(policy.max_attempts)
-        self._wait = wait_retry_after_or_backoff(policy)
 
     def wait_before(
         self, number: int, failure: PayrollError, *, looked_up: bool = False
@@ -122,12 +126,10 @@ class Retries:
         not done, so sending again is safe whatever the method (only the attempts and the
         backoff decide).
         """
-        state = tenacity.RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
-        state.attempt_number = number - 1
-        state.set_exception((type(failure), failure, failure.__traceback__))
-        if not (looked_up or self._retry(state)) or self._stop(state):
+        policy = self.policy
+        if not (looked_up or is_retryable(failure, policy)) or number > policy.max_attempts:
             return None
-        wait = float(self._wait(state))
+        wait = wait_for(failure, number - 1, policy)
         if not looked_up:
             _log_retry(failure, number - 1, wait)
         return wait

@@ -3,11 +3,13 @@
 The seam: what carries one request to the service and brings its answer back.
 
 Everything that makes a request a good one sits above it and works the same over any
-transport: the retry loop, the token and its refresh, the gates, the response bound,
-typed errors, redaction, tracing and ``PAYROLL_LOG``. Below it, one method: a
-`TransportRequest` in, a `TransportResponse` with its whole body out. The client's own is
-aiohttp's (``_http/_aiohttp.py``); ``payroll_async.testing.MockTransport`` answers from a
-function of yours, as httpx's ``MockTransport`` does.
+transport: the retry loop, the token and its refresh, the gates, the call's time limit,
+the response bound, typed errors, redaction, tracing and ``PAYROLL_LOG``. Below it, one
+method: a `TransportRequest` in, a `TransportResponse` with its whole body out. Every
+transport crosses it the same way, the client's own too: aiohttp's
+(``_http/_aiohttp.py``), ``payroll_async.testing.MockTransport`` (answers from a function
+of yours, as httpx's ``MockTransport`` does) or a user's. The seam's types are the SDK's
+own: no aiohttp type crosses it (a time limit is a `Timeout`).
 
 Above it: a 2xx becomes a `Response` (plain data: nothing needs the connection any more),
 and a call ``with_raw_response`` a `RawResponse` (its parsed result with that Response).
@@ -16,10 +18,9 @@ and a call ``with_raw_response`` a `RawResponse` (its parsed result with that Re
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from collections.abc import Awaitable, Mapping
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
-import aiohttp
 import attrs
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
@@ -29,17 +30,40 @@ from ._status import request_id
 
 __all__ = [
     "ERROR_BODY_MAX",
-    "Answer",
     "AsyncTransport",
     "RawResponse",
     "Response",
+    "Timeout",
     "TransportRequest",
-    "Send",
     "TransportResponse",
+    "TransportStatus",
     "call_raw",
     "record",
-    "through",
 ]
+
+
+@attrs.frozen
+class Timeout:
+    """How long one send may take, in seconds (None: no limit of that kind).
+
+    What ``timeout=`` becomes: seconds are ``Timeout(total=seconds)``; an
+    ``aiohttp.ClientTimeout`` is read into one (its four limits, by the same names). A
+    transport reads it from `TransportRequest.timeout`; above the seam the client ends a
+    send that outlives ``total`` by itself.
+
+    ```pycon
+    >>> PayrollClient(base_url, token, timeout=Timeout(total=30, connect=5))
+    ```
+    """
+
+    total: float | None = None
+    """The whole send, from the connection to the last byte of the body."""
+    connect: float | None = None
+    """Getting a connection: from the pool, or a new one (with the proxy's and TLS's)."""
+    sock_read: float | None = None
+    """Between two reads of the answer."""
+    sock_connect: float | None = None
+    """Opening a new connection to the host (or the proxy)."""
 
 
 @attrs.frozen
@@ -51,10 +75,11 @@ class TransportRequest:
     url: URL
     """The whole URL, query included (always on the client's origin)."""
     headers: Mapping[str, str]
-    """Every header to send, ``Authorization`` included: send it to ``url`` only."""
+    """Every header to send, ``Authorization`` included: send it to ``url`` only. Read
+    only and case-insensitive (the sends of one request share it)."""
     content: bytes | None
     """The body (JSON), or None."""
-    timeout: aiohttp.ClientTimeout
+    timeout: Timeout
     """How long this send may take (``timeout`` of the call or the client)."""
     max_response_size: int | None
     """The largest body to read, in bytes (None: no limit). A transport may stop reading
@@ -94,6 +119,14 @@ class AsyncTransport(Protocol):
     [`APITimeoutError`][payroll_async.APITimeoutError]) when no answer came; an
     ``OSError`` or ``TimeoutError`` is typed as one too. Every answer, whatever its
     status, is a `TransportResponse`: the retry loop above decides what to do with it.
+
+    Honour ``request.timeout``: a send still running a second past its ``total`` is
+    cancelled from above, and one that ignores the cancellation is abandoned a second
+    later (the call fails with ``APITimeoutError`` all the same).
+
+    Optionally, a transport also has the attributes ``closed_reason`` (None while it can
+    send; why it cannot, once it closed itself) and ``must_close`` (whether dropping the
+    client unclosed leaks what it holds): the client asks them when both are there.
     """
 
     async def handle_async_request(self, request: TransportRequest) -> TransportResponse:
@@ -105,36 +138,26 @@ class AsyncTransport(Protocol):
         ...
 
 
-Answer = tuple[int, Mapping[str, str], bytes, "URL | None", "str | None", int]
-"""An answer's parts, as a `TransportResponse` holds them: status, headers, body, the URL
-that answered (None: the request's), reason phrase, sends."""
+@runtime_checkable
+class TransportStatus(Protocol):
+    """What a transport may also tell the client about itself: the optional part of the
+    seam. A transport that has both attributes is asked; one that has neither is taken
+    to be open until the client closes it, and to hold nothing the client must warn of
+    (the client's own aiohttp transport has them; ``MockTransport`` has neither).
+    """
 
-Send = Callable[
-    [str, URL, Mapping[str, str], "bytes | None", aiohttp.ClientTimeout, "int | None"],
-    Awaitable[Answer],
-]
-"""One send as an attempt makes it: method, URL (query included), headers (the token's
-too), body, timeout, body bound -> the `Answer`. The client's own transport is called
-so (``AiohttpTransport.send``: no seam object made); any other through ``through()``."""
-
-
-def through(transport: AsyncTransport) -> Send:
-    """The send of a transport given by the user (``transport=``): a `TransportRequest`
-    for each send (the parts of a `Send` are its fields, in order; its headers a dict of
-    its own), its `TransportResponse` read back."""
-
-    async def send(method: str, url: URL, headers: Mapping[str, str], *rest: Any) -> Answer:
-        answer = await transport.handle_async_request(
-            TransportRequest(method, url, dict(headers), *rest)
-        )
-        return answer.status, answer.headers, answer.body, answer.url, answer.reason, answer.sends
-
-    return send
+    closed_reason: str | None
+    """None while it can send; once it can send no more of itself (aiohttp's transport
+    closes with its event loop), why, in words: the client is then closed, and its
+    ``ClientClosedError`` says so."""
+    must_close: bool
+    """Whether it holds what only ``aclose()`` releases (a session it made): a client
+    dropped unclosed after it sent warns (``ResourceWarning``)."""
 
 
 @attrs.define(slots=True, eq=False, repr=False)
 class Response:
-    """What ``Transport.loop()`` returns: nothing in it needs the connection any more.
+    """What ``Requester.loop()`` returns: nothing in it needs the connection any more.
     Made for every request; read only, by convention (a frozen attrs class costs three
     times as much to make, a mutable one no more than a plain class)."""
 

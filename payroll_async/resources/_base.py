@@ -25,9 +25,9 @@ from .._http import _otel
 from .._http._attempt import Request, build_request
 from .._http._auth import Identity
 from .._http._options import FinalOptions, ListOptions, Options, parse, parse_list
+from .._http._requester import Requester
 from .._http._retry import Recovery
 from .._http._seam import RawResponse, Response, call_raw, record
-from .._http._transport import Transport
 from .._paging._decode import structure_body
 from .._paging._pagination import AsyncPaginator
 
@@ -58,8 +58,8 @@ class BoundClient:
 
     __slots__ = ("_closing", "options", "transport")
 
-    def __init__(self, transport: Transport, *, options: FinalOptions, closing: Closing) -> None:
-        self.transport: Transport = transport
+    def __init__(self, transport: Requester, *, options: FinalOptions, closing: Closing) -> None:
+        self.transport: Requester = transport
         self.options: FinalOptions = options
         self._closing = closing
 
@@ -78,7 +78,7 @@ class BoundClient:
         """A call's options over this client's: the record its requests read."""
         return options.over(self.options)
 
-    def _open(self) -> Transport:
+    def _open(self) -> Requester:
         """The transport, unless this client (or the one it was copied from) is closed."""
         if self._closing.closed or self.transport.is_closed:
             raise self.transport.closed_error()

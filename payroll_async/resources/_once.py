@@ -5,7 +5,7 @@ reached the service (``APIConnectionError.request_sent``). When the connection d
 the request was sent, or its answer does not come within the timeout, the service may have
 created the resource, may not have, or may still be creating it. Sending again blindly can
 create a second one; giving up leaves the caller not knowing. ``create_once`` gives the
-transport's one retry loop (``_http/_transport.Transport.loop``) what a careful user would
+transport's one retry loop (``_http/_requester.Requester.loop``) what a careful user would
 do: look for what the lost attempt may have created (the caller's ``find``, e.g. the
 newest subscription with the same path and event types created since the attempt began,
 on the service's own clock) and return that; only when there is none, and the lost attempt
@@ -19,9 +19,8 @@ import datetime
 import email.utils
 from collections.abc import Awaitable, Callable, Mapping
 
-import aiohttp
-
 from .._http._retry import Recovery
+from .._http._seam import Timeout
 
 __all__ = ["CLOCK_SKEW", "SETTLE_TIMEOUTS", "create_once", "service_since", "settle_after"]
 
@@ -38,7 +37,7 @@ sent: the service carries out a request whose answer we stopped waiting for."""
 _SETTLE_WITHOUT_TIMEOUT = 60.0  # seconds, for a request sent without any timeout
 
 
-def settle_after(timeout: aiohttp.ClientTimeout) -> float:
+def settle_after(timeout: Timeout) -> float:
     """Seconds after an attempt was sent until it can no longer land: from its timeout."""
     limit = timeout.total if timeout.total is not None else timeout.sock_read
     return _SETTLE_WITHOUT_TIMEOUT if limit is None else SETTLE_TIMEOUTS * limit
@@ -75,7 +74,7 @@ def _date(value: str | None) -> datetime.datetime | None:
 
 def create_once(
     find: Callable[[datetime.datetime], Awaitable[object]],
-    timeout: aiohttp.ClientTimeout,
+    timeout: Timeout,
     what: str,
 ) -> Recovery:
     """The `Recovery` of a create: ``find(began)`` looks for what a lost attempt created;

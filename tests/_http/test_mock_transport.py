@@ -16,6 +16,7 @@ from yarl import URL
 
 from payroll_async import (
     APIConnectionError,
+    APITimeoutError,
     AsyncTransport,
     AuthenticationError,
     ClientClosedError,
@@ -25,10 +26,12 @@ from payroll_async import (
     RateLimitError,
     ResponseDecodeError,
     RetryPolicy,
+    Timeout,
     TransportRequest,
     TransportResponse,
     testing,
 )
+from payroll_async._http import _attempt
 from payroll_async.testing import MockTransport, json_response
 from tests import factories
 from tests.conftest import BASE, TOKEN, FakeClock, StartEmulator
@@ -309,3 +312,81 @@ async def test_the_request_a_transport_gets_carries_the_body_and_the_merged_quer
     assert sent.url.query_string == "a=1&b=2"
     assert json.loads(sent.content or b"") == {"k": "v"}
     assert sent.headers["Content-Type"] == "application/json"
+
+
+async def test_the_timeout_a_transport_gets_is_the_sdks_own() -> None:
+    """``timeout=`` as seconds, an aiohttp ClientTimeout or a Timeout: a transport reads
+    the SDK's `Timeout`, whichever was given (no aiohttp type crosses the seam)."""
+    mock = MockTransport(lambda r: json_response({}))
+    client_timeout = aiohttp.ClientTimeout(total=5, sock_read=2)
+    async with PayrollClient(BASE, TOKEN, transport=mock, timeout=client_timeout) as client:
+        await client.get("/v1/x", cast_to=dict)
+        await client.get("/v1/x", cast_to=dict, timeout=3)
+        await client.get("/v1/x", cast_to=dict, timeout=Timeout(connect=1, sock_connect=0.5))
+        await client.get("/v1/x", cast_to=dict, timeout=None)
+    assert [sent.timeout for sent in mock.requests] == [
+        Timeout(total=5.0, sock_read=2.0),
+        Timeout(total=3.0),
+        Timeout(connect=1.0, sock_connect=0.5),
+        Timeout(),
+    ]
+    assert all(type(sent.timeout) is Timeout for sent in mock.requests)
+    with pytest.raises(InvalidArgumentError, match=r"timeout\.connect"):
+        PayrollClient(BASE, TOKEN, transport=mock, timeout=Timeout(connect=-1))
+
+
+class Stubborn:
+    """A transport that swallows the cancellation of its send and holds on (as a hook or a
+    transport of a user's might), until the test lets it go."""
+
+    def __init__(self) -> None:
+        self.cancelled = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def handle_async_request(self, request: TransportRequest) -> TransportResponse:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()  # swallowed
+        await self.release.wait()
+        return json_response({})
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_transport_that_swallows_cancellation_cannot_hold_a_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The call's timeout is enforced above the transport: past ``total`` and a grace the
+    send is cancelled, and past another grace abandoned; the call fails as timed out."""
+    monkeypatch.setattr(_attempt, "CALL_GRACE", 0.05)  # the grace, short for the test
+    stubborn = Stubborn()
+    async with PayrollClient(BASE, TOKEN, transport=stubborn, timeout=0.05, retry=None) as client:
+        call = asyncio.ensure_future(client.get("/v1/x", cast_to=dict))
+        done, _ = await asyncio.wait({call}, timeout=30)  # a bound against a hang
+        stubborn.release.set()  # the abandoned send ends now, its answer dropped
+        assert done, "the call was held past its timeout"
+        with pytest.raises(APITimeoutError, match=r"timed out after 0\.05s"):
+            call.result()
+    assert stubborn.cancelled.is_set()
+
+
+class ClosesItself(MockTransport):
+    """A transport that says how it stands (the seam's optional part, as aiohttp's does)."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda r: json_response({}))
+        self.closed_reason: str | None = None
+        self.must_close = False
+
+
+async def test_a_transport_that_closed_itself_closes_its_client() -> None:
+    transport = ClosesItself()
+    async with PayrollClient(BASE, TOKEN, transport=transport) as client:
+        await client.get("/v1/x", cast_to=dict)
+        transport.closed_reason = "the tunnel this transport used is gone"
+        assert client.is_closed
+        with pytest.raises(ClientClosedError, match="the tunnel this transport used is gone"):
+            await client.get("/v1/x", cast_to=dict)
+    assert len(transport.requests) == 1

@@ -7,7 +7,6 @@ import socket
 
 import aiohttp
 import pytest
-import tenacity
 from aioresponses import aioresponses
 from hypothesis import given
 from hypothesis import strategies as st
@@ -21,11 +20,13 @@ from payroll_async import (
     RetryPolicy,
     ServerError,
 )
-from payroll_async._http._retry import wait_retry_after_or_backoff
+from payroll_async._http._retry import wait_for
 from payroll_async._http._status import parse_retry_after
 from tests import factories
-from tests.conftest import BASE, LIST, NOW, SID, SUBS, TOKEN, FakeClock
+from tests.conftest import BASE, BOTH_TRANSPORTS, LIST, NOW, SID, SUBS, TOKEN, FakeClock
 from tests.resources.helpers import calls
+
+pytestmark = BOTH_TRANSPORTS  # the same code above the seam over either transport
 
 # --- Retry-After and the wait ------------------------------------------------------------
 
@@ -69,22 +70,12 @@ def test_retry_after_dates_count_from_now(when: datetime.datetime) -> None:
     assert parse_retry_after(header, now=NOW) == expected
 
 
-def _state(exc: BaseException, attempt: int) -> tenacity.RetryCallState:
-    state = tenacity.RetryCallState(
-        retry_object=tenacity.AsyncRetrying(), fn=None, args=(), kwargs={}
-    )
-    state.attempt_number = attempt
-    state.set_exception((type(exc), exc, None))
-    return state
-
-
 def _rate_limited(retry_after: float | None) -> RateLimitError:
     return RateLimitError("slow", method="GET", url=BASE, retry_after=retry_after)
 
 
 def test_wait_prefers_retry_after() -> None:
-    wait = wait_retry_after_or_backoff(RetryPolicy())
-    assert wait(_state(_rate_limited(42.0), 1)) == 42.0
+    assert wait_for(_rate_limited(42.0), 1, RetryPolicy()) == 42.0
 
 
 @given(
@@ -102,14 +93,14 @@ def test_backoff_is_never_negative_nor_above_the_cap(
         if rate_limited
         else ServerError("x", status=503, method="GET", url=BASE)
     )
-    value = wait_retry_after_or_backoff(policy)(_state(exc, attempt))
+    value = wait_for(exc, attempt, policy)
     assert 0 <= value <= min(cap, initial * 2 ** (attempt - 1))
 
 
 def test_backoff_has_full_jitter() -> None:
-    wait = wait_retry_after_or_backoff(RetryPolicy(backoff_initial=1, backoff_max=8))
+    policy = RetryPolicy(backoff_initial=1, backoff_max=8)
     exc = ServerError("x", status=503, method="GET", url=BASE)
-    values = {round(wait(_state(exc, 4)), 6) for _ in range(50)}
+    values = {round(wait_for(exc, 4, policy), 6) for _ in range(50)}
     assert len(values) > 40
     assert max(values) <= 8
 

@@ -1,8 +1,8 @@
-"""What each send carries and shows, over the client's own transport (aiohttp, called
-directly: a request's headers merged with the token once and reused while both stay) and
-over a transport of yours (a `TransportRequest` each send): a token that changes and
-headers that change are sent from the next request on; a refused body's URL shows no
-credentials."""
+"""What each send carries and shows, over the client's own transport (aiohttp) and over a
+transport of yours, both through the seam (a `TransportRequest` each send, its headers a
+request's merged with the token once and reused, read only, while both stay): a token that
+changes and headers that change are sent from the next request on; a refused body's URL
+shows no credentials."""
 
 from __future__ import annotations
 
@@ -70,14 +70,15 @@ async def test_headers_changed_between_requests_are_sent(serve: Serve) -> None:
     assert {token for _, token, _ in seen} == {"tok_0123456789"}
 
 
-async def test_a_transport_of_yours_gets_headers_of_its_own_each_send() -> None:
+async def test_a_transport_of_yours_cannot_change_what_the_next_send_carries() -> None:
     sent: list[dict[str, str]] = []
 
     def handler(request: TransportRequest) -> TransportResponse:
         headers = request.headers
-        assert isinstance(headers, dict)
         sent.append(dict(headers))
-        headers["X-Seen"] = "by the transport"  # its own: the next send does not carry it
+        with pytest.raises(TypeError):  # read only: shared by the sends of a request
+            headers["X-Seen"] = "by the transport"  # type: ignore[index]
+        assert headers["authorization"] == f"Bearer {TOKEN}"  # case-insensitive
         return page_response([])
 
     async with PayrollClient(BASE, TOKEN, transport=MockTransport(handler)) as client:

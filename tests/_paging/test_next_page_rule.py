@@ -14,7 +14,9 @@ from yarl import URL
 
 from payroll_async import Page, PageInfo, PaginationError, PayrollClient
 from tests import factories
-from tests.conftest import TOKEN, Serve
+from tests.conftest import BOTH_TRANSPORTS, TOKEN, Serve
+
+pytestmark = BOTH_TRANSPORTS  # the same code above the seam over either transport
 
 PATH = "/v1/payroll-connections"
 

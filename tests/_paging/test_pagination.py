@@ -14,8 +14,10 @@ from aioresponses import aioresponses
 
 from payroll_async import APIStatusError, Page, PaginationError, PayrollClient, RetryPolicy
 from tests import factories
-from tests.conftest import BASE, TOKEN, Serve, loopback
+from tests.conftest import BASE, BOTH_TRANSPORTS, TOKEN, Serve, loopback
 from tests.resources.helpers import calls
+
+pytestmark = BOTH_TRANSPORTS  # the same code above the seam over either transport
 
 PATH = f"{BASE}/v1/payroll-connections"
 

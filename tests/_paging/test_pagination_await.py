@@ -9,7 +9,9 @@ from aiohttp import web
 
 from payroll_async import Page, PayrollClient, PayrollConnection
 from payroll_async.emulator import Emulator
-from tests.conftest import TOKEN, Serve
+from tests.conftest import BOTH_TRANSPORTS, TOKEN, Serve
+
+pytestmark = BOTH_TRANSPORTS  # the same code above the seam over either transport
 
 
 @pytest.fixture

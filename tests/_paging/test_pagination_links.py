@@ -8,7 +8,9 @@ from aiohttp import web
 
 from payroll_async import PayrollClient
 from tests import factories
-from tests.conftest import TOKEN, Serve, StartEmulator
+from tests.conftest import BOTH_TRANSPORTS, TOKEN, Serve, StartEmulator
+
+pytestmark = BOTH_TRANSPORTS  # the same code above the seam over either transport
 
 TOTAL = 600
 SIZE = 20

@@ -19,8 +19,10 @@ from payroll_async import (
 )
 from payroll_async._http._status import parse_retry_after
 from tests import factories
-from tests.conftest import ONCE, SUBS_PATH, TOKEN, FakeClock, HeldClock, Serve
+from tests.conftest import BOTH_TRANSPORTS, ONCE, SUBS_PATH, TOKEN, FakeClock, HeldClock, Serve
 from tests.hostile.conftest import RawServe, read_request
+
+pytestmark = BOTH_TRANSPORTS  # the same code above the seam over either transport
 
 
 def _listing_app(accept: str, seen: list[str]) -> web.Application:

@@ -17,8 +17,10 @@ from payroll_async import (
     PayrollError,
     ResponseDecodeError,
 )
-from tests.conftest import ONCE, TOKEN, Serve
+from tests.conftest import BOTH_TRANSPORTS, ONCE, TOKEN, Serve
 from tests.hostile.conftest import RawServe, assert_secret_free, read_request
+
+pytestmark = BOTH_TRANSPORTS  # the same code above the seam over either transport
 
 
 def _counting(hits: list[str]) -> web.Application:

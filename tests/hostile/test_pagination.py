@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from payroll_async import PaginationError, PayrollClient, PayrollConnection, PayrollError
 from tests import factories
-from tests.conftest import ONCE, TOKEN, Serve, loopback
+from tests.conftest import BOTH_TRANSPORTS, ONCE, TOKEN, Serve, loopback
+
+pytestmark = BOTH_TRANSPORTS  # the same code above the seam over either transport
 
 PATH = "/v1/payroll-connections"
 

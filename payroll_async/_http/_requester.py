@@ -1,12 +1,14 @@
 """One request, done properly: the loop over attempts, and each attempt's steps.
 
 Everything above this module (pagination, resources, the client's generic calls) calls
-``Transport.loop()`` with a request (``_attempt.build_request``) and gets back a ``Response``
-(status, URL, headers, body) for a 2xx, or a typed ``PayrollError``. Read it top down:
-``loop`` (the loop over attempts;
-``_retry.Retries`` decides) -> ``attempt`` (admission, token, exchange, meaning, as named
-steps) -> ``_attempt.exchange`` -> the transport seam (``_seam.AsyncTransport``: aiohttp's
-by default, ``_aiohttp.AiohttpTransport``, or the user's ``transport=``).
+``Requester.loop()`` with a request (``_attempt.build_request``) and gets back a
+``Response`` (status, URL, headers, body) for a 2xx, or a typed ``PayrollError``. Read it
+top down: ``loop`` (the loop over attempts; ``_retry.Retries`` decides) -> ``attempt``
+(admission, token, exchange, meaning, as named steps) -> ``_attempt.exchange`` -> the
+transport seam (``_seam.AsyncTransport.handle_async_request``), which every transport
+crosses alike: aiohttp's by default (``_aiohttp.AiohttpTransport``), or the user's
+``transport=``. Nothing here knows which: what the client asks a transport about itself
+is the seam's optional part (``_seam.TransportStatus``).
 """
 
 from __future__ import annotations
@@ -46,9 +48,9 @@ from ._failures import display_url
 from ._gate import Gate, GateClosed, LocalGate
 from ._network import Route
 from ._retry import Recovery, Retries, pause_for
-from ._seam import AsyncTransport, Response, Send, through
+from ._seam import AsyncTransport, Response, TransportStatus
 
-__all__ = ["DEFAULT_HEADERS", "Transport"]
+__all__ = ["DEFAULT_HEADERS", "Requester"]
 
 logger: logging.Logger = logging.getLogger("payroll_async")
 
@@ -96,8 +98,10 @@ async def _look(recovery: Recovery, began: datetime.datetime, lost: PayrollError
     return found
 
 
-class Transport:
-    """Sends requests with their retry policy through the transport below the seam."""
+class Requester:
+    """The loop over a request's attempts, with its retry policy, and each attempt's steps:
+    what sends every request of a client (and of its copies) through the transport below
+    the seam."""
 
     def __init__(
         self,
@@ -131,11 +135,10 @@ class Transport:
             session=session, route=route, gate=self.local_gate, concurrency=concurrency
         )
         """The transport below the seam: aiohttp's, or the one given (``transport=``)."""
-        self._send: Send = (
-            self.wire.send if isinstance(self.wire, AiohttpTransport) else through(self.wire)
+        self._status: TransportStatus | None = (
+            self.wire if isinstance(self.wire, TransportStatus) else None
         )
-        """How an attempt sends: aiohttp's transport directly (no seam object made), any
-        other through the seam (a `TransportRequest` each send)."""
+        """What the transport tells about itself, if it does (the seam's optional part)."""
         self._sent: tuple[Mapping[str, str], str, CIMultiDictProxy[str]] | None = None
         """The last headers sent: a request's headers and the token, and them merged."""
         self._started = False
@@ -146,30 +149,27 @@ class Transport:
         return self.shared_gate if self.shared_gate is not None else self.local_gate
 
     @property
-    def owns_session(self) -> bool:
-        """Whether closing the client closes an aiohttp session it made."""
-        return isinstance(self.wire, AiohttpTransport) and self.wire.owns_session
+    def must_close(self) -> bool:
+        """Whether the transport holds what only closing the client releases (aiohttp's
+        session, when it made it): the transport says so, if it says anything."""
+        return self._status is not None and self._status.must_close
 
     @property
-    def session_started(self) -> bool:
-        """Whether a request was started (aiohttp's: whether its session was made)."""
-        if isinstance(self.wire, AiohttpTransport):
-            return self.wire.session_started
+    def started(self) -> bool:
+        """Whether a request was started (through any transport)."""
         return self._started
 
     def closed_error(self) -> ClientClosedError:
-        """Why this client can send no more: closed, or closed with its event loop."""
-        if isinstance(self.wire, AiohttpTransport) and self.wire.loop_ended:
-            return ClientClosedError(
-                "this PayrollClient belonged to an event loop that has ended (an earlier "
-                "asyncio.run()), and was closed with it; create a client in each event loop"
-            )
-        return ClientClosedError("this PayrollClient is closed; create a new one")
+        """Why this client can send no more: closed, or its transport closed itself (the
+        transport says why: aiohttp's, with its event loop)."""
+        reason = self._status.closed_reason if self._status is not None else None
+        return ClientClosedError(reason or "this PayrollClient is closed; create a new one")
 
     @property
     def is_closed(self) -> bool:
-        """Whether the client was closed (or its transport with its event loop)."""
-        return self.closed or (isinstance(self.wire, AiohttpTransport) and self.wire.closed)
+        """Whether the client was closed, or its transport closed itself."""
+        status = self._status
+        return self.closed or (status is not None and status.closed_reason is not None)
 
     async def close(self) -> None:
         self.closed = True
@@ -192,7 +192,7 @@ class Transport:
         ``options`` is the request's final record: timeout, retry policy, headers, extra
         query parameters, body bound. After a failed attempt the request's retry policy
         alone says whether to go on and how long to wait first (``Retries.wait_before``:
-        tenacity's predicate, stop and wait strategies). What an attempt can end in besides
+        its retry, stop and wait parts). What an attempt can end in besides
         an answer is named: held at the gate (nothing sent: it goes again, uncounted) and a
         401 that the token provider can answer (a fresh token, once, then again).
 
@@ -203,7 +203,6 @@ class Transport:
         nothing (the found object is returned instead of a Response).
         """
         method, options = request.method, request.options
-        retries = self._retries(options.retry)
         limit = time_limit(options.timeout)
         # when the first attempt began, on the wall clock: what a recovery looks up since
         # (read only for a request that has one: no clock read on every request)
@@ -231,6 +230,9 @@ class Transport:
                     found = await _look(recovery, began, exc)
                     if found is not None:
                         return found
+                # the policy's decisions, asked only after a failure (an answered request
+                # runs no code of theirs)
+                retries = self._retries(options.retry)
                 wait = retries.wait_before(number + 1, exc, looked_up=lost and recovery is not None)
                 if wait is None:
                     raise
@@ -293,7 +295,7 @@ class Transport:
                     request, time_limit(request.options.timeout)
                 )
             headers = self._headers(request.headers, token)
-            answer = await exchange(self._send, request, headers, token, number, waited=waited)
+            answer = await exchange(self.wire, request, headers, token, number, waited=waited)
         except GateClosed:
             return HELD
         finally:
