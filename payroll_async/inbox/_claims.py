@@ -60,7 +60,12 @@ class ClaimStatements:
             update(EVENTS)
             .where(EVENTS.c.event_id.in_(spent.scalar_subquery()))
             .values(
-                status=DEAD, handled_at=now, next_attempt_at=None, claimed_at=None, last_error=died
+                status=DEAD,
+                handled_at=now,
+                next_attempt_at=None,
+                claimed_at=None,
+                last_error=died,
+                claims=EVENTS.c.claims + 1,  # the fence moves: the dead claim's writes fail
             )
             .returning(EVENTS.c.event_id, EVENTS.c.attempts, EVENTS.c.last_error)
         )

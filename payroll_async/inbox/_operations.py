@@ -103,7 +103,15 @@ class InboxOperations:
         statement = (
             update(EVENTS)
             .where(where, EVENTS.c.status != PENDING)
-            .values(status=PENDING, attempts=0, next_attempt_at=database_now(), handled_at=None)
+            .values(
+                status=PENDING,
+                attempts=0,
+                next_attempt_at=database_now(),
+                handled_at=None,
+                # the fence moves: a worker still holding an older claim (its loop frozen
+                # past its lease) cannot write its outcome over the replay
+                claims=EVENTS.c.claims + 1,
+            )
         )
         await self._ensure()
         with self._errors("retrying events"):

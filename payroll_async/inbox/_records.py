@@ -78,7 +78,8 @@ class _Claim:
     """Which attempt this is (since the event was received or last retried)."""
     claims: int
     """The fence: this claim's writes apply only while the row still has this number,
-    which only grows (``retry`` leaves it), so no later claim ever has it."""
+    which only grows (every claim, burial and ``retry`` moves it on), so no later claim,
+    burial or replay leaves it in place."""
     alone: bool = False
     """Its last worker died: it runs with no other event in this worker's hands."""
 

@@ -4,7 +4,8 @@ The lease of a claim is ``next_attempt_at``: a worker that claims an event moves
 ahead (and counts the attempt), so no other worker sees it as due while the handlers run;
 a worker that dies leaves it to come due again when the lease ends. Every time is the
 database's (``database_now``), never a worker's: no machine's clock decides when a lease
-ends. ``claims`` is the claim's fence: it only grows (``retry`` leaves it), and a worker
+ends. ``claims`` is the claim's fence: it only grows (every claim, every burial of a dead event
+and every ``retry`` moves it on), and a worker
 writes the outcome only while the row still has the number it claimed, so a worker whose
 lease ran out cannot overwrite the outcome of any later claim. ``claimed_at`` is set while
 a claim has no outcome written: a due event that still has it was left by a worker that died.

@@ -214,8 +214,41 @@ async def test_a_worker_frozen_past_its_lease_cannot_record_over_a_later_claim(
     assert await rows(into, "status", "attempts", "last_error") == [
         ("pending", 1, "RuntimeError: the replay failed")
     ]
-    assert await rows(into, "claims") == [(3,)]
+    assert await rows(into, "claims") == [(4,)]  # two claims, the replay, its claim
     assert "the claim was lost before its outcome was written" in err
+
+
+async def test_a_replay_after_a_burial_is_not_overwritten_by_the_frozen_worker(
+    into: str, tmp_path: Path, processes: list[Faulty], open_inbox: Any
+) -> None:
+    """The frozen worker holds the event's last allowed attempt: past its lease another
+    worker's claim buries it (dead), the operator replays it, and only then does the
+    frozen worker wake and try to write its outcome (and claims nothing more)."""
+    inbox = open_inbox()
+    await fill(inbox, "freeze-stop")
+    frozen = await Faulty.start(into, tmp_path, lease=0.5, max_attempts=1)
+    processes.append(frozen)
+    await frozen.until_printed(started="freeze-stop")  # its loop is frozen from here on
+    idle = EventRouter(insecure=True)
+    # another worker's claim finds the lease run out on the last attempt: dead
+    await work_until(inbox, idle, lambda s: s.dead == 1, max_attempts=1)
+    assert await inbox.retry("freeze-stop") == 1  # the replay: pending, attempts back to zero
+    (tmp_path / "thaw").touch()  # the frozen worker goes on, and reports its success
+    await frozen.until_printed(handled="freeze-stop")
+    code, err = await frozen.stop()
+    assert code == 0, err
+    assert "the claim was lost before its outcome was written" in err
+    # the stale outcome did not land on the replay: the replay is still to run
+    assert await rows(into, "status", "attempts", "handled_at") == [("pending", 0, None)]
+    ran: list[str] = []
+    replaying = EventRouter(insecure=True)
+
+    @replaying.on()
+    async def handle(event: WebhookEvent) -> None:
+        ran.append(event.event_id or "")
+
+    await work_until(inbox, replaying, lambda s: s.done == 1)
+    assert ran == ["freeze-stop"]
 
 
 async def test_a_worker_whose_clock_is_ahead_never_takes_an_event_in_hand(
