@@ -42,10 +42,18 @@ class InboxOperations:
     async def stats(self) -> InboxStats:
         """How many events are pending, retrying, done and dead; how old the oldest pending is."""
         await self._ensure()
+        # An attempt counts when it is claimed: a first attempt in flight has failed
+        # nothing yet. Failed at least once: a second attempt or later; a first one
+        # settled without success (its claim let go); a first one whose worker died
+        # (its lease ran out, on the database's clock, with no outcome written).
+        failed = (EVENTS.c.attempts > 1) | (
+            (EVENTS.c.attempts == 1)
+            & (EVENTS.c.claimed_at.is_(None) | (EVENTS.c.next_attempt_at <= database_now()))
+        )
         columns = (
             EVENTS.c.status,
             func.count(),
-            func.count().filter(EVENTS.c.attempts > 0),
+            func.count().filter(failed),
             func.min(EVENTS.c.received_at),
         )
         with self._errors("reading the inbox"):

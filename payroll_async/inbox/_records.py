@@ -38,7 +38,8 @@ class InboxStats:
     pending: int
     """Events not handled yet (new, being handled, or waiting for a retry)."""
     retrying: int
-    """Of ``pending``, those whose handlers failed at least once (or whose worker died)."""
+    """Of ``pending``, those whose handlers failed at least once (or whose worker died);
+    an event on its first attempt, in a worker's hands, is not counted."""
     done: int
     """Events handled (until purged)."""
     dead: int

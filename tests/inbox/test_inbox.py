@@ -346,6 +346,54 @@ async def test_after_max_attempts_an_event_is_dead_with_its_last_error(
     assert all(entry.handled_at is not None for entry in dead)
 
 
+async def test_retrying_counts_failed_events_not_first_attempts_in_flight(
+    open_inbox: Any, into: str
+) -> None:
+    inbox = open_inbox(backoff=600.0, backoff_max=600.0)  # the failed one waits
+    router = EventRouter(insecure=True)
+    started: list[str] = []
+    release = asyncio.Event()
+
+    @router.on()
+    async def handle(event: WebhookEvent) -> None:
+        if event.event_id == "fails":
+            raise ConnectionError("downstream unavailable")
+        started.append(event.event_id or "")
+        await release.wait()
+
+    await fill(inbox, "fails")
+    stop = asyncio.Event()
+    worker = asyncio.create_task(inbox.run(router, concurrency=6, stop=stop))
+    try:
+
+        async def failed_once() -> bool:
+            return [e.last_error for e in await inbox.list()] == [
+                "ConnectionError: downstream unavailable"
+            ]
+
+        await until(failed_once)
+        await fill(inbox, *(f"busy-{n}" for n in range(5)))
+
+        async def in_flight() -> bool:
+            return len(started) == 5
+
+        await until(in_flight)
+        stats = await inbox.stats()
+        assert (stats.pending, stats.retrying) == (6, 1)  # five first attempts in flight
+        release.set()
+        await until(lambda: _stats_are(inbox, done=5, pending=1))
+        assert (await inbox.stats()).retrying == 1
+    finally:
+        release.set()
+        stop.set()
+        await worker
+
+
+async def _stats_are(inbox: Inbox, **expected: int) -> bool:
+    stats = await inbox.stats()
+    return all(getattr(stats, name) == n for name, n in expected.items())
+
+
 async def test_a_worker_that_dies_mid_handler_loses_its_claim_when_the_lease_ends(
     open_inbox: Any, into: str
 ) -> None:
