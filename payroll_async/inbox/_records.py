@@ -89,10 +89,6 @@ DIED = "the worker died while handling it: its lease ran out with no outcome wri
 """The last error of an attempt whose worker left no outcome (a crash, a kill, a hang)."""
 
 
-def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
-
-
 def _count(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")

@@ -16,9 +16,7 @@ transaction (``inbox_schema`` holds the version, as ``mirror_schema`` does the m
 
 from __future__ import annotations
 
-import datetime
 import logging
-from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -35,12 +33,9 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateColumn
-from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.expression import FunctionElement
 
-from .._sql import UTCDateTime, version_table
+from .._sql import UTCDateTime, database_now, version_table
 
 __all__ = [
     "DEAD",
@@ -92,39 +87,6 @@ EVENTS = Table(
 
 SCHEMA = version_table("inbox_schema", METADATA)
 """One row per schema version installed; the highest is the database's."""
-
-
-class database_now(FunctionElement[datetime.datetime]):
-    """SQL: the database's time, ``seconds`` ahead: ``statement_timestamp()`` in PostgreSQL
-    (one time per statement, and an index can use it, unlike ``clock_timestamp()``),
-    ``'now'`` in SQLite (one time per statement too), in the form ``UTCDateTime`` stores."""
-
-    type = UTCDateTime()
-    inherit_cache = True
-    name = "database_now"
-
-    def __init__(self, seconds: Any = None) -> None:
-        super().__init__(*(() if seconds is None else (seconds,)))
-
-
-# SQLite keeps a UTCDateTime as text with six digits of fraction; 'now' has three.
-_SQLITE_FORM = "%Y-%m-%d %H:%M:%f000"
-
-
-@compiles(database_now, "postgresql")
-def _now_postgresql(element: database_now, compiler: SQLCompiler, **kw: Any) -> str:
-    if not element.clauses.clauses:
-        return "statement_timestamp()"
-    seconds = compiler.process(element.clauses, **kw)
-    return f"(statement_timestamp() + make_interval(secs => CAST({seconds} AS DOUBLE PRECISION)))"
-
-
-@compiles(database_now, "sqlite")
-def _now_sqlite(element: database_now, compiler: SQLCompiler, **kw: Any) -> str:
-    if not element.clauses.clauses:
-        return f"strftime('{_SQLITE_FORM}', 'now')"
-    seconds = compiler.process(element.clauses, **kw)
-    return f"strftime('{_SQLITE_FORM}', 'now', ({seconds}) || ' seconds')"
 
 
 def install(conn: Connection) -> int | None:

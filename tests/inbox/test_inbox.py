@@ -513,6 +513,36 @@ async def test_retry_replays_done_and_dead_events_and_purge_deletes_only_old_don
     assert await inbox.accept(*event("evt-1")) is True  # a purged id is forgotten
 
 
+def skewed(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """This process's wall clock ``seconds`` ahead (``datetime.datetime.now``, ``time.time``),
+    as a machine whose clock is wrong."""
+    shift = datetime.timedelta(seconds=seconds)
+    real, real_time = datetime.datetime, time.time
+
+    class Skewed(real):  # type: ignore[misc,valid-type]
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            return real.now(tz) + shift
+
+    monkeypatch.setattr(datetime, "datetime", Skewed)
+    monkeypatch.setattr(time, "time", lambda: real_time() + seconds)
+
+
+async def test_purge_compares_ages_on_the_databases_clock_not_the_callers(
+    open_inbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inbox = open_inbox()
+    await fill(inbox, "evt-1")
+    await work_until(inbox, EventRouter(insecure=True), lambda s: s.done == 1)
+    with monkeypatch.context() as patched:
+        skewed(patched, 2 * 3600.0)  # the purging machine is two hours ahead
+        assert await inbox.purge(datetime.timedelta(hours=1)) == 0  # handled seconds ago
+    assert (await inbox.stats()).done == 1
+    with monkeypatch.context() as patched:
+        skewed(patched, -2 * 3600.0)  # and one two hours behind still purges
+        assert await inbox.purge(datetime.timedelta(0)) == 1
+
+
 async def test_the_database_password_never_reaches_last_error(
     postgres_server: PostgresServer, postgres_url: str
 ) -> None:
