@@ -31,7 +31,8 @@ _GRACE = 1.0  # seconds a worker waits after an outage before it claims again
 class _Worker:
     """One ``Inbox.run``: a loop that claims what it has room for, and a task per event."""
 
-    _inbox: Claims
+    _store: Claims
+    """The inbox's store, through its public members only."""
     _router: EventRouter
     _concurrency: int
     _max_attempts: int
@@ -52,14 +53,14 @@ class _Worker:
                     unreachable = not await self._back_after_outage()
                 if room > 0 and not unreachable:
                     try:
-                        claimed = await self._inbox._claim(
+                        claimed = await self._store.claim(
                             room, self._max_attempts, idle=not self._running
                         )
                     except InboxError as exc:
-                        self._inbox._outage(exc)
+                        self._store.outage(exc)
                         unreachable = True
                     else:
-                        self._inbox._reached()
+                        self._store.reached()
                 for claim in claimed:
                     task = asyncio.ensure_future(self._handle(claim))
                     self._running.add(task)
@@ -70,7 +71,7 @@ class _Worker:
                     continue  # a backlog: claim again as soon as there is room
                 self._wake.clear()
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self._inbox._poll)
+                    await asyncio.wait_for(self._wake.wait(), self._store.poll_interval)
             if self._running:
                 await asyncio.wait(self._running)
         finally:
@@ -89,7 +90,7 @@ class _Worker:
         events claimed again and run twice.
         """
         try:
-            await self._inbox._ping()
+            await self._store.ping()
         except InboxError:
             return False
         await asyncio.sleep(_GRACE)
@@ -163,16 +164,16 @@ class _Worker:
         except asyncio.CancelledError:
             return "CancelledError: a handler was cancelled"
         except Exception as exc:
-            return _describe(exc, self._inbox._db.secrets)
+            return _describe(exc, self._store.secrets)
         return None
 
     async def _renew_while_running(self, claim: _Claim) -> None:
-        pause = self._inbox._lease / 3
+        pause = self._store.lease / 3
         while True:
             await asyncio.sleep(pause)
-            pause = self._inbox._lease / 3
+            pause = self._store.lease / 3
             try:
-                if not await self._inbox._renew(claim):
+                if not await self._store.renew(claim):
                     logger.error(
                         "event %s: the claim was lost (its lease ran out); another worker "
                         "may run it too",
@@ -180,23 +181,23 @@ class _Worker:
                     )
                     return
             except InboxError as exc:
-                self._inbox._outage(exc)
+                self._store.outage(exc)
                 pause = _RETRY  # renewed as soon as the database is back
 
     async def _settle(self, claim: _Claim, error: str | None, *, final: bool) -> None:
         """Write the outcome; while the database is down, try again every ``_RETRY``."""
         # Written as soon as the database answers (the write is fenced, so it is safe even
         # after the lease ended); given up only after ten leases without a database.
-        deadline = asyncio.get_running_loop().time() + 10 * self._inbox._lease
+        deadline = asyncio.get_running_loop().time() + 10 * self._store.lease
         while True:
             try:
                 written = await (
-                    self._inbox._done(claim)  # with the others done (batched)
+                    self._store.done(claim)  # with the others done (batched)
                     if error is None
-                    else self._inbox._failed(claim, error, final=final)
+                    else self._store.failed(claim, error, final=final)
                 )
             except InboxError as exc:
-                self._inbox._outage(exc)
+                self._store.outage(exc)
                 if asyncio.get_running_loop().time() > deadline:
                     logger.error(
                         "event %s: its outcome could not be written (no database for ten "
@@ -206,7 +207,7 @@ class _Worker:
                     return
                 await asyncio.sleep(_RETRY)
                 continue
-            self._inbox._reached()
+            self._store.reached()
             if not written:
                 logger.error(
                     "event %s: the claim was lost before its outcome was written (its lease "

@@ -296,6 +296,24 @@ async def test_another_inbox_that_cannot_store_is_logged_by_the_router_once_by_t
     ]
 
 
+async def test_an_inbox_that_logs_its_own_failures_says_so_publicly(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Down:
+        logs_its_failures = True  # the InboxLike's public word: no line of the router's
+
+        async def accept(self, event: WebhookEvent, body: bytes) -> bool:
+            raise RuntimeError("down")
+
+    assert Inbox.logs_its_failures is True
+    url = await serve(EventRouter(secret=SECRET, inbox=Down()).app(path="/hooks")) + "/hooks"
+    async with aiohttp.ClientSession() as session:
+        body, headers = notification("evt-1")
+        async with session.post(url, data=body, headers=headers) as response:
+            assert response.status == 503
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
 async def test_a_failing_handler_is_retried_with_backoff_until_it_succeeds(
     open_inbox: Any, into: str
 ) -> None:
