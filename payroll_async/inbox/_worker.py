@@ -6,16 +6,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .._core._clock import abandoning
 from .._core._converter import from_dict
 from .._core._json import loads
 from ..models import WebhookEvent
 
 if TYPE_CHECKING:
-    from ..events import EventRouter
+    from ..events import EventHandler, EventRouter
 
 from ._records import Claims, InboxError, _Claim, _describe
 
@@ -25,6 +27,31 @@ logger: logging.Logger = logging.getLogger("payroll_async.inbox")
 
 _RETRY = 0.05  # seconds between tries of a write about a claimed event, database down
 _GRACE = 1.0  # seconds a worker waits after an outage before it claims again
+_HANDLER_GRACE = 1.0  # seconds cancelled handlers have to end before they are abandoned
+
+
+async def _outcome(handlers: Awaitable[None]) -> BaseException | None:
+    """What the handlers raised (a cancellation of their own included), or None."""
+    try:
+        await handlers
+    except (Exception, asyncio.CancelledError) as exc:
+        return exc
+    return None
+
+
+def _running_handler(task: asyncio.Task[Any], handlers: list[EventHandler]) -> str:
+    """The handler ``task`` is in (followed down the coroutines each awaits), by name; all
+    of ``handlers`` if none of them is found there."""
+    codes = {getattr(h, "__code__", None): h for h in handlers}
+    found = None
+    awaited: object = task.get_coro()
+    while awaited is not None:
+        code = getattr(awaited, "cr_code", None)
+        if code is not None and code in codes:
+            found = codes[code]
+        awaited = getattr(awaited, "cr_await", None)
+    named = [found] if found is not None else handlers
+    return ", ".join(f"{h.__module__}.{h.__qualname__}" for h in named) or "(none)"
 
 
 @attrs.define(eq=False)
@@ -120,7 +147,7 @@ class _Worker:
                 error = f"the stored body cannot be read: {exc}"
                 final = True
             else:
-                error = await self._run_handlers(event)
+                error = await self._run_handlers(claim, event)
                 if error is not None:
                     logger.warning(
                         "a handler of event %s failed (attempt %d of %d%s): %s",
@@ -136,35 +163,42 @@ class _Worker:
             await asyncio.wait([renewal])
         await self._settle(claim, error, final=final)
 
-    async def _run_handlers(self, event: WebhookEvent) -> str | None:
+    async def _run_handlers(self, claim: _Claim, event: WebhookEvent) -> str | None:
         """Run the router's handlers within its ``handler_timeout``: their error, or None.
 
         In a task of their own, so that a handler's own ``TimeoutError`` is its error and
-        not taken for the timeout's; past the timeout they are cancelled and the slot is
-        free again.
+        not taken for the timeout's. Past the timeout they are cancelled; a handler that
+        does not end within ``_HANDLER_GRACE`` of it (one that swallows its cancellation)
+        is abandoned (``_core._clock.abandoning``): the attempt failed all the same, and
+        the slot takes the next event.
         """
         timeout = self._router.handler_timeout
-        handlers = asyncio.ensure_future(self._router.dispatch(event))
+        handlers = asyncio.ensure_future(_outcome(self._router.dispatch(event)))
         try:
-            await asyncio.wait([handlers], timeout=timeout)
-        finally:
-            late = not handlers.done()  # past the timeout, or this worker cancelled
-            if late:
-                handlers.cancel()
-                await asyncio.wait([handlers])
-                if not handlers.cancelled():
-                    handlers.exception()  # what it raised while cancelled: retrieved
-        if late:
+            raised = await abandoning(handlers, timeout, grace=_HANDLER_GRACE)
+        except TimeoutError:
+            if handlers.done():
+                return (
+                    f"TimeoutError: the handlers took longer than handler_timeout ({timeout:g} s) "
+                    "and were cancelled"
+                )
+            logger.error(
+                "event %s: handler %s ignored its cancellation past handler_timeout (%g s) "
+                "and %g s more: abandoned, still running; the attempt counts as failed and "
+                "its slot takes the next event",
+                claim.event_id,
+                _running_handler(handlers, self._router.handlers_for(event.event_type)),
+                timeout,
+                _HANDLER_GRACE,
+            )
             return (
                 f"TimeoutError: the handlers took longer than handler_timeout ({timeout:g} s) "
-                "and were cancelled"
+                "and did not end when cancelled: abandoned"
             )
-        try:
-            handlers.result()
-        except asyncio.CancelledError:
+        if isinstance(raised, asyncio.CancelledError):
             return "CancelledError: a handler was cancelled"
-        except Exception as exc:
-            return _describe(exc, self._store.secrets)
+        if raised is not None:
+            return _describe(raised, self._store.secrets)
         return None
 
     async def _renew_while_running(self, claim: _Claim) -> None:

@@ -347,6 +347,55 @@ async def test_a_hung_handler_is_cancelled_after_handler_timeout_and_frees_its_s
     assert "handler_timeout" in caplog.text
 
 
+async def test_a_handler_that_ignores_cancellation_gives_its_slot_back_after_a_grace(
+    open_inbox: Any, into: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    released, ended = asyncio.Event(), asyncio.Event()
+    inbox = open_inbox(lease=0.6)  # renewed every 0.2 s while its handlers run
+    router = EventRouter(insecure=True, handler_timeout=0.2)
+    handled: list[str] = []
+
+    @router.on()
+    async def stubborn_handler(event: WebhookEvent) -> None:
+        if event.event_id == "stubborn":
+            while not released.is_set():  # it swallows its cancellation
+                with contextlib.suppress(asyncio.CancelledError):
+                    await released.wait()
+            ended.set()
+        handled.append(event.event_id or "")
+
+    await fill(inbox, "stubborn")
+    await fill(inbox, "next")
+    stop = asyncio.Event()
+    worker = asyncio.create_task(inbox.run(router, concurrency=1, max_attempts=1, stop=stop))
+    try:
+        with caplog.at_level(logging.WARNING, "payroll_async.inbox"):
+            await until(lambda: _done(inbox, 1), timeout=20)
+        assert handled == ["next"]  # the one slot was given back
+        assert not ended.is_set()  # while the stubborn handler still runs
+        ((status, last_error, next_attempt_at),) = await query(
+            into,
+            "SELECT status, last_error, next_attempt_at FROM inbox_events "
+            "WHERE event_id = 'stubborn'",
+        )
+        assert (status, next_attempt_at) == ("dead", None)  # failed; no renewal moved it
+        assert last_error == (
+            "TimeoutError: the handlers took longer than handler_timeout (0.2 s) and did not "
+            "end when cancelled: abandoned"
+        )
+        (error,) = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert error.startswith("event stubborn: handler tests.inbox.test_inbox_faults.")
+        assert (
+            "<locals>.stubborn_handler ignored its cancellation past handler_timeout (0.2 s) "
+            "and 1 s more: abandoned"
+        ) in error
+    finally:
+        stop.set()
+        released.set()
+        await worker
+        await asyncio.wait_for(ended.wait(), 10)
+
+
 async def test_no_secret_the_sdk_knows_is_stored_in_last_error_or_shown(
     into: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, open_inbox: Any
 ) -> None:
