@@ -28,6 +28,7 @@ from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._exceptions import InvalidArgumentError
+from .._core._unconfigured import shown_unconfigured
 from .._core._validation import check_concurrency, check_seconds
 from .._core._visible import EscapingFilter
 from .._sql import Database, ErrorKinds, compiled, converter, open_database, row_converter
@@ -52,6 +53,9 @@ __all__ = ["Inbox", "InboxEntry", "InboxError", "InboxStats", "InboxURLError"]
 
 logger: logging.Logger = logging.getLogger("payroll_async.inbox")
 logger.addFilter(EscapingFilter())  # event ids and handlers' errors are outside text
+# A failed handler's WARNING (its error scrubbed, as stored) and an outage's ERROR are
+# seen without logging configured, as the receiver's refusals are.
+shown_unconfigured(logger)
 
 _SCHEMA_LOCK = 0x7061_7972_6F6C_6C01  # the PostgreSQL lock of the inbox's table creation
 _LONGEST = 365 * 86400.0  # seconds of a lease or a backoff
