@@ -389,8 +389,10 @@ class Inbox(InboxOperations):
         concurrency: int = 8,
         max_attempts: int = 8,
         stop: asyncio.Event | None = None,
+        drain: bool = False,
     ) -> None:
-        """Work the inbox until ``stop`` is set (or the task is cancelled).
+        """Work the inbox until ``stop`` is set (or the task is cancelled); with
+        ``drain=True``, until no event is ready (as arq's ``burst=True``).
 
         Claims due events, up to ``concurrency`` at once, runs ``router``'s handlers
         (``router.dispatch``, within the router's ``handler_timeout``: past it they are
@@ -402,9 +404,16 @@ class Inbox(InboxOperations):
         database cannot be reached the worker logs it once and keeps trying. Any number
         of workers may run on one PostgreSQL database (or, on one machine, one SQLite
         file).
+
+        ``drain=True``: return as soon as no event is due and none is in hand (a cron
+        job, a test, a script that handles what came and ends). An event that failed and
+        waits for its backoff is not due: it is left for a later run.
         """
         check_concurrency(concurrency)
         _count("max_attempts", max_attempts)
         if stop is not None and not isinstance(stop, asyncio.Event):
             raise InvalidArgumentError(f"stop must be an asyncio.Event, got {stop!r}")
-        await _Worker(self._store, router, concurrency, max_attempts, stop or asyncio.Event()).run()
+        if not isinstance(drain, bool):
+            raise InvalidArgumentError(f"drain must be True or False, got {drain!r}")
+        stop = stop or asyncio.Event()
+        await _Worker(self._store, router, concurrency, max_attempts, stop, drain).run()

@@ -64,6 +64,8 @@ class _Worker:
     _concurrency: int
     _max_attempts: int
     _stop: asyncio.Event
+    _drain: bool = False
+    """Return once no event is ready (nothing claimed, nothing in hand)."""
     _running: set[asyncio.Task[None]] = attrs.field(init=False, factory=set)
     _alone: asyncio.Task[None] | None = attrs.field(init=False, default=None)
     """An event whose last worker died."""
@@ -88,6 +90,8 @@ class _Worker:
                         unreachable = True
                     else:
                         self._store.reached()
+                if self._drain and room > 0 and not (unreachable or claimed or self._running):
+                    break  # drained: nothing ready, nothing in hand
                 for claim in claimed:
                     task = asyncio.ensure_future(self._handle(claim))
                     self._running.add(task)

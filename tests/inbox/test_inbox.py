@@ -412,6 +412,26 @@ async def _stats_are(inbox: Inbox, **expected: int) -> bool:
     return all(getattr(stats, name) == n for name, n in expected.items())
 
 
+async def test_a_draining_worker_returns_once_no_event_is_ready(open_inbox: Any) -> None:
+    inbox = open_inbox(backoff=600.0, backoff_max=600.0)
+    router = EventRouter(insecure=True)
+    handled: list[str] = []
+
+    @router.on()
+    async def handle(event: WebhookEvent) -> None:
+        handled.append(event.event_id or "")
+        if event.event_id == "evt-bad":
+            raise RuntimeError("fails")
+
+    await fill(inbox, *(f"evt-{n}" for n in range(30)), "evt-bad")
+    await asyncio.wait_for(inbox.run(router, concurrency=4, drain=True), 60)
+    assert sorted(handled) == sorted([*(f"evt-{n}" for n in range(30)), "evt-bad"])
+    stats = await inbox.stats()
+    assert (stats.pending, stats.retrying, stats.done) == (1, 1, 30)  # the failed one waits
+    await asyncio.wait_for(inbox.run(router, drain=True), 60)  # nothing ready: at once
+    assert len(handled) == 31
+
+
 async def test_a_worker_that_dies_mid_handler_loses_its_claim_when_the_lease_ends(
     open_inbox: Any, into: str
 ) -> None:
