@@ -4,15 +4,12 @@ logging configured it goes there only, never twice."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import asyncio
 from pathlib import Path
 
 import pytest
 
-from .conftest import SECRET
-
-ROOT = Path(__file__).parents[2]
+from .conftest import SECRET, script
 
 _SCRIPT = """
 import asyncio, json, logging, sys
@@ -48,20 +45,17 @@ asyncio.run(main())
     ("mode", "prefix"),
     [("unconfigured", "payroll_async.inbox WARNING: "), ("configured", "APP WARNING ")],
 )
-def test_a_failing_handlers_event_is_seen_without_logging_configured_and_scrubbed(
+async def test_a_failing_handlers_event_is_seen_without_logging_configured_and_scrubbed(
     mode: str, prefix: str, tmp_path: Path
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, mode, f"sqlite:///{tmp_path / 'inbox.db'}", SECRET],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        check=True,
-    )
+    program = tmp_path / "program.py"
+    program.write_text(_SCRIPT)
+    url = f"sqlite:///{tmp_path / 'inbox.db'}"
+    process = await script(program, mode, url, SECRET, stderr=asyncio.subprocess.PIPE)
+    _, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
     error = "RuntimeError: the partner refused ***"
-    assert done.stderr.splitlines() == [
+    assert err.decode().splitlines() == [
         f"{prefix}a handler of event evt-1 failed (attempt 1 of 2): {error}",
         f"{prefix}a handler of event evt-1 failed (attempt 2 of 2, now dead): {error}",
     ]
