@@ -30,6 +30,7 @@ def _private_reads(path: Path) -> list[str]:
             and len(node.args) > 1
             and isinstance(node.args[1], ast.Constant)
             and str(node.args[1].value).startswith("_")
+            and not str(node.args[1].value).startswith("__")
         ):
             found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
     return found
