@@ -367,7 +367,8 @@ async def test_after_max_attempts_an_event_is_dead_with_its_last_error(
 async def test_retrying_counts_failed_events_not_first_attempts_in_flight(
     open_inbox: Any, into: str
 ) -> None:
-    inbox = open_inbox(backoff=600.0, backoff_max=600.0)  # the failed one waits
+    # the failed one waits; a lease no loaded machine outruns between renewals
+    inbox = open_inbox(backoff=600.0, backoff_max=600.0, lease=30.0)
     router = EventRouter(insecure=True)
     started: list[str] = []
     release = asyncio.Event()
@@ -452,6 +453,8 @@ async def test_a_worker_that_dies_mid_handler_loses_its_claim_when_the_lease_end
     dying.cancel()  # the worker is gone; its claim is not given back
     with pytest.raises(asyncio.CancelledError):
         await dying
+    # once its lease has run out with no outcome, the event counts as retrying
+    await until(lambda: _stats_are(second, pending=1, retrying=1))
     router = EventRouter(insecure=True)
     handled: list[float] = []
 
