@@ -10,7 +10,7 @@ it, never on each other's storage.
 from ._compiled import compiled
 from ._database import MIRROR_PRAGMAS, SQLITE_PRAGMAS, Database, open_database
 from ._errors import ErrorKinds, database_errors
-from ._types import ItemId, UTCDateTime, version_table
+from ._types import ItemId, UTCDateTime, database_now, version_table
 from ._url import URLRefused, redact, shown_url
 from ._values import Convert, column_converter, converter, has_upper, id_text, row_converter
 
@@ -27,6 +27,7 @@ __all__ = [
     "compiled",
     "converter",
     "database_errors",
+    "database_now",
     "has_upper",
     "id_text",
     "open_database",

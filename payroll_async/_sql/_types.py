@@ -1,4 +1,5 @@
-"""Column types both databases share: ids and UTC timestamps, stored alike everywhere.
+"""Column types both databases share: ids and UTC timestamps, stored alike everywhere;
+and the database's own time (``database_now``), which every stamp and age compared uses.
 
 In PostgreSQL ``uuid`` and ``timestamptz``; in SQLite the closest it has (an id as the
 service writes it, lower-case ``8-4-4-4-12`` text; a timestamp as UTC text). A timestamp
@@ -23,9 +24,12 @@ from sqlalchemy import (
     TypeDecorator,
     Uuid,
 )
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.expression import FunctionElement
 from sqlalchemy.types import TypeEngine
 
-__all__ = ["ItemId", "UTCDateTime", "version_table"]
+__all__ = ["ItemId", "UTCDateTime", "database_now", "version_table"]
 
 
 class ItemId(TypeDecorator[uuid.UUID]):
@@ -72,6 +76,39 @@ class UTCDateTime(TypeDecorator[datetime.datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=datetime.timezone.utc)
         return value.astimezone(datetime.timezone.utc)
+
+
+class database_now(FunctionElement[datetime.datetime]):
+    """SQL: the database's time, ``seconds`` ahead: ``statement_timestamp()`` in PostgreSQL
+    (one time per statement, and an index can use it, unlike ``clock_timestamp()``),
+    ``'now'`` in SQLite (one time per statement too), in the form ``UTCDateTime`` stores."""
+
+    type = UTCDateTime()
+    inherit_cache = True
+    name = "database_now"
+
+    def __init__(self, seconds: Any = None) -> None:
+        super().__init__(*(() if seconds is None else (seconds,)))
+
+
+# SQLite keeps a UTCDateTime as text with six digits of fraction; 'now' has three.
+_SQLITE_FORM = "%Y-%m-%d %H:%M:%f000"
+
+
+@compiles(database_now, "postgresql")
+def _now_postgresql(element: database_now, compiler: SQLCompiler, **kw: Any) -> str:
+    if not element.clauses.clauses:
+        return "statement_timestamp()"
+    seconds = compiler.process(element.clauses, **kw)
+    return f"(statement_timestamp() + make_interval(secs => CAST({seconds} AS DOUBLE PRECISION)))"
+
+
+@compiles(database_now, "sqlite")
+def _now_sqlite(element: database_now, compiler: SQLCompiler, **kw: Any) -> str:
+    if not element.clauses.clauses:
+        return f"strftime('{_SQLITE_FORM}', 'now')"
+    seconds = compiler.process(element.clauses, **kw)
+    return f"strftime('{_SQLITE_FORM}', 'now', ({seconds}) || ' seconds')"
 
 
 def version_table(name: str, metadata: MetaData) -> Table:

@@ -96,6 +96,11 @@ async def _closing(kept: Inbox, work: Awaitable[T]) -> T:
 @number_option("--max-attempts", 1, 1000, 8, "Attempts before an event is dead.")
 @click.option("--json", "as_json", is_flag=True, help="Print each event as a JSON line.")
 @number_option("--count", 1, None, None, "Stop after this many events.")
+@click.option(
+    "--drain",
+    is_flag=True,
+    help="Stop once no event is ready (what came is handled; for a cron job or a script).",
+)
 @click.pass_obj
 def inbox_run(
     settings: Settings,
@@ -109,14 +114,21 @@ def inbox_run(
     max_attempts: int,
     as_json: bool,
     count: int | None,
+    drain: bool,
 ) -> None:
     """Handle the inbox's events: print each one, mark it done.
 
     Any number of `inbox run` may work one PostgreSQL inbox. With --secret (or --insecure)
     it also receives notifications on --port into the inbox, so that one process both
-    receives and handles. Ctrl-C stops it after the events in hand.
+    receives and handles. Ctrl-C stops it after the events in hand; --drain stops it
+    once no event is ready.
     """
     check_receiver_options(hook_path, secret, insecure)
+    if drain and (secret or insecure):
+        raise BadInput(
+            "--drain stops once no event is ready, and a receiver with it: leave out "
+            "--secret/--insecure (receive with `webhooks listen --inbox`)"
+        )
     kept = open_inbox(into, "--into")
     receiving = bool(secret) or insecure
     # A worker's router only dispatches; without --secret/--insecure nothing is served, and
@@ -145,7 +157,13 @@ def inbox_run(
                     router, concurrency=concurrency, max_attempts=max_attempts, stop=stop
                 )
         else:
-            await kept.run(router, concurrency=concurrency, max_attempts=max_attempts, stop=stop)
+            await kept.run(
+                router,
+                concurrency=concurrency,
+                max_attempts=max_attempts,
+                stop=stop,
+                drain=drain,
+            )
 
     with receiver_log_on_console(settings.verbose):
         execute(settings, _closing(kept, work()))

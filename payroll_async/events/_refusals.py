@@ -7,16 +7,16 @@ again is DEBUG. Those WARNINGs (and the receiver's other WARNINGs and ERRORs) re
 stderr while nothing else would show them: the package's ``NullHandler`` keeps Python's
 last resort quiet, so ``Unconfigured`` stands in for it, as long as no handler of the
 application's (``logging.basicConfig``, a framework's log configuration, ``PAYROLL_LOG``,
-the command's console) is on the logger's way to the root.
+the command's console) is on the logger's way to the root (the inbox's
+workers' lines are shown the same way).
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 from collections import OrderedDict
 
-from .._core._visible import VisibleFormatter
+from .._core._unconfigured import Unconfigured, shown_unconfigured
 
 __all__ = ["Refusals", "Unconfigured"]
 
@@ -57,32 +57,4 @@ class Refusals:
         )
 
 
-class Unconfigured(logging.Handler):
-    """The receiver's WARNINGs and ERRORs on stderr while no other handler would take them."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.setFormatter(VisibleFormatter("%(name)s %(levelname)s: %(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        current: logging.Logger | None = logging.getLogger(record.name)
-        while current is not None:
-            if any(
-                h is not self and not isinstance(h, logging.NullHandler) for h in current.handlers
-            ):
-                return  # the application's logging shows it
-            if not current.propagate:
-                break
-            current = current.parent
-        stream = sys.stderr  # as it is now (a test's, a daemon's None)
-        if stream is None:
-            return
-        try:
-            stream.write(self.format(record) + "\n")
-            stream.flush()
-        except Exception:
-            self.handleError(record)
-
-
-if not any(isinstance(h, Unconfigured) for h in logger.handlers):
-    logger.addHandler(Unconfigured())
+shown_unconfigured(logger)

@@ -56,6 +56,11 @@ class InboxLike(Protocol):
     durably before it returns: True if it was stored now, False if its ``event_id`` was
     stored before (the sender is answered 200 either way). Raising answers the sender 503
     with Retry-After, so that it delivers again: nothing is lost.
+
+    An inbox that logs its own failures says so with a class attribute
+    ``logs_its_failures = True`` (``Inbox`` does): the router then adds no line of its
+    own; without it, the router logs an ERROR once per outage, naming only the
+    exception's type (its text may hold a URL with a password).
     """
 
     async def accept(self, event: WebhookEvent, body: bytes) -> bool:
@@ -188,6 +193,7 @@ class EventRouter:
                     "leave out dedupe="
                 )
         self._inbox = inbox
+        self._inbox_logs = getattr(inbox, "logs_its_failures", False) is True
         self._inbox_failing = False
         self._refusals = Refusals()
         self._handler_timeout = handler_timeout
@@ -303,7 +309,7 @@ class EventRouter:
         except Exception as exc:
             # The SDK's Inbox logs its own failures with their reason (an outage once);
             # another InboxLike's once per outage here, by type: its text may hold a URL.
-            if not getattr(inbox, "_logs_its_failures", False) and not self._inbox_failing:
+            if not self._inbox_logs and not self._inbox_failing:
                 self._inbox_failing = True
                 logger.error(
                     "the inbox could not store notification %s (%s): answering 503 with "

@@ -1,45 +1,105 @@
-"""What a worker does to the inbox's table, each a statement of its own: claim, renew,
-record an outcome. Every time is the database's (``_schema.database_now``); every write
-about a claimed event is fenced by the claim's number (``claims``, which only grows)."""
+"""The worker's store: what an inbox's worker does to the inbox's table, each a statement
+of its own (claim, renew, record an outcome), through public methods only, as
+procrastinate's worker talks to its job manager. Every time is the database's
+(``_sql.database_now``); every write about a claimed event is fenced by the claim's
+number (``claims``, which only grows)."""
 
 from __future__ import annotations
 
 import builtins
-import contextlib
 import logging
-from collections.abc import Sequence
+import math
+import random
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import tenacity
 from sqlalchemy import case, select, tuple_, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ._records import DIED, _Claim
+from ._batch import Batched
+from ._records import DIED, InboxError, _Claim
 from ._schema import DEAD, DONE, EVENTS, PENDING, database_now
 
 if TYPE_CHECKING:
     from .._sql import Database
 
-__all__ = ["ClaimStatements"]
+__all__ = ["ClaimStore", "Outages", "backoff"]
 
 logger: logging.Logger = logging.getLogger("payroll_async.inbox")  # escaped: see _inbox
 
 
-class ClaimStatements:
-    """A worker's statements of an [`Inbox`][payroll_async.inbox.Inbox] (its base class)."""
+def backoff(attempt: int, first: float, longest: float) -> float:
+    """Seconds to wait after failed attempt ``attempt`` (1, 2, ...): ``first`` doubling
+    with each attempt, plus up to ``first`` of random jitter, at most ``longest`` (the
+    rule of tenacity's ``wait_exponential_jitter``, in a few lines of our own)."""
+    try:
+        exponential = first * 2.0 ** (attempt - 1)
+    except OverflowError:  # an attempt past a thousand: the longest wait
+        exponential = math.inf
+    return max(0.0, min(exponential + random.uniform(0.0, first), longest))
 
-    if TYPE_CHECKING:
-        _db: Database
-        _lease: float
-        _wait: tenacity.wait.wait_base
 
-        def _errors(self, doing: str) -> contextlib.AbstractContextManager[None]: ...
+class Outages:
+    """Whether the inbox's database is down: logged once when it goes (an ERROR with the
+    reason), once when it is back; the receiver's accepts and the workers share it."""
 
-        def _begin(self) -> contextlib.AbstractAsyncContextManager[AsyncConnection]: ...
+    def __init__(self) -> None:
+        self.down = False
 
-        async def _ensure(self) -> None: ...
+    def failed(self, exc: InboxError) -> None:
+        if not self.down:
+            self.down = True
+            logger.error(
+                "the inbox cannot be used (%s): notifications are answered 503 and "
+                "workers wait until it can",
+                exc,
+            )
 
-    async def _claim(self, n: int, max_attempts: int, *, idle: bool) -> builtins.list[_Claim]:
+    def reached(self) -> None:
+        if self.down:
+            self.down = False
+            logger.warning("the inbox can be used again")
+
+
+class ClaimStore:
+    """A worker's statements of an [`Inbox`][payroll_async.inbox.Inbox] (its ``Claims``)."""
+
+    def __init__(
+        self,
+        database: Database,
+        *,
+        lease: float,
+        poll_interval: float,
+        backoff: float,
+        backoff_max: float,
+        ensure: Callable[[], Awaitable[None]],
+        outages: Outages,
+    ) -> None:
+        self.lease = lease
+        """Seconds a claim holds, on the database's clock."""
+        self.poll_interval = poll_interval
+        """Seconds an idle worker waits before it looks for due events again."""
+        self._db = database
+        self._backoff = (backoff, backoff_max)
+        self._ensure = ensure
+        self._outages = outages
+        self.done: Batched[_Claim, bool] = Batched(self._mark_done)
+        """``await done(claim)``: the event handled (with the others done, batched);
+        whether the claim still held."""
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The database's secrets (its password), kept out of what a worker stores."""
+        return self._db.secrets
+
+    def outage(self, exc: InboxError) -> None:
+        """The database failed: logged once an outage."""
+        self._outages.failed(exc)
+
+    def reached(self) -> None:
+        """The database answered."""
+        self._outages.reached()
+
+    async def claim(self, n: int, max_attempts: int, *, idle: bool) -> builtins.list[_Claim]:
         """Claim up to ``n`` due events; first, the due events already claimed
         ``max_attempts`` times (their last worker died) become dead.
 
@@ -60,7 +120,12 @@ class ClaimStatements:
             update(EVENTS)
             .where(EVENTS.c.event_id.in_(spent.scalar_subquery()))
             .values(
-                status=DEAD, handled_at=now, next_attempt_at=None, claimed_at=None, last_error=died
+                status=DEAD,
+                handled_at=now,
+                next_attempt_at=None,
+                claimed_at=None,
+                last_error=died,
+                claims=EVENTS.c.claims + 1,  # the fence moves: the dead claim's writes fail
             )
             .returning(EVENTS.c.event_id, EVENTS.c.attempts, EVENTS.c.last_error)
         )
@@ -85,15 +150,15 @@ class ClaimStatements:
                     attempts=EVENTS.c.attempts + 1,
                     claims=EVENTS.c.claims + 1,
                     claimed_at=now,
-                    next_attempt_at=database_now(self._lease),
+                    next_attempt_at=database_now(self.lease),
                     last_error=died,
                 )
                 .returning(EVENTS.c.event_id, EVENTS.c.body, EVENTS.c.attempts, EVENTS.c.claims)
             )
 
         rows: Sequence[Any] = ()
-        with self._errors("claiming events"):
-            async with self._begin() as connection:
+        with self._db.errors("claiming events"):
+            async with self._db.engine.begin() as connection:
                 buried = (await connection.execute(burying)).all()
                 if idle:
                     rows = (await connection.execute(claiming(True, 1))).all()
@@ -115,8 +180,8 @@ class ClaimStatements:
             )
             .values(**values)
         )
-        with self._errors(f"updating event {claim.event_id}"):
-            async with self._begin() as connection:
+        with self._db.errors(f"updating event {claim.event_id}"):
+            async with self._db.engine.begin() as connection:
                 return (await connection.execute(statement)).rowcount == 1
 
     async def _mark_done(self, claims: builtins.list[_Claim]) -> builtins.list[bool]:
@@ -138,20 +203,22 @@ class ClaimStatements:
             )
             .returning(EVENTS.c.event_id)
         )
-        with self._errors(f"marking {len(claims)} event{'s' if len(claims) > 1 else ''} done"):
-            async with self._begin() as connection:
+        with self._db.errors(f"marking {len(claims)} event{'s' if len(claims) > 1 else ''} done"):
+            async with self._db.engine.begin() as connection:
                 written = {event_id for (event_id,) in await connection.execute(statement)}
         return [claim.event_id in written for claim in claims]
 
-    async def _ping(self) -> None:
-        with self._errors("reaching the inbox"):
-            async with self._begin() as connection:
+    async def ping(self) -> None:
+        """Whether the database answers (raises ``InboxError`` if it does not)."""
+        with self._db.errors("reaching the inbox"):
+            async with self._db.engine.begin() as connection:
                 await connection.execute(select(1))
 
-    async def _renew(self, claim: _Claim) -> bool:
-        return await self._fenced(claim, next_attempt_at=database_now(self._lease))
+    async def renew(self, claim: _Claim) -> bool:
+        """Move the claim's lease on; whether the claim still held."""
+        return await self._fenced(claim, next_attempt_at=database_now(self.lease))
 
-    async def _failed(self, claim: _Claim, error: str, *, final: bool) -> bool:
+    async def failed(self, claim: _Claim, error: str, *, final: bool) -> bool:
         """The claim's attempt failed with ``error``: dead if ``final``, else due again
         after the backoff of its attempt. Whether the claim still held."""
         if final:
@@ -163,11 +230,9 @@ class ClaimStatements:
                 claimed_at=None,
                 last_error=error,
             )
-        state = tenacity.RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
-        state.attempt_number = claim.attempts
         return await self._fenced(
             claim,
-            next_attempt_at=database_now(self._wait(state)),
+            next_attempt_at=database_now(backoff(claim.attempts, *self._backoff)),
             claimed_at=None,
             last_error=error,
         )

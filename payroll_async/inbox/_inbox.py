@@ -18,24 +18,23 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import inspect
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import tenacity
 from sqlalchemy import bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._exceptions import InvalidArgumentError
+from .._core._unconfigured import shown_unconfigured
 from .._core._validation import check_concurrency, check_seconds
 from .._core._visible import EscapingFilter
 from .._sql import Database, ErrorKinds, compiled, converter, open_database, row_converter
 from ..models import WebhookEvent
 from ._batch import Batched, Failed
-from ._claims import ClaimStatements
+from ._claims import ClaimStore, Outages
 from ._operations import InboxOperations
 from ._records import (
     InboxEntry,
@@ -54,6 +53,9 @@ __all__ = ["Inbox", "InboxEntry", "InboxError", "InboxStats", "InboxURLError"]
 
 logger: logging.Logger = logging.getLogger("payroll_async.inbox")
 logger.addFilter(EscapingFilter())  # event ids and handlers' errors are outside text
+# A failed handler's WARNING (its error scrubbed, as stored) and an outage's ERROR are
+# seen without logging configured, as the receiver's refusals are.
+shown_unconfigured(logger)
 
 _SCHEMA_LOCK = 0x7061_7972_6F6C_6C01  # the PostgreSQL lock of the inbox's table creation
 _LONGEST = 365 * 86400.0  # seconds of a lease or a backoff
@@ -98,16 +100,7 @@ def _refused_for_its_values(exc: BaseException) -> bool:
     return isinstance(exc, StatementError)
 
 
-# The first wait of tenacity's exponential backoff: `multiplier` in newer tenacity (which
-# warns for the old name), `initial` in 8.2, the floor. The same number either way.
-_FIRST_WAIT = (
-    "multiplier"
-    if "multiplier" in inspect.signature(tenacity.wait_exponential_jitter).parameters
-    else "initial"
-)
-
-
-class Inbox(InboxOperations, ClaimStatements):
+class Inbox(InboxOperations):
     """A durable inbox of verified notifications: SQLite by default, PostgreSQL for a fleet.
 
     ```pycon
@@ -130,7 +123,10 @@ class Inbox(InboxOperations, ClaimStatements):
     seconds an idle worker waits before looking for due events again.
     """
 
-    _logs_its_failures = True  # EventRouter adds no line of its own to an outage's ERROR
+    logs_its_failures: ClassVar[bool] = True
+    """The inbox logs its own failures (an outage once, with its reason): an
+    [`EventRouter`][payroll_async.events.EventRouter] adds no line of its own (see
+    [`InboxLike`][payroll_async.events.InboxLike])."""
 
     def __init__(
         self,
@@ -143,22 +139,29 @@ class Inbox(InboxOperations, ClaimStatements):
     ) -> None:
         if not isinstance(url, str):
             raise InboxURLError(f"the inbox URL must be a str, got {type(url).__name__}")
-        self._lease = check_seconds(lease, "lease")
-        self._poll = check_seconds(poll_interval, "poll_interval")
+        lease = check_seconds(lease, "lease")
+        poll_interval = check_seconds(poll_interval, "poll_interval")
         backoff = check_seconds(backoff, "backoff")
         backoff_max = check_seconds(backoff_max, "backoff_max")
         if backoff_max < backoff:
             raise InvalidArgumentError("backoff_max must be at least backoff")
-        for name, seconds in (("lease", self._lease), ("backoff_max", backoff_max)):
+        for name, seconds in (("lease", lease), ("backoff_max", backoff_max)):
             if seconds > _LONGEST:  # a time the databases' dates can hold
                 raise InvalidArgumentError(
                     f"{name} must be at most {_LONGEST:,.0f} seconds (a year), got {seconds:g}"
                 )
-        # tenacity's own strategy, asked for the wait after attempt n (below, _failed)
-        self._wait = tenacity.wait_exponential_jitter(
-            **{_FIRST_WAIT: backoff}, max=backoff_max, jitter=backoff
-        )
         self._db: Database = open_database(url, _ERRORS)
+        self._outages = Outages()  # the database down: logged once, by accepts and workers
+        # what a worker asks of the table: it talks to this store, not to the Inbox
+        self._store = ClaimStore(
+            self._db,
+            lease=lease,
+            poll_interval=poll_interval,
+            backoff=backoff,
+            backoff_max=backoff_max,
+            ensure=self._ensure,
+            outages=self._outages,
+        )
         postgres = self._db.dialect == "postgresql"
         insert: Any = (postgresql.insert if postgres else sqlite.insert)(EVENTS)
         # when it came, and so when it is due, on the database's clock (not the receiver's)
@@ -183,7 +186,6 @@ class Inbox(InboxOperations, ClaimStatements):
         self._checks = {name: converter(EVENTS.c[name], self._db.dialect) for name in _SENDERS}
         # Notifications that arrive while one commit runs are stored by the next one.
         self._accepting = Batched(self._insert_rows)
-        self._done = Batched(self._mark_done)  # likewise the workers' events handled
         # One INSERT is its own transaction: on PostgreSQL in autocommit (one round trip
         # instead of three); SQLite's BEGIN IMMEDIATE is kept (_sql).
         self._writer = (
@@ -193,7 +195,6 @@ class Inbox(InboxOperations, ClaimStatements):
         )
         self._held: AsyncConnection | None = None  # the connection accepts are written on
         self._ready = False
-        self._down = False
 
     def __repr__(self) -> str:
         return f"Inbox({self._db.shown!r})"
@@ -322,9 +323,9 @@ class Inbox(InboxOperations, ClaimStatements):
                 if isinstance(error, _RowRefused):
                     logger.error("notification %s could not be stored: %s", event_id, error)
                 else:
-                    self._outage(error)
+                    self._outages.failed(error)
         except InboxError as exc:
-            self._outage(exc)  # logged once an outage; each sender is answered 503
+            self._outages.failed(exc)  # logged once an outage; each sender is answered 503
             raise
         answers: builtins.list[bool | Failed] = []
         for row in rows:
@@ -378,7 +379,7 @@ class Inbox(InboxOperations, ClaimStatements):
             if refused:
                 raise _RowRefused(str(exc)) from None
             raise
-        self._reached()
+        self._outages.reached()
         return stored
 
     async def run(
@@ -388,8 +389,10 @@ class Inbox(InboxOperations, ClaimStatements):
         concurrency: int = 8,
         max_attempts: int = 8,
         stop: asyncio.Event | None = None,
+        drain: bool = False,
     ) -> None:
-        """Work the inbox until ``stop`` is set (or the task is cancelled).
+        """Work the inbox until ``stop`` is set (or the task is cancelled); with
+        ``drain=True``, until no event is ready (as arq's ``burst=True``).
 
         Claims due events, up to ``concurrency`` at once, runs ``router``'s handlers
         (``router.dispatch``, within the router's ``handler_timeout``: past it they are
@@ -401,23 +404,16 @@ class Inbox(InboxOperations, ClaimStatements):
         database cannot be reached the worker logs it once and keeps trying. Any number
         of workers may run on one PostgreSQL database (or, on one machine, one SQLite
         file).
+
+        ``drain=True``: return as soon as no event is due and none is in hand (a cron
+        job, a test, a script that handles what came and ends). An event that failed and
+        waits for its backoff is not due: it is left for a later run.
         """
         check_concurrency(concurrency)
         _count("max_attempts", max_attempts)
         if stop is not None and not isinstance(stop, asyncio.Event):
             raise InvalidArgumentError(f"stop must be an asyncio.Event, got {stop!r}")
-        await _Worker(self, router, concurrency, max_attempts, stop or asyncio.Event()).run()
-
-    def _outage(self, exc: InboxError) -> None:
-        if not self._down:
-            self._down = True
-            logger.error(
-                "the inbox cannot be used (%s): notifications are answered 503 and "
-                "workers wait until it can",
-                exc,
-            )
-
-    def _reached(self) -> None:
-        if self._down:
-            self._down = False
-            logger.warning("the inbox can be used again")
+        if not isinstance(drain, bool):
+            raise InvalidArgumentError(f"drain must be True or False, got {drain!r}")
+        stop = stop or asyncio.Event()
+        await _Worker(self._store, router, concurrency, max_attempts, stop, drain).run()

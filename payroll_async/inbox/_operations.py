@@ -17,7 +17,6 @@ from ._records import (
     InboxEntry,
     InboxStats,
     _count,
-    _now,
 )
 from ._schema import DEAD, DONE, EVENTS, PENDING, STATUSES, database_now
 
@@ -25,6 +24,8 @@ if TYPE_CHECKING:
     from .._sql import Database
 
 __all__ = ["InboxOperations"]
+
+_OLDEST = datetime.timedelta(days=2000 * 365)  # older than any time the databases stamp
 
 
 class InboxOperations:
@@ -42,10 +43,18 @@ class InboxOperations:
     async def stats(self) -> InboxStats:
         """How many events are pending, retrying, done and dead; how old the oldest pending is."""
         await self._ensure()
+        # An attempt counts when it is claimed: a first attempt in flight has failed
+        # nothing yet. Failed at least once: a second attempt or later; a first one
+        # settled without success (its claim let go); a first one whose worker died
+        # (its lease ran out, on the database's clock, with no outcome written).
+        failed = (EVENTS.c.attempts > 1) | (
+            (EVENTS.c.attempts == 1)
+            & (EVENTS.c.claimed_at.is_(None) | (EVENTS.c.next_attempt_at <= database_now()))
+        )
         columns = (
             EVENTS.c.status,
             func.count(),
-            func.count().filter(EVENTS.c.attempts > 0),
+            func.count().filter(failed),
             func.min(EVENTS.c.received_at),
         )
         with self._errors("reading the inbox"):
@@ -103,7 +112,15 @@ class InboxOperations:
         statement = (
             update(EVENTS)
             .where(where, EVENTS.c.status != PENDING)
-            .values(status=PENDING, attempts=0, next_attempt_at=database_now(), handled_at=None)
+            .values(
+                status=PENDING,
+                attempts=0,
+                next_attempt_at=database_now(),
+                handled_at=None,
+                # the fence moves: a worker still holding an older claim (its loop frozen
+                # past its lease) cannot write its outcome over the replay
+                claims=EVENTS.c.claims + 1,
+            )
         )
         await self._ensure()
         with self._errors("retrying events"):
@@ -119,12 +136,13 @@ class InboxOperations:
         """
         if not isinstance(done_before, datetime.timedelta) or done_before < datetime.timedelta():
             raise InvalidArgumentError(f"done_before must be a timedelta >= 0, got {done_before!r}")
-        now = _now()
-        # An age beyond the calendar (timedelta(days=999999)): every done event is younger.
-        earliest = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
-        cutoff = now - done_before if done_before < now - earliest else earliest
-        statement = delete(EVENTS).where(EVENTS.c.status == DONE, EVENTS.c.handled_at < cutoff)
         await self._ensure()
+        if done_before > _OLDEST:
+            return 0  # an age beyond the calendar (timedelta.max): every event is younger
+        # The age on the database's clock, as handled_at was stamped: a purging machine
+        # whose clock is ahead must not take an event handled seconds ago for an old one.
+        cutoff = database_now(-done_before.total_seconds())
+        statement = delete(EVENTS).where(EVENTS.c.status == DONE, EVENTS.c.handled_at <= cutoff)
         with self._errors("purging the inbox"):
             async with self._begin() as connection:
                 return (await connection.execute(statement)).rowcount

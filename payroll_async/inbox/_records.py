@@ -11,8 +11,7 @@ from .._core._exceptions import InvalidArgumentError, PayrollError
 from .._core._secrets import scrub
 
 if TYPE_CHECKING:
-    from .._sql import Database
-    from ._batch import Batched
+    from collections.abc import Awaitable, Callable
 
 __all__ = ["Claims", "InboxEntry", "InboxError", "InboxStats", "InboxURLError"]
 
@@ -38,7 +37,8 @@ class InboxStats:
     pending: int
     """Events not handled yet (new, being handled, or waiting for a retry)."""
     retrying: int
-    """Of ``pending``, those whose handlers failed at least once (or whose worker died)."""
+    """Of ``pending``, those whose handlers failed at least once (or whose worker died);
+    an event on its first attempt, in a worker's hands, is not counted."""
     done: int
     """Events handled (until purged)."""
     dead: int
@@ -78,17 +78,14 @@ class _Claim:
     """Which attempt this is (since the event was received or last retried)."""
     claims: int
     """The fence: this claim's writes apply only while the row still has this number,
-    which only grows (``retry`` leaves it), so no later claim ever has it."""
+    which only grows (every claim, burial and ``retry`` moves it on), so no later claim,
+    burial or replay leaves it in place."""
     alone: bool = False
     """Its last worker died: it runs with no other event in this worker's hands."""
 
 
 DIED = "the worker died while handling it: its lease ran out with no outcome written"
 """The last error of an attempt whose worker left no outcome (a crash, a kill, a hang)."""
-
-
-def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
 
 
 def _count(name: str, value: object) -> int:
@@ -106,21 +103,29 @@ def _describe(exc: BaseException, secrets: tuple[str, ...]) -> str:
 
 
 class Claims(Protocol):
-    """What a worker asks of its inbox (``Inbox`` is one)."""
+    """What a worker asks of its inbox's store (``_claims.ClaimStore`` is one): public
+    members only, as procrastinate's worker asks its job manager."""
 
-    _db: Database
-    _done: Batched[_Claim, bool]
-    _lease: float
-    _poll: float
+    @property
+    def lease(self) -> float: ...
 
-    async def _claim(self, n: int, max_attempts: int, *, idle: bool) -> list[_Claim]: ...
+    @property
+    def poll_interval(self) -> float: ...
 
-    async def _failed(self, claim: _Claim, error: str, *, final: bool) -> bool: ...
+    @property
+    def secrets(self) -> tuple[str, ...]: ...
 
-    async def _ping(self) -> None: ...
+    @property
+    def done(self) -> Callable[[_Claim], Awaitable[bool]]: ...
 
-    async def _renew(self, claim: _Claim) -> bool: ...
+    async def claim(self, n: int, max_attempts: int, *, idle: bool) -> list[_Claim]: ...
 
-    def _outage(self, exc: InboxError) -> None: ...
+    async def failed(self, claim: _Claim, error: str, *, final: bool) -> bool: ...
 
-    def _reached(self) -> None: ...
+    async def ping(self) -> None: ...
+
+    async def renew(self, claim: _Claim) -> bool: ...
+
+    def outage(self, exc: InboxError) -> None: ...
+
+    def reached(self) -> None: ...

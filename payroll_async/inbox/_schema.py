@@ -4,7 +4,8 @@ The lease of a claim is ``next_attempt_at``: a worker that claims an event moves
 ahead (and counts the attempt), so no other worker sees it as due while the handlers run;
 a worker that dies leaves it to come due again when the lease ends. Every time is the
 database's (``database_now``), never a worker's: no machine's clock decides when a lease
-ends. ``claims`` is the claim's fence: it only grows (``retry`` leaves it), and a worker
+ends. ``claims`` is the claim's fence: it only grows (every claim, every burial of a dead event
+and every ``retry`` moves it on), and a worker
 writes the outcome only while the row still has the number it claimed, so a worker whose
 lease ran out cannot overwrite the outcome of any later claim. ``claimed_at`` is set while
 a claim has no outcome written: a due event that still has it was left by a worker that died.
@@ -15,9 +16,7 @@ transaction (``inbox_schema`` holds the version, as ``mirror_schema`` does the m
 
 from __future__ import annotations
 
-import datetime
 import logging
-from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -34,12 +33,9 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateColumn
-from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.expression import FunctionElement
 
-from .._sql import UTCDateTime, version_table
+from .._sql import UTCDateTime, database_now, version_table
 
 __all__ = [
     "DEAD",
@@ -91,39 +87,6 @@ EVENTS = Table(
 
 SCHEMA = version_table("inbox_schema", METADATA)
 """One row per schema version installed; the highest is the database's."""
-
-
-class database_now(FunctionElement[datetime.datetime]):
-    """SQL: the database's time, ``seconds`` ahead: ``statement_timestamp()`` in PostgreSQL
-    (one time per statement, and an index can use it, unlike ``clock_timestamp()``),
-    ``'now'`` in SQLite (one time per statement too), in the form ``UTCDateTime`` stores."""
-
-    type = UTCDateTime()
-    inherit_cache = True
-    name = "database_now"
-
-    def __init__(self, seconds: Any = None) -> None:
-        super().__init__(*(() if seconds is None else (seconds,)))
-
-
-# SQLite keeps a UTCDateTime as text with six digits of fraction; 'now' has three.
-_SQLITE_FORM = "%Y-%m-%d %H:%M:%f000"
-
-
-@compiles(database_now, "postgresql")
-def _now_postgresql(element: database_now, compiler: SQLCompiler, **kw: Any) -> str:
-    if not element.clauses.clauses:
-        return "statement_timestamp()"
-    seconds = compiler.process(element.clauses, **kw)
-    return f"(statement_timestamp() + make_interval(secs => CAST({seconds} AS DOUBLE PRECISION)))"
-
-
-@compiles(database_now, "sqlite")
-def _now_sqlite(element: database_now, compiler: SQLCompiler, **kw: Any) -> str:
-    if not element.clauses.clauses:
-        return f"strftime('{_SQLITE_FORM}', 'now')"
-    seconds = compiler.process(element.clauses, **kw)
-    return f"strftime('{_SQLITE_FORM}', 'now', ({seconds}) || ' seconds')"
 
 
 def install(conn: Connection) -> int | None:

@@ -6,16 +6,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .._core._clock import abandoning
 from .._core._converter import from_dict
 from .._core._json import loads
 from ..models import WebhookEvent
 
 if TYPE_CHECKING:
-    from ..events import EventRouter
+    from ..events import EventHandler, EventRouter
 
 from ._records import Claims, InboxError, _Claim, _describe
 
@@ -25,17 +27,45 @@ logger: logging.Logger = logging.getLogger("payroll_async.inbox")
 
 _RETRY = 0.05  # seconds between tries of a write about a claimed event, database down
 _GRACE = 1.0  # seconds a worker waits after an outage before it claims again
+_HANDLER_GRACE = 1.0  # seconds cancelled handlers have to end before they are abandoned
+
+
+async def _outcome(handlers: Awaitable[None]) -> BaseException | None:
+    """What the handlers raised (a cancellation of their own included), or None."""
+    try:
+        await handlers
+    except (Exception, asyncio.CancelledError) as exc:
+        return exc
+    return None
+
+
+def _running_handler(task: asyncio.Task[Any], handlers: list[EventHandler]) -> str:
+    """The handler ``task`` is in (followed down the coroutines each awaits), by name; all
+    of ``handlers`` if none of them is found there."""
+    codes = {getattr(h, "__code__", None): h for h in handlers}
+    found = None
+    awaited: object = task.get_coro()
+    while awaited is not None:
+        code = getattr(awaited, "cr_code", None)
+        if code is not None and code in codes:
+            found = codes[code]
+        awaited = getattr(awaited, "cr_await", None)
+    named = [found] if found is not None else handlers
+    return ", ".join(f"{h.__module__}.{h.__qualname__}" for h in named) or "(none)"
 
 
 @attrs.define(eq=False)
 class _Worker:
     """One ``Inbox.run``: a loop that claims what it has room for, and a task per event."""
 
-    _inbox: Claims
+    _store: Claims
+    """The inbox's store, through its public members only."""
     _router: EventRouter
     _concurrency: int
     _max_attempts: int
     _stop: asyncio.Event
+    _drain: bool = False
+    """Return once no event is ready (nothing claimed, nothing in hand)."""
     _running: set[asyncio.Task[None]] = attrs.field(init=False, factory=set)
     _alone: asyncio.Task[None] | None = attrs.field(init=False, default=None)
     """An event whose last worker died."""
@@ -52,14 +82,16 @@ class _Worker:
                     unreachable = not await self._back_after_outage()
                 if room > 0 and not unreachable:
                     try:
-                        claimed = await self._inbox._claim(
+                        claimed = await self._store.claim(
                             room, self._max_attempts, idle=not self._running
                         )
                     except InboxError as exc:
-                        self._inbox._outage(exc)
+                        self._store.outage(exc)
                         unreachable = True
                     else:
-                        self._inbox._reached()
+                        self._store.reached()
+                if self._drain and room > 0 and not (unreachable or claimed or self._running):
+                    break  # drained: nothing ready, nothing in hand
                 for claim in claimed:
                     task = asyncio.ensure_future(self._handle(claim))
                     self._running.add(task)
@@ -70,7 +102,7 @@ class _Worker:
                     continue  # a backlog: claim again as soon as there is room
                 self._wake.clear()
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self._inbox._poll)
+                    await asyncio.wait_for(self._wake.wait(), self._store.poll_interval)
             if self._running:
                 await asyncio.wait(self._running)
         finally:
@@ -89,7 +121,7 @@ class _Worker:
         events claimed again and run twice.
         """
         try:
-            await self._inbox._ping()
+            await self._store.ping()
         except InboxError:
             return False
         await asyncio.sleep(_GRACE)
@@ -119,7 +151,7 @@ class _Worker:
                 error = f"the stored body cannot be read: {exc}"
                 final = True
             else:
-                error = await self._run_handlers(event)
+                error = await self._run_handlers(claim, event)
                 if error is not None:
                     logger.warning(
                         "a handler of event %s failed (attempt %d of %d%s): %s",
@@ -135,44 +167,51 @@ class _Worker:
             await asyncio.wait([renewal])
         await self._settle(claim, error, final=final)
 
-    async def _run_handlers(self, event: WebhookEvent) -> str | None:
+    async def _run_handlers(self, claim: _Claim, event: WebhookEvent) -> str | None:
         """Run the router's handlers within its ``handler_timeout``: their error, or None.
 
         In a task of their own, so that a handler's own ``TimeoutError`` is its error and
-        not taken for the timeout's; past the timeout they are cancelled and the slot is
-        free again.
+        not taken for the timeout's. Past the timeout they are cancelled; a handler that
+        does not end within ``_HANDLER_GRACE`` of it (one that swallows its cancellation)
+        is abandoned (``_core._clock.abandoning``): the attempt failed all the same, and
+        the slot takes the next event.
         """
         timeout = self._router.handler_timeout
-        handlers = asyncio.ensure_future(self._router.dispatch(event))
+        handlers = asyncio.ensure_future(_outcome(self._router.dispatch(event)))
         try:
-            await asyncio.wait([handlers], timeout=timeout)
-        finally:
-            late = not handlers.done()  # past the timeout, or this worker cancelled
-            if late:
-                handlers.cancel()
-                await asyncio.wait([handlers])
-                if not handlers.cancelled():
-                    handlers.exception()  # what it raised while cancelled: retrieved
-        if late:
+            raised = await abandoning(handlers, timeout, grace=_HANDLER_GRACE)
+        except TimeoutError:
+            if handlers.done():
+                return (
+                    f"TimeoutError: the handlers took longer than handler_timeout ({timeout:g} s) "
+                    "and were cancelled"
+                )
+            logger.error(
+                "event %s: handler %s ignored its cancellation past handler_timeout (%g s) "
+                "and %g s more: abandoned, still running; the attempt counts as failed and "
+                "its slot takes the next event",
+                claim.event_id,
+                _running_handler(handlers, self._router.handlers_for(event.event_type)),
+                timeout,
+                _HANDLER_GRACE,
+            )
             return (
                 f"TimeoutError: the handlers took longer than handler_timeout ({timeout:g} s) "
-                "and were cancelled"
+                "and did not end when cancelled: abandoned"
             )
-        try:
-            handlers.result()
-        except asyncio.CancelledError:
+        if isinstance(raised, asyncio.CancelledError):
             return "CancelledError: a handler was cancelled"
-        except Exception as exc:
-            return _describe(exc, self._inbox._db.secrets)
+        if raised is not None:
+            return _describe(raised, self._store.secrets)
         return None
 
     async def _renew_while_running(self, claim: _Claim) -> None:
-        pause = self._inbox._lease / 3
+        pause = self._store.lease / 3
         while True:
             await asyncio.sleep(pause)
-            pause = self._inbox._lease / 3
+            pause = self._store.lease / 3
             try:
-                if not await self._inbox._renew(claim):
+                if not await self._store.renew(claim):
                     logger.error(
                         "event %s: the claim was lost (its lease ran out); another worker "
                         "may run it too",
@@ -180,23 +219,23 @@ class _Worker:
                     )
                     return
             except InboxError as exc:
-                self._inbox._outage(exc)
+                self._store.outage(exc)
                 pause = _RETRY  # renewed as soon as the database is back
 
     async def _settle(self, claim: _Claim, error: str | None, *, final: bool) -> None:
         """Write the outcome; while the database is down, try again every ``_RETRY``."""
         # Written as soon as the database answers (the write is fenced, so it is safe even
         # after the lease ended); given up only after ten leases without a database.
-        deadline = asyncio.get_running_loop().time() + 10 * self._inbox._lease
+        deadline = asyncio.get_running_loop().time() + 10 * self._store.lease
         while True:
             try:
                 written = await (
-                    self._inbox._done(claim)  # with the others done (batched)
+                    self._store.done(claim)  # with the others done (batched)
                     if error is None
-                    else self._inbox._failed(claim, error, final=final)
+                    else self._store.failed(claim, error, final=final)
                 )
             except InboxError as exc:
-                self._inbox._outage(exc)
+                self._store.outage(exc)
                 if asyncio.get_running_loop().time() > deadline:
                     logger.error(
                         "event %s: its outcome could not be written (no database for ten "
@@ -206,7 +245,7 @@ class _Worker:
                     return
                 await asyncio.sleep(_RETRY)
                 continue
-            self._inbox._reached()
+            self._store.reached()
             if not written:
                 logger.error(
                     "event %s: the claim was lost before its outcome was written (its lease "

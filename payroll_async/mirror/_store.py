@@ -30,7 +30,7 @@ import msgspec
 from sqlalchemy import ColumnElement, Text, cast, func, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncTransaction
 
-from .._sql import ItemId, UTCDateTime
+from .._sql import ItemId, UTCDateTime, database_now
 from ._change import Change
 from ._page_sql import PageSQL, PostgresPageSQL, Statements
 from ._schema import CHANGES, RUNS, MirrorTable
@@ -109,6 +109,7 @@ class Store:
         self._open: AsyncTransaction | None = None  # the transaction not committed yet
         self._inflight: asyncio.Future[None] | None = None  # the last write's statements
         self._opened = 0.0
+        self._anchor = (datetime.datetime.now(datetime.timezone.utc), time.monotonic())
         self._pending: list[Change] = []  # its changes
         self._committing: list[Change] | None = None  # a commit in flight: its changes
         self.untold: collections.deque[Change] = collections.deque()
@@ -146,6 +147,10 @@ class Store:
 
     async def start(self, started_at: datetime.datetime) -> None:
         await self._sql.attach(self._conn)
+        # The changes' times are the database's, as the inbox's are: read once, then
+        # moved on by this process's monotonic clock (no machine's wall clock in them).
+        at = await self._conn.scalar(select(database_now()))
+        self._anchor = (at or datetime.datetime.now(datetime.timezone.utc), time.monotonic())
         self.known, self.live_at_start = await self._sql.live_digests(self._conn)
         row = {"run_id": self.run_id, "collection": self._collection, "started_at": started_at}
         counts = dict.fromkeys(("items", "inserted", "updated", "deleted"), 0)
@@ -162,7 +167,7 @@ class Store:
             return  # nothing to write
         # The pages' statements, run while the walk goes on (after the last write's).
         sql, page_sql = self._sql, self._page
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = self._database_now()
         scope = None if self.scope is None else str(self.scope)
         keys = [key for page in pages for key in page.ids]
         if self._suspects is not None:  # a later pass: the suspects it saw are not
@@ -229,6 +234,11 @@ class Store:
         self._pending_rows += len(last)
         if self._due():
             self._start_commit()
+
+    def _database_now(self) -> datetime.datetime:
+        """The database's time now (``start`` read it), for the changes' stamps."""
+        at, then = self._anchor
+        return at + datetime.timedelta(seconds=time.monotonic() - then)
 
     async def _begin(self) -> None:
         await self._settle()  # a commit in flight
@@ -333,7 +343,7 @@ class Store:
         """One batch: each row's change (its ``mirror_item`` as ``before``), then the rows
         marked deleted, committed with the run's progress."""
         key, conn = self._key, self._conn
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = self._database_now()
         live = key.in_(ids) & self._live
         sent = (literal(self.run_id, ItemId()), literal(self._collection), key)
         recorded = select(*sent, literal("deleted"), literal(now, UTCDateTime()))

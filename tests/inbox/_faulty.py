@@ -7,7 +7,8 @@ until stdin closes (then finishes the events in hand and exits). Its handler pri
 ``{"started": ID}`` and, by the event id's start:
 
 - ``crash``: ends the process at once (``os._exit(3)``), as the OOM killer or a segfault;
-- ``freeze``: blocks the event loop (no await) until the file THAW exists;
+- ``freeze``: blocks the event loop (no await) until the file THAW exists; ``freeze-stop``
+  then stops the worker before the handler returns (its last write is that outcome);
 - anything else: prints ``{"handled": ID}``.
 
 SKEW: seconds this process's clock is off (``datetime.datetime.now`` and ``time.time``),
@@ -59,6 +60,7 @@ async def main(url: str, lease: float, max_attempts: int, thaw: Path, skew: floa
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     router = EventRouter(insecure=True)
+    stop = asyncio.Event()
 
     @router.on()
     async def handle(event: WebhookEvent) -> None:
@@ -70,6 +72,8 @@ async def main(url: str, lease: float, max_attempts: int, thaw: Path, skew: floa
             # the loop frozen on purpose: no renewal, no timer runs until THAW exists
             while not thaw.exists():  # noqa: ASYNC240
                 time.sleep(0.01)  # noqa: ASYNC251
+            if event_id.startswith("freeze-stop"):
+                stop.set()  # before the loop runs again: it claims nothing more
         say(handled=event_id)
 
     options = {"lease": lease, "backoff": 0.05, "backoff_max": 0.1, "poll_interval": 0.02}
@@ -84,7 +88,6 @@ async def main(url: str, lease: float, max_attempts: int, thaw: Path, skew: floa
             body, _ = notification("from-skewed")
             event = WebhookEvent("PAYROLL_PROCESSED", "from-skewed", None, json.loads(body)["data"])
             await inbox.accept(event, body)
-        stop = asyncio.Event()
         worker = asyncio.create_task(
             inbox.run(router, concurrency=2, max_attempts=max_attempts, stop=stop)
         )

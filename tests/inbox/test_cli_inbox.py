@@ -102,6 +102,23 @@ def test_run_handles_pending_events_and_prints_them(url: str) -> None:
     assert rows == [(0,)]
 
 
+def test_run_drain_handles_what_is_ready_and_stops(url: str) -> None:
+    assert invoke(None, "inbox", "retry", "--into", url, "evt-2").exit_code == 0
+    result = invoke(None, "inbox", "run", "--into", url, "--json", "--drain")
+    assert result.exit_code == 0, result.output
+    assert sorted(json.loads(line)["eventId"] for line in result.stdout.splitlines()) == [
+        "evt-2",
+        "evt-new",
+    ]
+    assert result.stderr.rstrip().endswith("Stopped after 2 events.")
+    again = invoke(None, "inbox", "run", "--into", url, "--drain")
+    assert again.exit_code == 0, again.output
+    assert again.stderr.rstrip().endswith("Stopped after 0 events.")
+    both = invoke(None, "inbox", "run", "--into", url, "--drain", "--insecure")
+    assert both.exit_code == 2
+    assert "--drain stops once no event is ready" in both.stderr
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -296,6 +296,24 @@ async def test_another_inbox_that_cannot_store_is_logged_by_the_router_once_by_t
     ]
 
 
+async def test_an_inbox_that_logs_its_own_failures_says_so_publicly(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Down:
+        logs_its_failures = True  # the InboxLike's public word: no line of the router's
+
+        async def accept(self, event: WebhookEvent, body: bytes) -> bool:
+            raise RuntimeError("down")
+
+    assert Inbox.logs_its_failures is True
+    url = await serve(EventRouter(secret=SECRET, inbox=Down()).app(path="/hooks")) + "/hooks"
+    async with aiohttp.ClientSession() as session:
+        body, headers = notification("evt-1")
+        async with session.post(url, data=body, headers=headers) as response:
+            assert response.status == 503
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
 async def test_a_failing_handler_is_retried_with_backoff_until_it_succeeds(
     open_inbox: Any, into: str
 ) -> None:
@@ -346,6 +364,75 @@ async def test_after_max_attempts_an_event_is_dead_with_its_last_error(
     assert all(entry.handled_at is not None for entry in dead)
 
 
+async def test_retrying_counts_failed_events_not_first_attempts_in_flight(
+    open_inbox: Any, into: str
+) -> None:
+    # the failed one waits; a lease no loaded machine outruns between renewals
+    inbox = open_inbox(backoff=600.0, backoff_max=600.0, lease=30.0)
+    router = EventRouter(insecure=True)
+    started: list[str] = []
+    release = asyncio.Event()
+
+    @router.on()
+    async def handle(event: WebhookEvent) -> None:
+        if event.event_id == "fails":
+            raise ConnectionError("downstream unavailable")
+        started.append(event.event_id or "")
+        await release.wait()
+
+    await fill(inbox, "fails")
+    stop = asyncio.Event()
+    worker = asyncio.create_task(inbox.run(router, concurrency=6, stop=stop))
+    try:
+
+        async def failed_once() -> bool:
+            return [e.last_error for e in await inbox.list()] == [
+                "ConnectionError: downstream unavailable"
+            ]
+
+        await until(failed_once)
+        await fill(inbox, *(f"busy-{n}" for n in range(5)))
+
+        async def in_flight() -> bool:
+            return len(started) == 5
+
+        await until(in_flight)
+        stats = await inbox.stats()
+        assert (stats.pending, stats.retrying) == (6, 1)  # five first attempts in flight
+        release.set()
+        await until(lambda: _stats_are(inbox, done=5, pending=1))
+        assert (await inbox.stats()).retrying == 1
+    finally:
+        release.set()
+        stop.set()
+        await worker
+
+
+async def _stats_are(inbox: Inbox, **expected: int) -> bool:
+    stats = await inbox.stats()
+    return all(getattr(stats, name) == n for name, n in expected.items())
+
+
+async def test_a_draining_worker_returns_once_no_event_is_ready(open_inbox: Any) -> None:
+    inbox = open_inbox(backoff=600.0, backoff_max=600.0)
+    router = EventRouter(insecure=True)
+    handled: list[str] = []
+
+    @router.on()
+    async def handle(event: WebhookEvent) -> None:
+        handled.append(event.event_id or "")
+        if event.event_id == "evt-bad":
+            raise RuntimeError("fails")
+
+    await fill(inbox, *(f"evt-{n}" for n in range(30)), "evt-bad")
+    await asyncio.wait_for(inbox.run(router, concurrency=4, drain=True), 60)
+    assert sorted(handled) == sorted([*(f"evt-{n}" for n in range(30)), "evt-bad"])
+    stats = await inbox.stats()
+    assert (stats.pending, stats.retrying, stats.done) == (1, 1, 30)  # the failed one waits
+    await asyncio.wait_for(inbox.run(router, drain=True), 60)  # nothing ready: at once
+    assert len(handled) == 31
+
+
 async def test_a_worker_that_dies_mid_handler_loses_its_claim_when_the_lease_ends(
     open_inbox: Any, into: str
 ) -> None:
@@ -366,6 +453,8 @@ async def test_a_worker_that_dies_mid_handler_loses_its_claim_when_the_lease_end
     dying.cancel()  # the worker is gone; its claim is not given back
     with pytest.raises(asyncio.CancelledError):
         await dying
+    # once its lease has run out with no outcome, the event counts as retrying
+    await until(lambda: _stats_are(second, pending=1, retrying=1))
     router = EventRouter(insecure=True)
     handled: list[float] = []
 
@@ -463,6 +552,36 @@ async def test_retry_replays_done_and_dead_events_and_purge_deletes_only_old_don
     stats = await inbox.stats()
     assert (stats.pending, stats.done, stats.dead) == (0, 0, 1)  # dead ones are kept
     assert await inbox.accept(*event("evt-1")) is True  # a purged id is forgotten
+
+
+def skewed(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """This process's wall clock ``seconds`` ahead (``datetime.datetime.now``, ``time.time``),
+    as a machine whose clock is wrong."""
+    shift = datetime.timedelta(seconds=seconds)
+    real, real_time = datetime.datetime, time.time
+
+    class Skewed(real):  # type: ignore[misc,valid-type]
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            return real.now(tz) + shift
+
+    monkeypatch.setattr(datetime, "datetime", Skewed)
+    monkeypatch.setattr(time, "time", lambda: real_time() + seconds)
+
+
+async def test_purge_compares_ages_on_the_databases_clock_not_the_callers(
+    open_inbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inbox = open_inbox()
+    await fill(inbox, "evt-1")
+    await work_until(inbox, EventRouter(insecure=True), lambda s: s.done == 1)
+    with monkeypatch.context() as patched:
+        skewed(patched, 2 * 3600.0)  # the purging machine is two hours ahead
+        assert await inbox.purge(datetime.timedelta(hours=1)) == 0  # handled seconds ago
+    assert (await inbox.stats()).done == 1
+    with monkeypatch.context() as patched:
+        skewed(patched, -2 * 3600.0)  # and one two hours behind still purges
+        assert await inbox.purge(datetime.timedelta(0)) == 1
 
 
 async def test_the_database_password_never_reaches_last_error(

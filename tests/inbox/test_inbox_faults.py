@@ -214,8 +214,41 @@ async def test_a_worker_frozen_past_its_lease_cannot_record_over_a_later_claim(
     assert await rows(into, "status", "attempts", "last_error") == [
         ("pending", 1, "RuntimeError: the replay failed")
     ]
-    assert await rows(into, "claims") == [(3,)]
+    assert await rows(into, "claims") == [(4,)]  # two claims, the replay, its claim
     assert "the claim was lost before its outcome was written" in err
+
+
+async def test_a_replay_after_a_burial_is_not_overwritten_by_the_frozen_worker(
+    into: str, tmp_path: Path, processes: list[Faulty], open_inbox: Any
+) -> None:
+    """The frozen worker holds the event's last allowed attempt: past its lease another
+    worker's claim buries it (dead), the operator replays it, and only then does the
+    frozen worker wake and try to write its outcome (and claims nothing more)."""
+    inbox = open_inbox()
+    await fill(inbox, "freeze-stop")
+    frozen = await Faulty.start(into, tmp_path, lease=0.5, max_attempts=1)
+    processes.append(frozen)
+    await frozen.until_printed(started="freeze-stop")  # its loop is frozen from here on
+    idle = EventRouter(insecure=True)
+    # another worker's claim finds the lease run out on the last attempt: dead
+    await work_until(inbox, idle, lambda s: s.dead == 1, max_attempts=1)
+    assert await inbox.retry("freeze-stop") == 1  # the replay: pending, attempts back to zero
+    (tmp_path / "thaw").touch()  # the frozen worker goes on, and reports its success
+    await frozen.until_printed(handled="freeze-stop")
+    code, err = await frozen.stop()
+    assert code == 0, err
+    assert "the claim was lost before its outcome was written" in err
+    # the stale outcome did not land on the replay: the replay is still to run
+    assert await rows(into, "status", "attempts", "handled_at") == [("pending", 0, None)]
+    ran: list[str] = []
+    replaying = EventRouter(insecure=True)
+
+    @replaying.on()
+    async def handle(event: WebhookEvent) -> None:
+        ran.append(event.event_id or "")
+
+    await work_until(inbox, replaying, lambda s: s.done == 1)
+    assert ran == ["freeze-stop"]
 
 
 async def test_a_worker_whose_clock_is_ahead_never_takes_an_event_in_hand(
@@ -312,6 +345,55 @@ async def test_a_hung_handler_is_cancelled_after_handler_timeout_and_frees_its_s
         "TimeoutError: the handlers took longer than handler_timeout (0.3 s) and were cancelled"
     )
     assert "handler_timeout" in caplog.text
+
+
+async def test_a_handler_that_ignores_cancellation_gives_its_slot_back_after_a_grace(
+    open_inbox: Any, into: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    released, ended = asyncio.Event(), asyncio.Event()
+    inbox = open_inbox(lease=0.6)  # renewed every 0.2 s while its handlers run
+    router = EventRouter(insecure=True, handler_timeout=0.2)
+    handled: list[str] = []
+
+    @router.on()
+    async def stubborn_handler(event: WebhookEvent) -> None:
+        if event.event_id == "stubborn":
+            while not released.is_set():  # it swallows its cancellation
+                with contextlib.suppress(asyncio.CancelledError):
+                    await released.wait()
+            ended.set()
+        handled.append(event.event_id or "")
+
+    await fill(inbox, "stubborn")
+    await fill(inbox, "next")
+    stop = asyncio.Event()
+    worker = asyncio.create_task(inbox.run(router, concurrency=1, max_attempts=1, stop=stop))
+    try:
+        with caplog.at_level(logging.WARNING, "payroll_async.inbox"):
+            await until(lambda: _done(inbox, 1), timeout=20)
+        assert handled == ["next"]  # the one slot was given back
+        assert not ended.is_set()  # while the stubborn handler still runs
+        ((status, last_error, next_attempt_at),) = await query(
+            into,
+            "SELECT status, last_error, next_attempt_at FROM inbox_events "
+            "WHERE event_id = 'stubborn'",
+        )
+        assert (status, next_attempt_at) == ("dead", None)  # failed; no renewal moved it
+        assert last_error == (
+            "TimeoutError: the handlers took longer than handler_timeout (0.2 s) and did not "
+            "end when cancelled: abandoned"
+        )
+        (error,) = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert error.startswith("event stubborn: handler tests.inbox.test_inbox_faults.")
+        assert (
+            "<locals>.stubborn_handler ignored its cancellation past handler_timeout (0.2 s) "
+            "and 1 s more: abandoned"
+        ) in error
+    finally:
+        stop.set()
+        released.set()
+        await worker
+        await asyncio.wait_for(ended.wait(), 10)
 
 
 async def test_no_secret_the_sdk_knows_is_stored_in_last_error_or_shown(
