@@ -20,7 +20,7 @@ from .._core._exceptions import (
     ServerError,
 )
 from .._core._json import loads
-from .._core._redact import REDACTED, redact, shown_url
+from .._core._redact import REDACTED, pattern, redact, shown_url
 
 __all__ = [
     "REQUEST_ID_HEADERS",
@@ -61,15 +61,33 @@ _DELTA_SECONDS = re.compile(r"[ \t]*([0-9]+(?:\.[0-9]+)?)[ \t]*\Z", re.ASCII)
 
 
 def excerpt(body: bytes, secret: str | None = None) -> str:
-    """The start of a body, as text, for an exception's message; ``secret`` redacted.
+    """The start of a body, as text, for an exception's message; ``secret`` redacted in
+    any spelling of a URL or a JSON encoder (``_redact``).
 
-    The secret is taken out of the whole body before it is cut, so that no prefix of it
-    survives at the cut.
+    The secret is taken out before the text is cut, so that no prefix of it survives at
+    the cut: the body is read as far as ``EXCERPT_CHARS`` of redacted text can reach (each
+    secret replaced is at most 12 characters a character, as a surrogate pair writes one).
     """
-    if secret:
-        body = body.replace(secret.encode(), REDACTED.encode())
-    text = body[:EXCERPT_CHARS].decode("utf-8", "replace")
-    return redact(text, secret) + ("..." if len(body) > EXCERPT_CHARS else "")
+    found = pattern((secret,))
+    if found is None:
+        text = body[: EXCERPT_CHARS * 4].decode("utf-8", "replace")
+        return text[:EXCERPT_CHARS] + (
+            "..." if len(text) > EXCERPT_CHARS or len(body) > EXCERPT_CHARS * 4 else ""
+        )
+    assert secret is not None
+    reach = EXCERPT_CHARS + (EXCERPT_CHARS // len(REDACTED) + 2) * 12 * len(secret)
+    text = body[: reach * 4].decode("utf-8", "replace")[:reach]
+    shown: list[str] = []
+    size = position = 0
+    for match in found.finditer(text):
+        if size + match.start() - position >= EXCERPT_CHARS:
+            break
+        shown += (text[position : match.start()], REDACTED)
+        size += match.start() - position + len(REDACTED)
+        position = match.end()
+    tail = text[position : position + max(EXCERPT_CHARS - size, 0)]
+    more = size > EXCERPT_CHARS or position + len(tail) < len(text) or len(body) > reach * 4
+    return "".join((*shown, tail))[:EXCERPT_CHARS] + ("..." if more else "")
 
 
 def too_large(
