@@ -20,7 +20,7 @@ from .._core._exceptions import (
     ServerError,
 )
 from .._core._json import loads
-from .._core._redact import REDACTED, pattern, redact, shown_url
+from .._core._redact import REDACTED, redact, shown_url
 
 __all__ = [
     "REQUEST_ID_HEADERS",
@@ -68,26 +68,12 @@ def excerpt(body: bytes, secret: str | None = None) -> str:
     the cut: the body is read as far as ``EXCERPT_CHARS`` of redacted text can reach (each
     secret replaced is at most 12 characters a character, as a surrogate pair writes one).
     """
-    found = pattern((secret,))
-    if found is None:
-        text = body[: EXCERPT_CHARS * 4].decode("utf-8", "replace")
-        return text[:EXCERPT_CHARS] + (
-            "..." if len(text) > EXCERPT_CHARS or len(body) > EXCERPT_CHARS * 4 else ""
-        )
-    assert secret is not None
-    reach = EXCERPT_CHARS + (EXCERPT_CHARS // len(REDACTED) + 2) * 12 * len(secret)
-    text = body[: reach * 4].decode("utf-8", "replace")[:reach]
-    shown: list[str] = []
-    size = position = 0
-    for match in found.finditer(text):
-        if size + match.start() - position >= EXCERPT_CHARS:
-            break
-        shown += (text[position : match.start()], REDACTED)
-        size += match.start() - position + len(REDACTED)
-        position = match.end()
-    tail = text[position : position + max(EXCERPT_CHARS - size, 0)]
-    more = size > EXCERPT_CHARS or position + len(tail) < len(text) or len(body) > reach * 4
-    return "".join((*shown, tail))[:EXCERPT_CHARS] + ("..." if more else "")
+    spelled = (EXCERPT_CHARS // len(REDACTED) + 2) * 12 * len(secret) if secret else 0
+    reach = EXCERPT_CHARS + spelled
+    window = body[: reach * 4].decode("utf-8", "replace")
+    cut = len(body) > reach * 4 or len(window) > reach
+    text = redact(window[:reach], secret)
+    return text[:EXCERPT_CHARS] + ("..." if cut or len(text) > EXCERPT_CHARS else "")
 
 
 def too_large(
