@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from .._core._lockfile import open_lock_file, try_lock
 from .._core._redact import redact
+from .._core._secrets import hold
 from ._errors import ErrorKinds, database_errors
 from ._url import URLRefused, read
 
@@ -256,4 +257,6 @@ def open_database(
         )
     if path is not None:
         _sqlite_setup(engine, pragmas)
-    return Database(engine=engine, shown=shown, secrets=secrets, path=path, kinds=kinds)
+    database = Database(engine=engine, shown=shown, secrets=secrets, path=path, kinds=kinds)
+    hold(database, *secrets)  # out of every text the SDK stores or shows, while it lives
+    return database
