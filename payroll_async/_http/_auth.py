@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from .._core._exceptions import APITimeoutError, InvalidArgumentError
-from .._core._secrets import remember
+from .._core._secrets import hold
 
 __all__ = ["Auth", "TokenProvider"]
 
@@ -80,12 +80,22 @@ class Auth:
     service rejected gets the refreshed one substituted, until it returns something new.
     """
 
-    __slots__ = ("_fresh", "_lock", "_provider", "_stale", "_token", "can_refresh", "static")
+    __slots__ = (
+        "__weakref__",
+        "_fresh",
+        "_given",
+        "_lock",
+        "_provider",
+        "_stale",
+        "_token",
+        "can_refresh",
+        "static",
+    )
 
     def __init__(self, token: str | TokenProvider) -> None:
         if isinstance(token, str):
             token = _check_token(token, "token")
-            remember(token)
+            hold(self, token)  # kept out of what the SDK stores or shows while it lives
             self._provider: TokenProvider = _StaticToken(token)
             self.can_refresh: bool = False
             self._token: str | None = token
@@ -100,6 +110,7 @@ class Auth:
                 f"token must be a string or a TokenProvider, not {type(token).__name__}"
             )
         self._lock = asyncio.Lock()
+        self._given: str | None = None  # the provider's latest token
         self._stale: str | None = None
         self._fresh: str | None = None
 
@@ -141,7 +152,11 @@ class Auth:
                 request_sent=False,
             )
         token = _check_token(token, f"the token provider {name}")
-        remember(token)  # kept out of what the SDK stores of a handler's error
+        if token != self._given:
+            # Its current and previous tokens are kept out of what the SDK stores or shows
+            # (a request may still be out with the previous one); older ones are let go.
+            hold(self, token, self._given or "")
+            self._given = token
         return token
 
     def __repr__(self) -> str:

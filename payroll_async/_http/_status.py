@@ -61,15 +61,19 @@ _DELTA_SECONDS = re.compile(r"[ \t]*([0-9]+(?:\.[0-9]+)?)[ \t]*\Z", re.ASCII)
 
 
 def excerpt(body: bytes, secret: str | None = None) -> str:
-    """The start of a body, as text, for an exception's message; ``secret`` redacted.
+    """The start of a body, as text, for an exception's message; ``secret`` redacted in
+    any spelling of a URL or a JSON encoder (``_redact``).
 
-    The secret is taken out of the whole body before it is cut, so that no prefix of it
-    survives at the cut.
+    The secret is taken out before the text is cut, so that no prefix of it survives at
+    the cut: the body is read as far as ``EXCERPT_CHARS`` of redacted text can reach (each
+    secret replaced is at most 12 characters a character, as a surrogate pair writes one).
     """
-    if secret:
-        body = body.replace(secret.encode(), REDACTED.encode())
-    text = body[:EXCERPT_CHARS].decode("utf-8", "replace")
-    return redact(text, secret) + ("..." if len(body) > EXCERPT_CHARS else "")
+    spelled = (EXCERPT_CHARS // len(REDACTED) + 2) * 12 * len(secret) if secret else 0
+    reach = EXCERPT_CHARS + spelled
+    window = body[: reach * 4].decode("utf-8", "replace")
+    cut = len(body) > reach * 4 or len(window) > reach
+    text = redact(window[:reach], secret)
+    return text[:EXCERPT_CHARS] + ("..." if cut or len(text) > EXCERPT_CHARS else "")
 
 
 def too_large(

@@ -11,7 +11,7 @@ from ._compiled import compiled
 from ._database import MIRROR_PRAGMAS, SQLITE_PRAGMAS, Database, open_database
 from ._errors import ErrorKinds, database_errors
 from ._types import ItemId, UTCDateTime, database_now, version_table
-from ._url import URLRefused, redact, shown_url
+from ._url import URLRefused, redact
 from ._values import Convert, column_converter, converter, has_upper, id_text, row_converter
 
 __all__ = [
@@ -33,6 +33,5 @@ __all__ = [
     "open_database",
     "redact",
     "row_converter",
-    "shown_url",
     "version_table",
 ]

@@ -28,8 +28,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from .._core._lockfile import open_lock_file, try_lock
 from .._core._redact import redact
+from .._core._secrets import hold
 from ._errors import ErrorKinds, database_errors
-from ._url import URLRefused, for_the_driver, parse, secrets_of, shown_url
+from ._url import URLRefused, read
 
 __all__ = ["MIRROR_PRAGMAS", "SQLITE_PRAGMAS", "Database", "open_database"]
 
@@ -241,19 +242,21 @@ def open_database(
     (a URL it cannot use: ``kinds.bad_url``, before any connection); ``pragmas``:
     SQLite's, set on each connection."""
     try:
-        parsed = parse(url)
-        secrets = secrets_of(parsed)
-        shown = shown_url(parsed.set(drivername=parsed.get_backend_name()))
-        parsed, arguments = for_the_driver(parsed)
+        target = read(url)
     except URLRefused as exc:
         raise kinds.bad_url(f"{kinds.argument}: {exc}") from None
+    engine_url, shown, secrets = target.engine_url, target.shown, target.secrets
     path: Path | None = None
-    if parsed.get_backend_name() == "sqlite":
-        path = Path(str(parsed.database)).expanduser().absolute()
+    if engine_url.get_backend_name() == "sqlite":
+        path = Path(str(engine_url.database)).expanduser().absolute()
         _create_private(path, kinds)
-        parsed = parsed.set(database=str(path))
+        engine_url = engine_url.set(database=str(path))
     with database_errors(kinds, secrets, f"cannot use {shown}"):
-        engine = create_async_engine(parsed, pool_pre_ping=False, connect_args=arguments)
+        engine = create_async_engine(
+            engine_url, pool_pre_ping=False, connect_args=dict(target.arguments)
+        )
     if path is not None:
         _sqlite_setup(engine, pragmas)
-    return Database(engine=engine, shown=shown, secrets=secrets, path=path, kinds=kinds)
+    database = Database(engine=engine, shown=shown, secrets=secrets, path=path, kinds=kinds)
+    hold(database, *secrets)  # out of every text the SDK stores or shows, while it lives
+    return database

@@ -13,6 +13,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from .._core._clock import SYSTEM_CLOCK, Clock, bounded
 from .._core._exceptions import InvalidArgumentError
+from .._core._secrets import ScrubbingFilter
 from .._core._visible import EscapingFilter
 from ..models import EVENT_TYPES, EventType, WebhookEvent
 from ._dedupe import Dedupe, Handling, LocalDedupe
@@ -41,6 +42,9 @@ logger: logging.Logger = logging.getLogger("payroll_async.events")
 # What a sender wrote (ids, types) is escaped in every record of this logger, so no log
 # line of the receiver carries a terminal escape sequence, whoever adds the next one.
 logger.addFilter(EscapingFilter())
+# Every secret held (the routers', the clients' tokens...) out of its records, tracebacks
+# included: a handler's failure is logged here when there is no inbox to store it.
+logger.addFilter(ScrubbingFilter())
 
 
 EventHandler = Callable[["WebhookEvent"], Awaitable[None]]

@@ -41,7 +41,7 @@ from aiohttp import web
 from .._core import _assumed
 from .._core._clock import bounded
 from .._core._exceptions import InvalidArgumentError, PayrollError
-from .._core._secrets import remember
+from .._core._secrets import hold, remember
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -197,8 +197,8 @@ def _raw_public(key: Ed25519PrivateKey) -> bytes:
 
 
 def secret_key(secret: str) -> bytes:
-    """The HMAC key of a ``whsec_<base64>`` secret (the prefix optional), remembered as a
-    secret; never in the error (it may be a real one with a typo)."""
+    """The HMAC key of a ``whsec_<base64>`` secret (the prefix optional); never in the
+    error (it may be a real one with a typo)."""
     if not isinstance(secret, str):
         raise InvalidArgumentError(
             f"a webhook secret is a 'whsec_...' string, not {type(secret).__name__}"
@@ -218,8 +218,16 @@ def secret_key(secret: str) -> bytes:
             f"bytes, as key generators make them (Standard Webhooks: 24 to 64); this one has "
             f"{len(key)}: copy the subscription's signing secret (the secret was not shown)"
         )
-    remember(secret, secret.removeprefix(_PREFIX), text)  # kept out of stored errors
     return key
+
+
+def _spellings(secret: object) -> tuple[str, ...]:
+    """A ``whsec_`` secret as a handler's error may quote it: whole, without its prefix,
+    without its padding."""
+    if not isinstance(secret, str):
+        return ()
+    bare = secret.removeprefix(_PREFIX)
+    return (secret, bare, bare.rstrip("="))
 
 
 def _mac(key: bytes, event_id: str, timestamp: str, body: bytes) -> bytes:
@@ -264,9 +272,14 @@ class Signer:
     kinds may be mixed in one list, so a move from one to the other has no gap.
     """
 
-    __slots__ = ("_keys", "_public", "tolerance")
+    __slots__ = ("__weakref__", "_keys", "_public", "tolerance")
 
-    def __init__(self, secrets: str | Sequence[str], tolerance: float) -> None:
+    def __init__(
+        self, secrets: str | Sequence[str], tolerance: float, *, held: bool = True
+    ) -> None:
+        """``held``: its ``whsec_`` secrets are kept out of what the SDK stores or shows
+        while the Signer lives (a router's); else for the life of the process (those
+        ``verify()`` and ``unwrap()`` are given at each call)."""
         listed = [secrets] if isinstance(secrets, str) else list(secrets)
         if not listed:
             raise InvalidArgumentError("secret= needs at least one 'whsec_...' or 'whpk_...' key")
@@ -288,6 +301,16 @@ class Signer:
         self._keys = tuple(keys)
         self._public = tuple(public)
         self.tolerance = tolerance
+        spelled = [
+            form
+            for secret in listed
+            if not (isinstance(secret, str) and secret.startswith(PUBLIC_PREFIX))  # public
+            for form in _spellings(secret)
+        ]
+        if held:
+            hold(self, *spelled)
+        else:
+            remember(*spelled)
 
     def __repr__(self) -> str:
         return (

@@ -109,7 +109,7 @@ def _verified(
 ) -> WebhookEvent:
     """``verify()`` and ``unwrap()``: the signature first; only then is the body read, and
     its ``eventId`` must be the signed ``webhook-id``."""
-    problem = Signer(secret, tolerance).check(headers, body, time.time())
+    problem = Signer(secret, tolerance, held=False).check(headers, body, time.time())
     if problem is not None:
         raise WebhookVerificationError(problem)
     event = _parse(body)

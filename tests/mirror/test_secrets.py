@@ -51,7 +51,7 @@ async def test_a_refused_connection(
         with pytest.raises(MirrorError) as info:
             await mirror(client, "webhooks", into=url)
     assert isinstance(info.value, PayrollError)
-    assert "postgresql://mirror:***@127.0.0.1:1/db" in str(info.value)
+    assert "postgresql://127.0.0.1:1/db:" in str(info.value)  # host, port, database only
     assert_clean(info.value, caplog)
 
 
@@ -116,7 +116,8 @@ async def test_a_password_in_the_query_is_in_no_message_log_chain_or_repr(
     database = open_database(url, MIRROR_ERRORS)
     try:
         assert_nowhere(SECRET, repr(database), str(database.engine.sync_engine))
-        assert "?password=***" in database.shown
+        assert database.shown.startswith(("postgresql://127.0.0.1:", "sqlite:///"))
+        assert "?" not in database.shown
     finally:
         await database.engine.dispose()
     async with PayrollClient(emu.base_url, emu.token) as client:
@@ -127,7 +128,8 @@ async def test_a_password_in_the_query_is_in_no_message_log_chain_or_repr(
             return
         with pytest.raises(MirrorError) as info:
             await mirror(client, "webhooks", into=url)
-    assert "?password=***" in str(info.value)
+    assert "postgresql://127.0.0.1:" in str(info.value)
+    assert "?password" not in str(info.value)
     text = "".join(traceback.format_exception(info.value)) + caplog.text
     for item in chain(info.value):
         text += str(item) + repr(item) + repr(item.args)
@@ -156,7 +158,8 @@ async def test_the_command_never_shows_a_password_of_the_query(
     out, err = await asyncio.wait_for(process.communicate(), 120)
     output = (out + err).decode()
     assert_nowhere(SECRET, output)
-    assert "?password=***" in output
+    assert "postgresql://127.0.0.1:" in output or "sqlite:///" in output
+    assert "?password" not in output
     if case in ("right", "sqlite"):
         assert process.returncode == 0, output
         assert "Mirrored 3 webhooks into " in output
@@ -165,13 +168,10 @@ async def test_the_command_never_shows_a_password_of_the_query(
         assert "error: cannot connect to " in output
 
 
-def test_every_credential_of_a_url_is_hidden_and_paths_are_kept() -> None:
+def test_a_url_is_shown_as_its_host_port_and_database_only() -> None:
     shown = open_database(
         "postgresql://me:S3CRET@db.internal/payroll"
         "?sslpassword=S3CRET&password=S3CRET&passfile=/home/me/.pgpass&ssl=require",
         MIRROR_ERRORS,
     ).shown
-    assert shown == (
-        "postgresql://me:***@db.internal/payroll"
-        "?sslpassword=***&password=***&passfile=/home/me/.pgpass&ssl=require"
-    )
+    assert shown == "postgresql://db.internal/payroll"  # host, port and database only
