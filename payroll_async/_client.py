@@ -299,10 +299,12 @@ class PayrollClient(GenericCalls):
         return f"<PayrollClient base_url={self.base_url!r} {self.state.value}>"
 
     def __del__(self) -> None:
-        transport = getattr(self, "_transport", None)
+        try:  # a client whose __init__ failed has neither
+            transport, parent = self._transport, self._parent
+        except AttributeError:
+            return
         if (
-            transport is not None
-            and getattr(self, "_parent", self) is None
+            parent is None
             and transport.must_close
             and transport.started
             and not transport.is_closed

@@ -64,7 +64,7 @@ WALK_PARAMS = frozenset({"offset", "limit"})
 _HEADER_NAME_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _HEADER_VALUE_BAD_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 # The slot itself: a subclass cannot override what it reads.
-_UUID_INT: Any = uuid.UUID.__dict__["int"]
+_UUID_INT: Any = vars(uuid.UUID)["int"]
 
 
 def check_id(value: IdLike, name: str) -> str:

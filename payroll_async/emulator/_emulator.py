@@ -276,8 +276,9 @@ class Emulator:
         self.base_url = f"{scheme}://{host_text}:{port}"
         return self.base_url
 
-    def _exposed(self) -> list[str]:
-        """The addresses it listens on beyond loopback (``0.0.0.0:8080``), once started."""
+    def exposed(self) -> list[str]:
+        """The addresses it listens on beyond loopback (``0.0.0.0:8080``, with what they
+        mean), once started: empty when only this machine can reach it."""
         every = {"0.0.0.0": " (every IPv4 address of this machine)", "::": " (every IPv6 address)"}
         return [
             (f"[{host}]:{port}" if ":" in host else f"{host}:{port}") + every.get(host, "")

@@ -174,7 +174,7 @@ async def serve(
             if churn_every is not None
             else None
         )
-        exposed = emulator._exposed()
+        exposed = emulator.exposed()
         if announce and exposed:
             # Say where it really listens, not the loopback URL it is called by from here.
             print(f"Payroll emulator listening on {', '.join(exposed)}", flush=True)

@@ -222,12 +222,13 @@ class RawView(Generic[ResourceT]):
     """
 
     def __init__(self, resource: ResourceT) -> None:
-        self._resource = resource
+        self.resource: ResourceT = resource
+        """The resource whose operations this view calls."""
 
     if not TYPE_CHECKING:  # a misspelt operation stays a type error
 
         def __getattr__(self, name: str) -> Any:
-            if not name.startswith("_") and callable(getattr(self._resource, name, None)):
+            if not name.startswith("_") and callable(getattr(self.resource, name, None)):
                 raise AttributeError(
                     f"{name!r} has no raw response: listings give each page's headers "
                     "through .pages() (Page.headers)"
@@ -250,7 +251,7 @@ class raw(Generic[R, P, T]):
     def __get__(
         self, view: RawView[R], owner: type[Any] | None = None
     ) -> Callable[P, Awaitable[RawResponse[T]]]:
-        resource = view._resource
+        resource = view.resource
         method = self._method
 
         async def call(*args: P.args, **kwargs: P.kwargs) -> RawResponse[T]:
