@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
-from sqlalchemy import BigInteger, Boolean, Dialect, Table, Text, text
+from sqlalchemy import JSON, BigInteger, Boolean, Dialect, Table, Text, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._converter import to_camel
@@ -30,7 +30,7 @@ from .._sql import ItemId, UTCDateTime, converter
 from ._schema import BOOKKEEPING, MirrorTable
 from ._seen import KnownDigests
 
-__all__ = ["PageSQL", "PostgresPageSQL", "Statements"]
+__all__ = ["PageSQL", "PostgresPageSQL", "Statements", "filled"]
 
 _STAGE_TABLE = "temp.mirror_page"
 CREATE_STAGE = (
@@ -66,6 +66,43 @@ def _any_timestamp(value: str) -> str:
     )
 
 
+def _sqlite_values(
+    mirrored: MirrorTable, scope_column: str | None, item: str
+) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """SQLite: each column's value from the item's JSON text in the column ``item`` (the
+    scope's: ``:scope``); as those, for an item whose text holds ``\\u0000``; the columns a
+    value may be left NULL in."""
+    path = {f: f"'$.{to_camel(f)}'" for f in mirrored.fields}
+    exprs: dict[str, str] = {}
+    nul_safe: dict[str, str] = {}
+    checked: list[str] = []  # columns a value may be left NULL in
+    for column in (mirrored.table.c[f] for f in mirrored.fields):
+        field = column.name
+        value = f"json_extract({item}, {path.get(field, 'NULL')})"
+        kind = column.type
+        if field == scope_column:
+            exprs[field] = ":scope"
+            continue
+        if isinstance(kind, ItemId):
+            exprs[field] = f"lower({value})"
+        elif isinstance(kind, UTCDateTime):
+            exprs[field] = _timestamp(value)
+            checked.append(field)
+        elif isinstance(kind, BigInteger):
+            exprs[field] = f"CASE WHEN typeof({value}) = 'integer' THEN {value} END"
+            checked.append(field)
+        elif isinstance(kind, (Text, Boolean, JSON)):  # (JSON: a list, as sent)
+            exprs[field] = value
+            if isinstance(kind, Text):
+                # A NUL character (``\u0000`` in the text sent) cuts SQLite's text short.
+                spared = f"json_extract(replace({item}, '\\u0000', '\\u0001'), {path[field]})"
+                nul_safe[field] = f"CASE WHEN {spared} IS {value} THEN {value} END"
+                checked.append(field)
+        else:  # pragma: no cover - a column type the schema does not use
+            raise AssertionError(f"no SQLite expression for {column!r}")
+    return exprs, nul_safe, checked
+
+
 class PageSQL:
     """The statements that write pages into one collection's table, in SQLite."""
 
@@ -93,33 +130,7 @@ class PageSQL:
             f"count(kind) FROM {_STAGE_TABLE}"
         )
         """The write's inserts, updates and rows to write (changes or not)."""
-        exprs: dict[str, str] = {}
-        nul_safe: dict[str, str] = {}
-        checked: list[str] = []  # columns a value may be left NULL in
-        for column in (table.c[f] for f in mirrored.fields):
-            field = column.name
-            value = f"json_extract(item, {path.get(field, 'NULL')})"
-            kind = column.type
-            if field == scope_column:
-                exprs[field] = ":scope"
-                continue
-            if isinstance(kind, ItemId):
-                exprs[field] = f"lower({value})"
-            elif isinstance(kind, UTCDateTime):
-                exprs[field] = _timestamp(value)
-                checked.append(field)
-            elif isinstance(kind, BigInteger):
-                exprs[field] = f"CASE WHEN typeof({value}) = 'integer' THEN {value} END"
-                checked.append(field)
-            elif isinstance(kind, (Text, Boolean)) or field == "webhook_event_types":
-                exprs[field] = value
-                if isinstance(kind, Text):
-                    # A NUL character (``\u0000`` in the text sent) cuts SQLite's text short.
-                    spared = f"json_extract(replace(item, '\\u0000', '\\u0001'), {path[field]})"
-                    nul_safe[field] = f"CASE WHEN {spared} IS {value} THEN {value} END"
-                    checked.append(field)
-            else:  # pragma: no cover - a column type the schema does not use
-                raise AssertionError(f"no SQLite expression for {column!r}")
+        exprs, nul_safe, checked = _sqlite_values(mirrored, scope_column, "item")
         columns = [*mirrored.fields, *BOOKKEEPING]
         names = ", ".join(f'"{c}"' for c in columns)
         kept = {mirrored.key, "mirror_first_seen_at"}
@@ -136,12 +147,10 @@ class PageSQL:
         self.upsert = upsert(exprs)
         self.upsert_nul = upsert(exprs | nul_safe)
         """As ``upsert``, for a page whose text holds ``\\u0000``."""
-        compared = ", ".join(
-            f"json({f})" if f == "webhook_event_types" else f'"{f}"' for f in mirrored.fields
-        )
+        lists = {f for f in mirrored.fields if isinstance(table.c[f].type, JSON)}
+        compared = ", ".join(f"json({f})" if f in lists else f'"{f}"' for f in mirrored.fields)
         typed = ", ".join(
-            f"json({exprs[f]})" if f == "webhook_event_types" else exprs[f]
-            for f in mirrored.fields[1:]
+            f"json({exprs[f]})" if f in lists else exprs[f] for f in mirrored.fields[1:]
         )
         self.legacy = (
             f"UPDATE {_STAGE_TABLE} SET kind = CASE WHEN (k, {typed}) IS (SELECT {compared} "
@@ -211,7 +220,9 @@ def _pg_expression(column: Any, path: str) -> str:
         return f"{value}::boolean"
     if isinstance(kind, Text):
         return f"CASE WHEN strpos({value}, chr(65534)) = 0 THEN {value} END"
-    return (  # text[]
+    if not isinstance(kind, JSON):  # pragma: no cover - a column type the schema does not use
+        raise AssertionError(f"no PostgreSQL expression for {column!r}")
+    return (  # a list: text[]
         f"(SELECT CASE WHEN bool_or(strpos(e, chr(65534)) > 0) IS NOT TRUE THEN coalesce("
         f"array_agg(e ORDER BY at), '{{}}') END FROM json_array_elements_text(s -> {path})"
         " WITH ORDINALITY AS list(e, at))"
@@ -282,6 +293,28 @@ class PostgresPageSQL:
         """The write, giving back the items written with a column left NULL."""
         self.write_told = f"{head}c.kind <> 'kept' OR {wanted})) FROM compared"
         """The write, giving back its changes too (someone is told of them)."""
+
+
+def filled(mirrored: MirrorTable, names: list[str], dialect: str) -> str:
+    """The statement that fills the columns ``names`` of every row from its ``mirror_item``,
+    each as a write would (a column added to a table made before its field)."""
+    table = mirrored.table
+    if dialect == "sqlite":
+        exprs, nul_safe, _ = _sqlite_values(mirrored, None, "mirror_item")
+        values = exprs | nul_safe
+        sets = ", ".join(f'"{n}" = {values[n]}' for n in names)
+        return f'UPDATE main."{table.name}" SET {sets} WHERE json_valid(mirror_item)'
+    name, key = f'"{table.name}"', f'"{mirrored.key}"'
+    quoted = {n: f'"{n}"' for n in names}  # (names are Python's: no quote in them)
+    typed = ", ".join(
+        f"{_pg_expression(table.c[n], repr(to_camel(n)))} AS {quoted[n]}" for n in names
+    )
+    sets = ", ".join(f"{quoted[n]} = r.{quoted[n]}" for n in names)
+    return (
+        f"UPDATE {name} AS t SET {sets} FROM (SELECT k, {typed} FROM (SELECT k, {_READ} AS s "
+        f"FROM (SELECT {key} AS k, mirror_item AS item FROM {name} WHERE mirror_item IS NOT "
+        f"NULL) AS i) AS j) AS r WHERE t.{key} = r.k"
+    )
 
 
 _DIGESTS_PART = 100_000  # SQLite: live rows' digests read at once
