@@ -8,7 +8,13 @@ it, never on each other's storage.
 """
 
 from ._compiled import compiled
-from ._database import MIRROR_PRAGMAS, SQLITE_PRAGMAS, Database, open_database
+from ._database import (
+    MIRROR_PRAGMAS,
+    SQLITE_PRAGMAS,
+    Database,
+    open_database,
+    sqlite3_connection,
+)
 from ._errors import ErrorKinds, database_errors
 from ._types import ItemId, UTCDateTime, version_table
 from ._url import URLRefused, redact, shown_url
@@ -33,5 +39,6 @@ __all__ = [
     "redact",
     "row_converter",
     "shown_url",
+    "sqlite3_connection",
     "version_table",
 ]

@@ -12,13 +12,15 @@ schema 1 whose typed columns are the item's: written again, not a change) or NUL
 A value a typed column cannot hold (a timestamp outside the years 1 to 9999 in UTC, an
 integer past 64 bits, a text with a NUL) is NULL in its column and kept in
 ``mirror_item``; the write reads back which columns were left NULL, for the warning.
-`Statements` are the run's other statements; in SQLite a write's statements go to
-aiosqlite's thread as one job (``run_all``): one wake-up of the event loop per write.
+`Statements` are the run's other statements; in SQLite a write's statements run as one
+job of a thread on the driver's ``sqlite3`` connection (``run_all``): one wake-up of the
+event loop per write.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import sqlite3
 from typing import Any
 
 import msgspec
@@ -26,7 +28,7 @@ from sqlalchemy import JSON, BigInteger, Boolean, Dialect, Table, Text, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._converter import to_camel
-from .._sql import ItemId, UTCDateTime, converter
+from .._sql import ItemId, UTCDateTime, converter, sqlite3_connection
 from ._schema import BOOKKEEPING, MirrorTable
 from ._seen import KnownDigests
 
@@ -325,20 +327,8 @@ _SCAN_CACHE = -2000
 _integers = msgspec.json.Decoder(list[int]).decode
 
 
-def _thread_job(driver: Any) -> Callable[[list[tuple[str, Any]]], Awaitable[Any]] | None:
-    """aiosqlite: the coroutine that runs statements in the connection's thread (after
-    those queued before it), giving each one's rows; or None (another driver, or an
-    aiosqlite without it: its ``_execute`` and ``_conn`` are private, so they are looked
-    up, never assumed)."""
-    run = getattr(driver, "_execute", None)
-    if run is None or not isinstance(getattr(type(driver), "_conn", None), property):
-        return None
-
-    async def job(statements: list[tuple[str, Any]]) -> Any:
-        connection = driver._conn
-        return await run(lambda: [connection.execute(*each).fetchall() for each in statements])
-
-    return job
+def _each(connection: sqlite3.Connection, statements: list[tuple[str, Any]]) -> list[Any]:
+    return [connection.execute(*each).fetchall() for each in statements]
 
 
 class Statements:
@@ -347,7 +337,8 @@ class Statements:
     def __init__(self, table: Table, key: str, dialect: Dialect) -> None:
         self.dialect = dialect.name
         self._driver: Any = None
-        self._job: Callable[[list[tuple[str, Any]]], Awaitable[Any]] | None = None
+        self._sqlite: sqlite3.Connection | None = None  # the driver's, for a thread of ours
+        self._running: asyncio.Future[Any] | None = None  # its job, until done
         self.time = converter(table.c.mirror_first_seen_at, self.dialect)
         self.uuid = converter(table.c[key], self.dialect)
         self._name = dialect.identifier_preparer.quote(table.name)
@@ -358,7 +349,7 @@ class Statements:
         if self.dialect == "sqlite":
             raw = await conn.get_raw_connection()
             self._driver = raw.driver_connection
-            self._job = _thread_job(self._driver)
+            self._sqlite = sqlite3_connection(raw)
             if self._driver is not None:
                 # The write's items, in memory (this connection's own).
                 await self._driver.execute("PRAGMA temp_store = MEMORY")
@@ -366,11 +357,23 @@ class Statements:
 
     async def run_all(self, statements: list[tuple[str, Any]]) -> list[list[Any]]:
         """SQLite: run ``statements`` (with their parameters) one after another, and give
-        each one's rows; as one job of the driver's thread (the loop woken once)."""
-        if self._job is not None:
-            found: list[list[Any]] = await self._job(statements)
-            return found
-        return [list(await self._driver.execute_fetchall(*each)) for each in statements]
+        each one's rows; as one job of a thread on the driver's connection (the loop woken
+        once), which runs to its end if the caller is cancelled (see ``idle``)."""
+        if self._sqlite is None:
+            return [list(await self._driver.execute_fetchall(*each)) for each in statements]
+        loop = asyncio.get_running_loop()
+        running = self._running = loop.run_in_executor(None, _each, self._sqlite, statements)
+        found: list[list[Any]] = await asyncio.shield(running)
+        return found
+
+    async def idle(self) -> None:
+        """Once the thread's job (if any) is done: nothing else runs on the connection
+        meanwhile, such as a rollback (its failure is the cancelled caller's, not raised)."""
+        running, self._running = self._running, None
+        if running is not None:
+            await asyncio.wait([running])
+            if not running.cancelled():
+                running.exception()  # retrieved: its caller was cancelled, or has it
 
     async def live_digests(self, conn: AsyncConnection) -> tuple[KnownDigests, int]:
         """``mirror_digest`` of the live rows (every scope; a row of schema 1 has none), and
