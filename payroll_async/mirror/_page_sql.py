@@ -297,20 +297,44 @@ class PostgresPageSQL:
         """The write, giving back its changes too (someone is told of them)."""
 
 
+_SQLITE_ID = "-".join("[0-9a-fA-F]" * n for n in (8, 4, 4, 4, 12))
+_PG_ID = "'^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$'"
+
+
 def filled(mirrored: MirrorTable, names: list[str], dialect: str) -> str:
     """The statement that fills the columns ``names`` of every row from its ``mirror_item``,
-    each as a write would (a column added to a table made before its field)."""
-    table = mirrored.table
-    if dialect == "sqlite":
+    each as a write would (a column added to a table made before its field). The items were
+    decoded by a model without the field: an id or a boolean of another form is NULL too
+    (the other types' expressions make NULL what their column cannot hold)."""
+    table, sqlite = mirrored.table, dialect == "sqlite"
+    if sqlite:
         exprs, nul_safe, _ = _sqlite_values(mirrored, None, "mirror_item")
         values = exprs | nul_safe
-        sets = ", ".join(f'"{n}" = {values[n]}' for n in names)
+    else:
+        values = {n: _pg_expression(table.c[n], repr(to_camel(n))) for n in names}
+    for n in names:
+        path = f"'$.{to_camel(n)}'" if sqlite else repr(to_camel(n))
+        if isinstance(table.c[n].type, ItemId):
+            test = (
+                f"json_extract(mirror_item, {path}) GLOB '{_SQLITE_ID}'"
+                if sqlite
+                else f"(s ->> {path}) ~ {_PG_ID}"
+            )
+        elif isinstance(table.c[n].type, Boolean):
+            test = (
+                f"json_type(mirror_item, {path}) IN ('true', 'false')"
+                if sqlite
+                else f"json_typeof(s -> {path}) = 'boolean'"
+            )
+        else:
+            continue
+        values[n] = f"CASE WHEN {test} THEN {values[n]} END"
+    quoted = {n: f'"{n}"' for n in names}  # (names are Python's: no quote in them)
+    if sqlite:
+        sets = ", ".join(f"{quoted[n]} = {values[n]}" for n in names)
         return f'UPDATE main."{table.name}" SET {sets} WHERE json_valid(mirror_item)'
     name, key = f'"{table.name}"', f'"{mirrored.key}"'
-    quoted = {n: f'"{n}"' for n in names}  # (names are Python's: no quote in them)
-    typed = ", ".join(
-        f"{_pg_expression(table.c[n], repr(to_camel(n)))} AS {quoted[n]}" for n in names
-    )
+    typed = ", ".join(f"{values[n]} AS {quoted[n]}" for n in names)
     sets = ", ".join(f"{quoted[n]} = r.{quoted[n]}" for n in names)
     return (
         f"UPDATE {name} AS t SET {sets} FROM (SELECT k, {typed} FROM (SELECT k, {_READ} AS s "

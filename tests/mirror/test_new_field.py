@@ -116,3 +116,63 @@ def test_a_fields_column_comes_from_its_type_or_its_metadata() -> None:
     assert isinstance(column_type(Variant, extra), Text)  # as its metadata says
     with pytest.raises(TypeError, match=r"Variant\.unmapped: no mirror column"):
         column_type(Variant, unmapped)
+
+
+async def test_a_fields_values_of_any_form_fill_its_new_column_or_leave_it_null(
+    into: str,
+) -> None:
+    # The rows' items were decoded by a model without the field: its value may be of any
+    # form. Filling the column never fails: a value the column cannot hold is NULL.
+    from sqlalchemy import Boolean, Column, MetaData, Table
+
+    from payroll_async._sql import ItemId
+    from payroll_async.mirror._page_sql import filled
+    from payroll_async.mirror._schema import ITEM_JSON, MirrorTable
+
+    table = Table(
+        "things",
+        MetaData(),
+        Column("id", ItemId, primary_key=True),
+        Column("other_id", ItemId),
+        Column("flag", Boolean),
+        Column("count", BigInteger),
+        Column("mirror_item", ITEM_JSON),
+    )
+    mirrored = MirrorTable(table, "id", ("id", "other_id", "flag", "count"))
+    sent = {
+        "00000000-0000-0000-0000-000000000001": {
+            "otherId": "not an id",
+            "flag": "yes",
+            "count": 1.5,
+        },
+        "00000000-0000-0000-0000-000000000002": {"otherId": None, "count": 2**70},
+        "00000000-0000-0000-0000-000000000003": {
+            "otherId": "0000000A-0000-0000-0000-00000000000B",
+            "flag": True,
+            "count": 7,
+        },
+    }
+    dialect = "sqlite" if into.startswith("sqlite") else "postgresql"
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    url = into.replace("sqlite://", "sqlite+aiosqlite://", 1).replace(
+        "postgresql://", "postgresql+asyncpg://", 1
+    )
+    engine = create_async_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(table.metadata.create_all)
+            for key, fields in sent.items():
+                item = {"id": key, **fields}  # (SQLAlchemy's JSON type in PostgreSQL dumps it)
+                stored = json.dumps(item) if dialect == "sqlite" else item
+                await conn.execute(table.insert().values(id=key, mirror_item=stored))
+            await conn.exec_driver_sql(filled(mirrored, ["other_id", "flag", "count"], dialect))
+            rows = (await conn.execute(table.select().order_by(table.c.id))).all()
+    finally:
+        await engine.dispose()
+    found = [(str(r.other_id) if r.other_id else None, r.flag, r[3]) for r in rows]
+    assert found == [
+        (None, None, None),
+        (None, None, None),
+        ("0000000a-0000-0000-0000-00000000000b", True, 7),
+    ]
