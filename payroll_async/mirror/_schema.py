@@ -1,9 +1,10 @@
 """The mirror's tables: one per collection, ``mirror_runs``, ``mirror_changes``, the version.
 
 A collection's columns are its model's fields (``models.py``, the one place a field is
-written), each typed from the field's type (`column_type`). Typed columns: in PostgreSQL ``uuid``, ``timestamptz``, ``text[]``; in SQLite ids as the
-service writes them (lower-case ``8-4-4-4-12`` text), timestamps as ISO text, lists as
-JSON. Timestamps come back timezone-aware UTC. ``_migrate`` creates or migrates them.
+written), each typed from the field's type (`column_type`). Typed columns: in PostgreSQL
+``uuid``, ``timestamptz``, ``text[]``; in SQLite ids as the service writes them
+(lower-case ``8-4-4-4-12`` text), timestamps as ISO text, lists as JSON. Timestamps come
+back timezone-aware UTC. ``_migrate`` creates or migrates them.
 """
 
 from __future__ import annotations
