@@ -122,11 +122,11 @@ def _build_converter() -> cattrs.Converter:
 converter = _build_converter()
 
 # cattrs 24.1 names the hook a type structures with (get_structure_hook); 23.2, the floor,
-# keeps it as the dispatch that structure() itself calls. The same function either way.
+# names none publicly: there every call goes through structure(), which finds the same hook.
 _structure_hook: Callable[[Any], Callable[[Any, Any], Any]] = (
     converter.get_structure_hook
     if hasattr(converter, "get_structure_hook")
-    else converter._structure_func.dispatch  # type: ignore[assignment]
+    else lambda _: converter.structure
 )
 
 

@@ -8,7 +8,13 @@ it, never on each other's storage.
 """
 
 from ._compiled import compiled
-from ._database import MIRROR_PRAGMAS, SQLITE_PRAGMAS, Database, open_database
+from ._database import (
+    MIRROR_PRAGMAS,
+    SQLITE_PRAGMAS,
+    Database,
+    open_database,
+    sqlite3_connection,
+)
 from ._errors import ErrorKinds, database_errors
 from ._types import ItemId, UTCDateTime, database_now, version_table
 from ._url import URLRefused, redact
@@ -33,5 +39,6 @@ __all__ = [
     "open_database",
     "redact",
     "row_converter",
+    "sqlite3_connection",
     "version_table",
 ]

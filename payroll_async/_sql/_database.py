@@ -18,6 +18,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import attrs
 from sqlalchemy import event, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import PoolProxiedConnection
 
 from .._core._lockfile import open_lock_file, try_lock
 from .._core._redact import redact
@@ -32,7 +34,7 @@ from .._core._secrets import hold
 from ._errors import ErrorKinds, database_errors
 from ._url import URLRefused, read
 
-__all__ = ["MIRROR_PRAGMAS", "SQLITE_PRAGMAS", "Database", "open_database"]
+__all__ = ["MIRROR_PRAGMAS", "SQLITE_PRAGMAS", "Database", "open_database", "sqlite3_connection"]
 
 _LOCK_POLL = 0.2  # seconds between tries while another run holds the lock
 
@@ -77,7 +79,29 @@ MIRROR_PRAGMAS = (
 """The pragmas of a mirror run's connection to SQLite."""
 
 
+_SQLITE3 = "payroll_async.sqlite3"  # a pooled connection's info: its sqlite3 connection
+
+
+def sqlite3_connection(raw: PoolProxiedConnection) -> sqlite3.Connection | None:
+    """The ``sqlite3`` connection under ``raw`` (``await conn.get_raw_connection()`` of a
+    SQLite engine of `open_database`), whose statements a caller may run in a thread of its
+    own while no other statement runs on it; None for another engine."""
+    found: sqlite3.Connection | None = raw.info.get(_SQLITE3)
+    return found
+
+
 def _sqlite_setup(engine: AsyncEngine, pragmas: Sequence[str]) -> None:
+    @event.listens_for(engine.sync_engine, "do_connect")
+    def made_here(dialect: Any, record: Any, cargs: Any, cparams: dict[str, Any]) -> None:
+        # aiosqlite passes sqlite3.connect's arguments on: its factory= (a subclass of
+        # sqlite3.Connection) tells this record which connection aiosqlite opened.
+        class Recorded(sqlite3.Connection):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                record.info[_SQLITE3] = self
+
+        cparams["factory"] = Recorded
+
     @event.listens_for(engine.sync_engine, "connect")
     def connect(dbapi_connection: Any, record: Any) -> None:
         dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN, below

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
-from sqlalchemy import BigInteger, Boolean, Column, Text
+from sqlalchemy import JSON, BigInteger, Boolean, Column, Text
 
 from ._types import ItemId, UTCDateTime
 
@@ -78,14 +78,14 @@ def converter(column: Column[Any], dialect: str) -> Convert:
             return _pg_time
         if isinstance(kind, Text):
             return _pg_text
-        return _pg_text_list if column.name == "webhook_event_types" else _same
+        return _pg_text_list if isinstance(kind, JSON) else _same  # (a list: text[])
     if isinstance(kind, ItemId):
         return id_text  # never None: ids are required
     if isinstance(kind, UTCDateTime):
         return _sqlite_time
     if isinstance(kind, Boolean):
         return lambda value: None if value is None else int(value)
-    if column.name == "webhook_event_types":
+    if isinstance(kind, JSON):  # a list
         return json.dumps
     return _same
 

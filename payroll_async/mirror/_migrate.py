@@ -1,7 +1,9 @@
 """The mirror's tables created, or migrated from an earlier version's in the transaction
 that checks the version (an interrupted migration leaves the old schema as it was). In
 SQLite a changed table is made again, its rows copied; a user's view on it keeps working
-and a user's own index or trigger on it is made again on the new table.
+and a user's own index or trigger on it is made again on the new table. A model's field
+newer than its table gets its column there, filled from each row's ``mirror_item`` (under
+the schema's lock, so that processes starting at once add it once).
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from sqlalchemy.schema import CreateColumn
 
 from .._sql import SQLITE_PRAGMAS, Database, ItemId, open_database
 from ._errors import MIRROR_ERRORS, MirrorError
+from ._page_sql import filled
 from ._schema import (
     METADATA,
     SCHEMA,
     SCHEMA_VERSION,
+    TABLES,
     differences,
     made_in_sqlite,
     sqlite_as_made,
@@ -33,6 +37,7 @@ __all__ = ["connected", "ensure_schema", "install"]
 
 logger = logging.getLogger("payroll_async")
 
+_MIRRORED = {mirrored.table.name: mirrored for mirrored in TABLES.values()}
 _SCHEMA_LOCK = 0x7061_7972_6F6C_6C00  # "payroll\0": the PostgreSQL lock of schema creation
 
 
@@ -96,7 +101,7 @@ def install(conn: Connection) -> int | None:
         stored = conn.execute(select(func.max(SCHEMA.c.version))).scalar()
     if stored is not None and stored > SCHEMA_VERSION:
         return stored
-    if stored is not None and stored < SCHEMA_VERSION:
+    if stored is not None:
         _upgrade(conn, stored)
     # The tables missing, by one read of the names (``differences`` checks the others).
     existing = set(inspect(conn).get_table_names())
@@ -109,30 +114,46 @@ def install(conn: Connection) -> int | None:
 
 
 def _upgrade(conn: Connection, stored: int) -> None:
-    """Every existing table of version ``stored`` in this release's form, rows kept."""
+    """Every existing table of version ``stored`` in this release's form, rows kept; a
+    column of a model's field that the table lacks (the field is newer than the table)
+    added and filled from each row's ``mirror_item``."""
     inspector = inspect(conn)
     existing = set(inspector.get_table_names())
-    for table in METADATA.sorted_tables:
-        if table is SCHEMA or table.name not in existing:
-            continue
-        found = {c["name"]: c for c in inspector.get_columns(table.name)}
-        columns = {name: c["type"] for name, c in found.items()}
+    tables = [t for t in METADATA.sorted_tables if t is not SCHEMA and t.name in existing]
+    reflected = inspector.get_multi_columns(filter_names=[t.name for t in tables])
+    by_name = {name: columns for (_, name), columns in reflected.items()}
+    added: list[str] = []
+    for table in tables:
+        found = {c["name"]: c for c in by_name[table.name]}
+        if stored == SCHEMA_VERSION and set(table.c.keys()) <= set(found):
+            continue  # as this release makes it
         if conn.dialect.name == "sqlite":
+            columns = {name: c["type"] for name, c in found.items()}
             _rebuild(conn, table, columns, [i["name"] for i in inspector.get_indexes(table.name)])
-            continue
-        # PostgreSQL: the ids are uuid already; columns are added, or made nullable.
-        name = _quote(conn, table.name)
-        for column in table.c:
-            if column.name not in found:
-                added = CreateColumn(column).compile(dialect=conn.dialect)
-                conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {added}")
-            elif column.nullable and not found[column.name]["nullable"]:
-                conn.exec_driver_sql(
-                    f"ALTER TABLE {name} ALTER COLUMN {_quote(conn, column.name)} DROP NOT NULL"
-                )
-    logger.info(
-        "mirror: the tables were migrated from schema version %d to %d", stored, SCHEMA_VERSION
-    )
+        else:  # PostgreSQL: the ids are uuid already; columns are added, or made nullable.
+            name = _quote(conn, table.name)
+            for column in table.c:
+                if column.name not in found:
+                    made = CreateColumn(column).compile(dialect=conn.dialect)
+                    conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {made}")
+                elif column.nullable and not found[column.name]["nullable"]:
+                    conn.exec_driver_sql(
+                        f"ALTER TABLE {name} ALTER COLUMN {_quote(conn, column.name)} DROP NOT NULL"
+                    )
+        mirrored = _MIRRORED.get(table.name)
+        if mirrored is not None:
+            fields = [f for f in mirrored.fields[1:] if f != mirrored.scope and f not in found]
+            if fields:
+                conn.exec_driver_sql(filled(mirrored, fields, conn.dialect.name))
+                added += [f"{table.name}.{f}" for f in fields]
+    if stored < SCHEMA_VERSION:
+        logger.info(
+            "mirror: the tables were migrated from schema version %d to %d",
+            stored,
+            SCHEMA_VERSION,
+        )
+    if added:
+        logger.info("mirror: columns added, filled from mirror_item: %s", ", ".join(added))
 
 
 def _quote(conn: Connection, name: str) -> str:
@@ -171,7 +192,14 @@ def _rebuild(
         if index is not None:
             conn.exec_driver_sql(f"DROP INDEX {_quote(conn, index)}")
     table.create(conn)
-    kept = [c.name for c in table.c if c.name in columns]
+    # A user's own columns on the table, added again (with the type they declared).
+    declared = conn.exec_driver_sql("SELECT name, type FROM pragma_table_info(?)", (moved,))
+    theirs_columns = [(n, kind) for n, kind in declared if n not in table.c]
+    for column, kind in theirs_columns:
+        conn.exec_driver_sql(
+            f"ALTER TABLE {_quote(conn, table.name)} ADD COLUMN {_quote(conn, column)} {kind}"
+        )
+    kept = [c.name for c in table.c if c.name in columns] + [n for n, _ in theirs_columns]
     values = [_dashed(_quote(conn, n)) if n in hexed else _quote(conn, n) for n in kept]
     conn.exec_driver_sql(
         f"INSERT INTO {_quote(conn, table.name)} ({', '.join(_quote(conn, n) for n in kept)}) "

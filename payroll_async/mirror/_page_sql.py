@@ -12,25 +12,27 @@ schema 1 whose typed columns are the item's: written again, not a change) or NUL
 A value a typed column cannot hold (a timestamp outside the years 1 to 9999 in UTC, an
 integer past 64 bits, a text with a NUL) is NULL in its column and kept in
 ``mirror_item``; the write reads back which columns were left NULL, for the warning.
-`Statements` are the run's other statements; in SQLite a write's statements go to
-aiosqlite's thread as one job (``run_all``): one wake-up of the event loop per write.
+`Statements` are the run's other statements; in SQLite a write's statements run as one
+job of a thread on the driver's ``sqlite3`` connection (``run_all``): one wake-up of the
+event loop per write.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import sqlite3
 from typing import Any
 
 import msgspec
-from sqlalchemy import BigInteger, Boolean, Dialect, Table, Text, text
+from sqlalchemy import JSON, BigInteger, Boolean, Dialect, Table, Text, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._converter import to_camel
-from .._sql import ItemId, UTCDateTime, converter
+from .._sql import ItemId, UTCDateTime, converter, sqlite3_connection
 from ._schema import BOOKKEEPING, MirrorTable
 from ._seen import KnownDigests
 
-__all__ = ["PageSQL", "PostgresPageSQL", "Statements"]
+__all__ = ["PageSQL", "PostgresPageSQL", "Statements", "filled"]
 
 _STAGE_TABLE = "temp.mirror_page"
 CREATE_STAGE = (
@@ -66,6 +68,43 @@ def _any_timestamp(value: str) -> str:
     )
 
 
+def _sqlite_values(
+    mirrored: MirrorTable, scope_column: str | None, item: str
+) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """SQLite: each column's value from the item's JSON text in the column ``item`` (the
+    scope's: ``:scope``); as those, for an item whose text holds ``\\u0000``; the columns a
+    value may be left NULL in."""
+    path = {f: f"'$.{to_camel(f)}'" for f in mirrored.fields}
+    exprs: dict[str, str] = {}
+    nul_safe: dict[str, str] = {}
+    checked: list[str] = []  # columns a value may be left NULL in
+    for column in (mirrored.table.c[f] for f in mirrored.fields):
+        field = column.name
+        value = f"json_extract({item}, {path.get(field, 'NULL')})"
+        kind = column.type
+        if field == scope_column:
+            exprs[field] = ":scope"
+            continue
+        if isinstance(kind, ItemId):
+            exprs[field] = f"lower({value})"
+        elif isinstance(kind, UTCDateTime):
+            exprs[field] = _timestamp(value)
+            checked.append(field)
+        elif isinstance(kind, BigInteger):
+            exprs[field] = f"CASE WHEN typeof({value}) = 'integer' THEN {value} END"
+            checked.append(field)
+        elif isinstance(kind, (Text, Boolean, JSON)):  # (JSON: a list, as sent)
+            exprs[field] = value
+            if isinstance(kind, Text):
+                # A NUL character (``\u0000`` in the text sent) cuts SQLite's text short.
+                spared = f"json_extract(replace({item}, '\\u0000', '\\u0001'), {path[field]})"
+                nul_safe[field] = f"CASE WHEN {spared} IS {value} THEN {value} END"
+                checked.append(field)
+        else:  # pragma: no cover - a column type the schema does not use
+            raise AssertionError(f"no SQLite expression for {column!r}")
+    return exprs, nul_safe, checked
+
+
 class PageSQL:
     """The statements that write pages into one collection's table, in SQLite."""
 
@@ -93,33 +132,7 @@ class PageSQL:
             f"count(kind) FROM {_STAGE_TABLE}"
         )
         """The write's inserts, updates and rows to write (changes or not)."""
-        exprs: dict[str, str] = {}
-        nul_safe: dict[str, str] = {}
-        checked: list[str] = []  # columns a value may be left NULL in
-        for column in (table.c[f] for f in mirrored.fields):
-            field = column.name
-            value = f"json_extract(item, {path.get(field, 'NULL')})"
-            kind = column.type
-            if field == scope_column:
-                exprs[field] = ":scope"
-                continue
-            if isinstance(kind, ItemId):
-                exprs[field] = f"lower({value})"
-            elif isinstance(kind, UTCDateTime):
-                exprs[field] = _timestamp(value)
-                checked.append(field)
-            elif isinstance(kind, BigInteger):
-                exprs[field] = f"CASE WHEN typeof({value}) = 'integer' THEN {value} END"
-                checked.append(field)
-            elif isinstance(kind, (Text, Boolean)) or field == "webhook_event_types":
-                exprs[field] = value
-                if isinstance(kind, Text):
-                    # A NUL character (``\u0000`` in the text sent) cuts SQLite's text short.
-                    spared = f"json_extract(replace(item, '\\u0000', '\\u0001'), {path[field]})"
-                    nul_safe[field] = f"CASE WHEN {spared} IS {value} THEN {value} END"
-                    checked.append(field)
-            else:  # pragma: no cover - a column type the schema does not use
-                raise AssertionError(f"no SQLite expression for {column!r}")
+        exprs, nul_safe, checked = _sqlite_values(mirrored, scope_column, "item")
         columns = [*mirrored.fields, *BOOKKEEPING]
         names = ", ".join(f'"{c}"' for c in columns)
         kept = {mirrored.key, "mirror_first_seen_at"}
@@ -136,12 +149,10 @@ class PageSQL:
         self.upsert = upsert(exprs)
         self.upsert_nul = upsert(exprs | nul_safe)
         """As ``upsert``, for a page whose text holds ``\\u0000``."""
-        compared = ", ".join(
-            f"json({f})" if f == "webhook_event_types" else f'"{f}"' for f in mirrored.fields
-        )
+        lists = {f for f in mirrored.fields if isinstance(table.c[f].type, JSON)}
+        compared = ", ".join(f"json({f})" if f in lists else f'"{f}"' for f in mirrored.fields)
         typed = ", ".join(
-            f"json({exprs[f]})" if f == "webhook_event_types" else exprs[f]
-            for f in mirrored.fields[1:]
+            f"json({exprs[f]})" if f in lists else exprs[f] for f in mirrored.fields[1:]
         )
         self.legacy = (
             f"UPDATE {_STAGE_TABLE} SET kind = CASE WHEN (k, {typed}) IS (SELECT {compared} "
@@ -211,7 +222,9 @@ def _pg_expression(column: Any, path: str) -> str:
         return f"{value}::boolean"
     if isinstance(kind, Text):
         return f"CASE WHEN strpos({value}, chr(65534)) = 0 THEN {value} END"
-    return (  # text[]
+    if not isinstance(kind, JSON):  # pragma: no cover - a column type the schema does not use
+        raise AssertionError(f"no PostgreSQL expression for {column!r}")
+    return (  # a list: text[]
         f"(SELECT CASE WHEN bool_or(strpos(e, chr(65534)) > 0) IS NOT TRUE THEN coalesce("
         f"array_agg(e ORDER BY at), '{{}}') END FROM json_array_elements_text(s -> {path})"
         " WITH ORDINALITY AS list(e, at))"
@@ -284,6 +297,52 @@ class PostgresPageSQL:
         """The write, giving back its changes too (someone is told of them)."""
 
 
+_SQLITE_ID = "-".join("[0-9a-fA-F]" * n for n in (8, 4, 4, 4, 12))
+_PG_ID = "'^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$'"
+
+
+def filled(mirrored: MirrorTable, names: list[str], dialect: str) -> str:
+    """The statement that fills the columns ``names`` of every row from its ``mirror_item``,
+    each as a write would (a column added to a table made before its field). The items were
+    decoded by a model without the field: an id or a boolean of another form is NULL too
+    (the other types' expressions make NULL what their column cannot hold)."""
+    table, sqlite = mirrored.table, dialect == "sqlite"
+    if sqlite:
+        exprs, nul_safe, _ = _sqlite_values(mirrored, None, "mirror_item")
+        values = exprs | nul_safe
+    else:
+        values = {n: _pg_expression(table.c[n], repr(to_camel(n))) for n in names}
+    for n in names:
+        path = f"'$.{to_camel(n)}'" if sqlite else repr(to_camel(n))
+        if isinstance(table.c[n].type, ItemId):
+            test = (
+                f"json_extract(mirror_item, {path}) GLOB '{_SQLITE_ID}'"
+                if sqlite
+                else f"(s ->> {path}) ~ {_PG_ID}"
+            )
+        elif isinstance(table.c[n].type, Boolean):
+            test = (
+                f"json_type(mirror_item, {path}) IN ('true', 'false')"
+                if sqlite
+                else f"json_typeof(s -> {path}) = 'boolean'"
+            )
+        else:
+            continue
+        values[n] = f"CASE WHEN {test} THEN {values[n]} END"
+    quoted = {n: f'"{n}"' for n in names}  # (names are Python's: no quote in them)
+    if sqlite:
+        sets = ", ".join(f"{quoted[n]} = {values[n]}" for n in names)
+        return f'UPDATE main."{table.name}" SET {sets} WHERE json_valid(mirror_item)'
+    name, key = f'"{table.name}"', f'"{mirrored.key}"'
+    typed = ", ".join(f"{values[n]} AS {quoted[n]}" for n in names)
+    sets = ", ".join(f"{quoted[n]} = r.{quoted[n]}" for n in names)
+    return (
+        f"UPDATE {name} AS t SET {sets} FROM (SELECT k, {typed} FROM (SELECT k, {_READ} AS s "
+        f"FROM (SELECT {key} AS k, mirror_item AS item FROM {name} WHERE mirror_item IS NOT "
+        f"NULL) AS i) AS j) AS r WHERE t.{key} = r.k"
+    )
+
+
 _DIGESTS_PART = 100_000  # SQLite: live rows' digests read at once
 # SQLite's page cache while the live rows' digests are read (its default, 2,000 KiB): the
 # read passes every page of the table once, and a run's larger cache would take a new page
@@ -292,20 +351,8 @@ _SCAN_CACHE = -2000
 _integers = msgspec.json.Decoder(list[int]).decode
 
 
-def _thread_job(driver: Any) -> Callable[[list[tuple[str, Any]]], Awaitable[Any]] | None:
-    """aiosqlite: the coroutine that runs statements in the connection's thread (after
-    those queued before it), giving each one's rows; or None (another driver, or an
-    aiosqlite without it: its ``_execute`` and ``_conn`` are private, so they are looked
-    up, never assumed)."""
-    run = getattr(driver, "_execute", None)
-    if run is None or not isinstance(getattr(type(driver), "_conn", None), property):
-        return None
-
-    async def job(statements: list[tuple[str, Any]]) -> Any:
-        connection = driver._conn
-        return await run(lambda: [connection.execute(*each).fetchall() for each in statements])
-
-    return job
+def _each(connection: sqlite3.Connection, statements: list[tuple[str, Any]]) -> list[Any]:
+    return [connection.execute(*each).fetchall() for each in statements]
 
 
 class Statements:
@@ -314,7 +361,8 @@ class Statements:
     def __init__(self, table: Table, key: str, dialect: Dialect) -> None:
         self.dialect = dialect.name
         self._driver: Any = None
-        self._job: Callable[[list[tuple[str, Any]]], Awaitable[Any]] | None = None
+        self._sqlite: sqlite3.Connection | None = None  # the driver's, for a thread of ours
+        self._running: asyncio.Future[Any] | None = None  # its job, until done
         self.time = converter(table.c.mirror_first_seen_at, self.dialect)
         self.uuid = converter(table.c[key], self.dialect)
         self._name = dialect.identifier_preparer.quote(table.name)
@@ -325,7 +373,7 @@ class Statements:
         if self.dialect == "sqlite":
             raw = await conn.get_raw_connection()
             self._driver = raw.driver_connection
-            self._job = _thread_job(self._driver)
+            self._sqlite = sqlite3_connection(raw)
             if self._driver is not None:
                 # The write's items, in memory (this connection's own).
                 await self._driver.execute("PRAGMA temp_store = MEMORY")
@@ -333,11 +381,23 @@ class Statements:
 
     async def run_all(self, statements: list[tuple[str, Any]]) -> list[list[Any]]:
         """SQLite: run ``statements`` (with their parameters) one after another, and give
-        each one's rows; as one job of the driver's thread (the loop woken once)."""
-        if self._job is not None:
-            found: list[list[Any]] = await self._job(statements)
-            return found
-        return [list(await self._driver.execute_fetchall(*each)) for each in statements]
+        each one's rows; as one job of a thread on the driver's connection (the loop woken
+        once), which runs to its end if the caller is cancelled (see ``idle``)."""
+        if self._sqlite is None:
+            return [list(await self._driver.execute_fetchall(*each)) for each in statements]
+        loop = asyncio.get_running_loop()
+        running = self._running = loop.run_in_executor(None, _each, self._sqlite, statements)
+        found: list[list[Any]] = await asyncio.shield(running)
+        return found
+
+    async def idle(self) -> None:
+        """Once the thread's job (if any) is done: nothing else runs on the connection
+        meanwhile, such as a rollback (its failure is the cancelled caller's, not raised)."""
+        running, self._running = self._running, None
+        if running is not None:
+            await asyncio.wait([running])
+            if not running.cancelled():
+                running.exception()  # retrieved: its caller was cancelled, or has it
 
     async def live_digests(self, conn: AsyncConnection) -> tuple[KnownDigests, int]:
         """``mirror_digest`` of the live rows (every scope; a row of schema 1 has none), and

@@ -1,14 +1,19 @@
 """The mirror's tables: one per collection, ``mirror_runs``, ``mirror_changes``, the version.
 
-Typed columns: in PostgreSQL ``uuid``, ``timestamptz``, ``text[]``; in SQLite ids as the
-service writes them (lower-case ``8-4-4-4-12`` text), timestamps as ISO text, lists as
-JSON. Timestamps come back timezone-aware UTC. ``_migrate`` creates or migrates them.
+A collection's columns are its model's fields (``models.py``, the one place a field is
+written), each typed from the field's type (`column_type`). Typed columns: in PostgreSQL
+``uuid``, ``timestamptz``, ``text[]``; in SQLite ids as the service writes them
+(lower-case ``8-4-4-4-12`` text), timestamps as ISO text, lists as JSON. Timestamps come
+back timezone-aware UTC. ``_migrate`` creates or migrates them.
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
-from typing import Any
+import uuid
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import attrs
 from sqlalchemy import (
@@ -26,17 +31,21 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.schema import CreateIndex, CreateTable
+from sqlalchemy.types import TypeEngine
 
+from .._collections import COLLECTIONS as REGISTRY
 from .._sql import ItemId, UTCDateTime, version_table
 
 __all__ = [
     "CHANGES",
+    "COLUMN_TYPES",
     "METADATA",
     "RUNS",
     "SCHEMA",
     "SCHEMA_VERSION",
     "TABLES",
     "MirrorTable",
+    "column_type",
     "differences",
     "made_in_sqlite",
     "sqlite_as_made",
@@ -58,6 +67,22 @@ ITEM_JSON = Text().with_variant(postgresql.JSON(), "postgresql")
 and holds what ``jsonb`` cannot, a ``\\u0000``; cast it ``::jsonb`` to query it as such);
 in SQLite text that SQLite's JSON functions read."""
 METADATA = MetaData()
+COLUMN_TYPES: dict[str, TypeEngine[Any]] = {
+    "id": ItemId(),
+    "timestamp": UTCDateTime(),
+    "text": Text(),
+    "boolean": Boolean(),
+    "integer": BigInteger(),
+    "list": TEXT_LIST,
+}
+"""A model field's column, by the name a field's ``metadata={"column": ...}`` gives it."""
+_BY_TYPE: dict[Any, str] = {
+    uuid.UUID: "id",
+    datetime.datetime: "timestamp",
+    str: "text",
+    bool: "boolean",
+    int: "integer",
+}
 
 
 def _bookkeeping() -> list[Column[Any]]:
@@ -89,9 +114,34 @@ class MirrorTable:
     """The column that one listing of several covers (update groups: the employer)."""
 
 
-def _table(name: str, key: str, *columns: Column[Any], scope: str | None = None) -> MirrorTable:
-    for column in columns:  # a value a column cannot hold is NULL (mirror_item keeps it)
-        column.nullable = not column.primary_key
+def column_type(model: type[Any], field: attrs.Attribute[Any]) -> TypeEngine[Any]:
+    """The column of a model's field, from its type (``X | None`` as ``X``: every column
+    but the key is nullable); a field's ``metadata={"column": ...}`` (a type of
+    ``COLUMN_TYPES``) says it where the type does not."""
+    hint = get_type_hints(model)[field.name]
+    named = field.metadata.get("column")
+    if named is None:
+        kinds = [kind for kind in get_args(hint) if kind is not type(None)]
+        if get_origin(hint) in (Union, UnionType) and len(kinds) == 1:
+            hint = kinds[0]
+        named = "list" if get_origin(hint) is tuple else _BY_TYPE.get(hint)
+    if named not in COLUMN_TYPES:
+        raise TypeError(
+            f"{model.__name__}.{field.name}: no mirror column for {hint!r}; give the field "
+            f"metadata={{'column': ...}}, one of {', '.join(COLUMN_TYPES)}"
+        )
+    return COLUMN_TYPES[named]
+
+
+def _table(collection: str, name: str, scope: str | None = None) -> MirrorTable:
+    """The table of ``collection``: the columns of its model's fields (the registry's), in
+    the model's order, the id first, then the scope's column, then the bookkeeping."""
+    model, key = REGISTRY[collection].model, REGISTRY[collection].key
+    fields = sorted(attrs.fields(model), key=lambda f: f.name != key)  # (a stable sort)
+    columns = [Column(f.name, column_type(model, f), nullable=f.name != key) for f in fields]
+    columns[0].primary_key = True
+    if scope is not None:  # a value a column cannot hold is NULL (mirror_item keeps it)
+        columns.insert(1, Column(scope, ItemId, nullable=True))
     table = Table(name, METADATA, *columns, *_bookkeeping())
     if scope is not None:
         Index(f"{name}_{scope}", table.c[scope])
@@ -99,44 +149,13 @@ def _table(name: str, key: str, *columns: Column[Any], scope: str | None = None)
 
 
 TABLES: dict[str, MirrorTable] = {
-    "payroll-connections": _table(
-        "payroll_connections",
-        "id",
-        Column("id", ItemId, primary_key=True),
-        Column("employer_identifier_id", ItemId),
-        Column("payroll_platform_id", ItemId),
-        Column("created_at", UTCDateTime),
-        Column("status", Text),
-        Column("product", Text),
-    ),
-    "employer-identifiers": _table(
-        "employer_identifiers",
-        "id",
-        Column("id", ItemId, primary_key=True),
-        Column("display_name", Text),
-        Column("identifier", Text),
-        Column("created_at", UTCDateTime),
-    ),
-    "webhooks": _table(
-        "webhook_subscriptions",
-        "webhook_subscription_id",
-        Column("webhook_subscription_id", ItemId, primary_key=True),
-        Column("webhook_event_types", TEXT_LIST),
-        Column("path", Text),
-        Column("created_at", UTCDateTime),
-        Column("active", Boolean),
-    ),
-    "update-groups": _table(
-        "update_groups",
-        "update_group_id",
-        Column("update_group_id", ItemId, primary_key=True),
-        Column("employer_identifier_id", ItemId),
-        Column("upload_date", UTCDateTime),
-        Column("error_count", BigInteger),
-        scope="employer_identifier_id",
-    ),
+    "payroll-connections": _table("payroll-connections", "payroll_connections"),
+    "employer-identifiers": _table("employer-identifiers", "employer_identifiers"),
+    "webhooks": _table("webhooks", "webhook_subscriptions"),
+    "update-groups": _table("update-groups", "update_groups", scope="employer_identifier_id"),
 }
-"""The table of each collection, by the command's name of the collection."""
+"""The table of each collection, by the command's name of the collection: its columns are
+its model's fields (``models.py`` is the one place a field is written)."""
 
 RUNS = Table(
     "mirror_runs",

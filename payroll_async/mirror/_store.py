@@ -457,6 +457,7 @@ class Store:
                 inflight.cancel()
             await asyncio.wait([inflight])
             self._done_inflight(inflight)
+        await self._sql.idle()  # a write's statements still running in their thread
         transaction, self._open = self._open, None
         self._pending, self._pending_rows = [], 0
         if transaction is not None and transaction.is_active:

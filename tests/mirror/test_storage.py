@@ -659,15 +659,16 @@ async def test_postgresql_commits_group_pages_and_tell_each_change_once_committe
 async def test_sqlite_without_the_drivers_thread_job_writes_the_same(
     start_emulator: StartEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The writes go to aiosqlite's thread as one job each through its private ``_execute``;
-    # an aiosqlite without it gets the statements one by one, with the same result.
+    # The writes go to a thread of ours as one job each, on the sqlite3 connection that
+    # aiosqlite opened with our factory; a connection made otherwise gets the statements
+    # one by one through aiosqlite, with the same result.
     from payroll_async.mirror import _page_sql
 
     emu = await start_emulator(seed=52, payroll_connections=1_234)
     kept: dict[str, list[tuple[Any, ...]]] = {}
     for way in ("one job", "one by one"):
         if way == "one by one":
-            monkeypatch.setattr(_page_sql, "_thread_job", lambda driver: None)
+            monkeypatch.setattr(_page_sql, "sqlite3_connection", lambda raw: None)
         path = tmp_path / f"{way}.db"
         async with PayrollClient(emu.base_url, emu.token) as client:
             result = await mirror(client, "payroll-connections", into=f"sqlite:///{path}")
@@ -783,4 +784,48 @@ async def test_the_live_digests_are_read_with_sqlites_default_cache_and_the_runs
             sql._driver.execute_fetchall = original
             assert await original("PRAGMA cache_size") == [(-32768,)]
     finally:
+        await db.engine.dispose()
+
+
+async def test_a_cancelled_write_runs_to_its_end_before_anything_else_on_the_connection(
+    tmp_path: Path,
+) -> None:
+    # A write's statements run in a thread of ours: a caller cancelled meanwhile does not
+    # stop them, and ``idle`` (before a rollback) returns only once they are done.
+    import threading
+
+    from payroll_async._sql import open_database, sqlite3_connection
+    from payroll_async.mirror._errors import MIRROR_ERRORS
+    from payroll_async.mirror._page_sql import Statements
+    from payroll_async.mirror._schema import TABLES
+
+    started, release = threading.Event(), threading.Event()
+
+    def held() -> int:
+        started.set()
+        release.wait()
+        return 1
+
+    db = open_database(f"sqlite:///{tmp_path / 'held.db'}", MIRROR_ERRORS)
+    try:
+        async with db.connect() as conn:
+            mirrored = TABLES["webhooks"]
+            statements = Statements(mirrored.table, mirrored.key, conn.dialect)
+            await statements.attach(conn)
+            raw = sqlite3_connection(await conn.get_raw_connection())
+            assert raw is not None
+            raw.create_function("held", 0, held)
+            write = asyncio.ensure_future(statements.run_all([("SELECT held()", ())]))
+            await asyncio.to_thread(started.wait)
+            write.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await write
+            idle = asyncio.ensure_future(statements.idle())
+            for _ in range(3):  # the loop's turns, not time: idle waits on its thread
+                await asyncio.sleep(0)
+            assert not idle.done()  # the statement still runs in its thread
+            release.set()
+            await idle
+    finally:
+        release.set()
         await db.engine.dispose()
