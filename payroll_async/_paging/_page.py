@@ -1,5 +1,5 @@
-"""One page of a listing and what comes after it: ``Page``, the Link header read into
-``Links``, and the one next-page rule (``_NextPageContext.following``), which
+"""One page of a listing and what comes after it: ``Page`` (its Link header read by
+``_links``), and the one next-page rule (``_NextPageContext.following``), which
 ``Page.next_page_info()``, ``has_next_page()``, ``get_next_page()`` and every walk ask;
 ``ListRequest`` (what every request of a walk shares), ``MaxItems`` (``max_items``) and
 ``SendsPages`` (what the requests go through).
@@ -17,21 +17,15 @@ The rule, for a page of ``got`` items (after ``max_items`` and the limit asked):
   agrees with the items seen; else the offset right after the page's items, with a limit
   that completes the page size's grid from the walk's start (a short page is completed
   first, so that the pages fetched ahead stay the ones asked for next).
-
-Links arrive as text and are made URLs only when compared as such.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import re
-from collections.abc import Callable, Container, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-import aiohttp
 import attrs
-from multidict import CIMultiDictProxy
 from yarl import URL
 
 from .._core._exceptions import PaginationError
@@ -41,6 +35,7 @@ from .._http._attempt import Request, build_request
 from .._http._auth import Identity
 from .._http._seam import Response
 from ..models import ListMeta
+from ._links import Links, read_links
 
 if TYPE_CHECKING:
     from .._http._options import FinalOptions
@@ -48,9 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHAIN",
-    "NO_LINKS",
     "LinkKey",
-    "Links",
     "ListRequest",
     "NextRequest",
     "Page",
@@ -60,138 +53,11 @@ __all__ = [
     "believed_total",
     "download",
     "link_key",
-    "plain_links",
-    "read_links",
 ]
 
 T = TypeVar("T")
 
 LinkKey = tuple[str, str, tuple[tuple[str, str], ...]]
-
-
-# --- the Link header ---------------------------------------------------------------------
-
-
-class Links(Mapping[str, URL]):
-    """rel -> absolute URL of a Link header (the first link of each rel).
-
-    Kept as the links' text; each ``URL`` is made when it is first read, so that a walk
-    that only compares a page's next link with the request it expects makes none.
-    """
-
-    __slots__ = ("_texts", "_urls")
-
-    def __init__(self, texts: Mapping[str, str], urls: Mapping[str, URL] | None = None) -> None:
-        self._texts = texts
-        """rel -> the URL's text, each ``str(URL)`` of its link."""
-        self._urls: dict[str, URL] = dict(urls) if urls else {}
-
-    @classmethod
-    def of(cls, urls: Mapping[str, URL]) -> Links:
-        """The links of ``urls`` (rel -> URL), their texts printed once."""
-        return urls if isinstance(urls, Links) else cls({r: str(u) for r, u in urls.items()}, urls)
-
-    def text(self, rel: str) -> str | None:
-        """The text of the ``rel`` link (None: no such link), without making its URL."""
-        return self._texts.get(rel)
-
-    @property
-    def texts(self) -> Mapping[str, str]:
-        """rel -> text of every link."""
-        return self._texts
-
-    def __getitem__(self, rel: str) -> URL:
-        url = self._urls.get(rel)
-        if url is None:
-            # The text is a URL's own printing (see ``read_links``): no quoting to redo.
-            url = self._urls[rel] = URL(self._texts[rel], encoded=True)
-        return url
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._texts)
-
-    def __len__(self) -> int:
-        return len(self._texts)
-
-    def __contains__(self, rel: object) -> bool:
-        return rel in self._texts
-
-    def __repr__(self) -> str:
-        return f"Links({self._texts!r})"
-
-
-NO_LINKS: Links = Links({})
-
-
-class _LinkHeader:
-    """aiohttp's own parse of a Link header (``ClientResponse.links``), run on the headers
-    and URL of an answer from any transport: one parser whatever carried the answer."""
-
-    links = aiohttp.ClientResponse.__dict__["links"]
-
-    def __init__(self, headers: Mapping[str, str], url: URL) -> None:
-        self.headers = headers
-        self.url = url
-        self._cache: dict[str, Any] = {}
-
-
-def read_links(
-    headers: CIMultiDictProxy[str] | Mapping[str, str], url: URL, origin: str
-) -> tuple[Links, str | None]:
-    """rel -> URL from the Link header (the first of each rel), or why it cannot be read.
-
-    aiohttp parses the header and resolves each link against ``url`` (the URL answered).
-    A header made only of ``<URL>; rel="name"`` entries whose URLs are plain absolute URLs
-    on ``origin`` (the client's, as ``str(URL.origin())`` prints it) is read by one match
-    instead: for those aiohttp's parse gives the same links, each URL printing as its
-    text (``tests/_paging/test_link_header.py`` holds the two to it). Anything else goes
-    to aiohttp's parse.
-    """
-    getall = getattr(headers, "getall", None)
-    if getall is not None:
-        values = getall("Link", None)
-    else:
-        one = headers.get("Link")
-        values = None if one is None else [one]
-    if values is None:
-        return NO_LINKS, None
-    header = values[0] if len(values) == 1 else ", ".join(values)
-    texts = plain_links(header, origin)
-    if texts is not None:
-        return Links(texts), None
-    urls: dict[str, URL] = {}
-    try:
-        for rel, link in _LinkHeader(headers, url).links.items():
-            target = link["url"]
-            urls.setdefault(str(rel), target if isinstance(target, URL) else URL(str(target)))
-    except (ValueError, TypeError, KeyError):
-        return NO_LINKS, f"cannot be parsed: {header[:200]!r}"
-    return Links.of(urls), None
-
-
-def plain_links(header: str, origin: str) -> dict[str, str] | None:
-    """rel -> URL text of a Link header of plain entries only (see ``read_links``), else None."""
-    entry = _plain_entry(origin)
-    texts: dict[str, str] = {}
-    for part in header.split(", "):
-        match = entry(part)
-        if match is None:
-            return None
-        url, rel = match.groups()
-        if rel not in texts:
-            texts[rel] = url
-    return texts
-
-
-# A plain entry: a URL of unreserved characters (no "." in its path: no dot segments to
-# resolve, no "%": no escapes to normalise; no "," or space: the entries split at ", "
-# as aiohttp splits them) and a quoted lower-case rel.
-_URL_REST = r"/[A-Za-z0-9_~/\-]*(?:\?[A-Za-z0-9._~=&\-]+)?"
-
-
-@functools.lru_cache(maxsize=8)
-def _plain_entry(origin: str) -> Callable[[str], re.Match[str] | None]:
-    return re.compile(f'<({re.escape(origin)}{_URL_REST})>; rel="([a-z]+)"').fullmatch
 
 
 # --- next links as URLs ------------------------------------------------------------------
