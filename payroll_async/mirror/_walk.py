@@ -32,7 +32,7 @@ import logging
 import math
 import operator
 from collections import deque
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any
 
 from .._core._exceptions import NotFoundError
@@ -40,11 +40,16 @@ from .._paging._page import Page
 from .._paging._pagination import PageSource
 from ._seen import SeenIds
 
-__all__ = ["HOLD_ITEMS", "HOLD_NEAR", "HOLD_SECONDS", "Walk"]
+__all__ = ["HOLD_ITEMS", "HOLD_NEAR", "HOLD_SECONDS", "FirstPage", "Walk"]
 
 logger = logging.getLogger("payroll_async")
 
 _GO_ON, _END, _SHORT = range(3)
+
+FirstPage = Callable[[object, int, int, Callable[[int], Awaitable[bool]]], Awaitable[None]]
+"""Told of a walk's first page before any page is handed out: its ``totalCount``, its
+items, the page size, and a way to ask whether the listing holds an item at an offset
+(the deletion guard's first word; what it raises ends the walk)."""
 
 HOLD_ITEMS = {"postgresql": 0, "sqlite": 1000}
 """Items a batch written into each database waits for (``least``). SQLite: fewer, larger
@@ -72,8 +77,10 @@ class Walk:
         missing_ok: bool = False,
         hint: int = 0,
         seen: SeenIds | None = None,
+        first: FirstPage | None = None,
     ) -> None:
         self._source = source
+        self._first = first
         self._key = key
         self._order = order
         self._size = page_size
@@ -130,6 +137,8 @@ class Walk:
                 # The service pages smaller than asked: walk at its page size (found once,
                 # here), so that each page is one answer (one moment of the listing).
                 self._size, self._step = limit, limit - 1
+            if self._first is not None:  # before anything of the walk is handed out
+                await self._first(total, len(page.items), self._size, self._holds)
             if clock() - asked < near:
                 least = 0  # a near listing: its pages are written as they come
             most_items = max(self.total or 0, self._hint)  # the pages after the first:
@@ -216,6 +225,11 @@ class Walk:
         self.proven = self.doubt is None
         if self.doubt is not None:
             logger.debug("mirror walk not proven: %s", self.doubt)
+
+    async def _holds(self, offset: int) -> bool:
+        """Whether the listing holds an item at ``offset`` (one request of its own)."""
+        source = self._source
+        return bool(source.page(await source.request(offset, self._size)).items)
 
     def _check(self, offset: int, page: Page[Any], boundary: Any) -> int:
         """Check one page against the walk and the service's words; what comes next."""
