@@ -282,7 +282,7 @@ class _Walker(Generic[T]):
         self._walk = Walk(listing, first)
         return self._walk
 
-    def close(self) -> list[asyncio.Task[Response]]:
+    def close(self) -> list[asyncio.Future[Any]]:
         """End the walk now: cancel what is in flight, end the span (no await)."""
         walk, self._walk = self._walk, None
         cancelled = walk.close() if walk is not None else []

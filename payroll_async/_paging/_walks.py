@@ -13,15 +13,84 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Generic, TypeVar
+from collections.abc import Awaitable
+from typing import Any, Generic, TypeVar
 
 from .._core._exceptions import PaginationError
 from .._http._seam import Response
 from ._page import LinkKey, ListRequest, NextRequest, Page, believed_total, link_key
 
-__all__ = ["Walk"]
+__all__ = ["Ahead", "Walk"]
 
 T = TypeVar("T")
+K = TypeVar("K")
+
+
+class Ahead(Generic[K]):
+    """The one fetch-ahead: page requests started in order, each under its key (what it
+    asks), taken in that order, at most ``width`` at once (what a walk asks for next
+    decides the keys: the grid of offset pages here, the overlapping pages of the
+    mirror's walk).
+
+    ``cancel()`` is a plain method (a walk's ``__del__`` calls it): the requests are tasks
+    of ``download()``, holding no reference back to their walk. ``aclose()`` cancels and
+    waits for them to end, their outcomes read (a cancellation of the caller is not
+    swallowed: it goes on).
+    """
+
+    __slots__ = ("_queue", "width")
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        """Requests at most in flight."""
+        self._queue: deque[tuple[K, asyncio.Future[Any]]] = deque()
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def room(self) -> bool:
+        """Whether another request may start."""
+        return len(self._queue) < self.width
+
+    def add(self, key: K, request: Awaitable[Any], *, first: bool = False) -> None:
+        """Queue ``request`` (started: a task, or made one) under ``key``; ``first``: before
+        the others (a short page's rest, asked before the pages after it)."""
+        task = asyncio.ensure_future(request)
+        if first:
+            self._queue.appendleft((key, task))
+        else:
+            self._queue.append((key, task))
+
+    def head(self) -> tuple[K, asyncio.Future[Any]] | None:
+        """The next request to take (its key and task), or None."""
+        return self._queue[0] if self._queue else None
+
+    def last(self) -> K | None:
+        """The key of the last request queued, or None."""
+        return self._queue[-1][0] if self._queue else None
+
+    def take(self) -> tuple[K, asyncio.Future[Any]]:
+        """The next request, out of the queue (await its task for the answer)."""
+        return self._queue.popleft()
+
+    def cancel(self) -> list[asyncio.Future[Any]]:
+        """Cancel every request queued, at once; the tasks cancelled."""
+        queue = self._queue
+        cancelled = []
+        while queue:
+            _, task = queue.pop()
+            task.cancel()
+            cancelled.append(task)
+        return cancelled
+
+    async def aclose(self) -> None:
+        """Cancel every request queued, and wait for them to end."""
+        tasks = self.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+            for task in tasks:
+                if not task.cancelled():
+                    task.exception()
 
 
 class Walk(Generic[T]):
@@ -47,7 +116,6 @@ class Walk(Generic[T]):
         "_total",
         "_visited",
         "_walked",
-        "_width",
         "_window",
     )
 
@@ -56,10 +124,9 @@ class Walk(Generic[T]):
         self._page: Page[T] | None = first
         self._handed = False
         self._next: NextRequest | PaginationError | None = None
-        self._width = max(1, listing.options.concurrency)
         self._total: int | None = None
         """The latest ``totalCount`` that agrees with the items seen (None: none)."""
-        self._window: deque[tuple[NextRequest, asyncio.Task[Response]]] = deque()
+        self._window: Ahead[NextRequest] = Ahead(max(1, listing.options.concurrency))
         self._walked: list[LinkKey | object] = []
         """The URLs of the pages walked that had links, made keys only when a link is
         checked for a loop (``__contains__``)."""
@@ -103,13 +170,13 @@ class Walk(Generic[T]):
             page = await listing.fetch(following.url, None, following)
         else:
             window = self._window
-            head = window[0][0] if window else None
-            if head is not None and _asks_same(head, following):
-                _, task = window.popleft()
+            queued = window.head()
+            if queued is not None and _asks_same(queued[0], following):
+                head, task = window.take()
                 response = await task
                 # Refilled once this page is in: while it is read, ``concurrency`` pages
                 # are on their way, not one fewer.
-                self._fill(window[-1][0] if window else head)
+                self._fill(window.last() or head)
                 page = listing.parse(response, following)
             else:
                 assert following.offset is not None
@@ -133,25 +200,27 @@ class Walk(Generic[T]):
         except PaginationError as exc:  # raised when the walk gets there
             following = exc
         self._next = following
-        if not isinstance(following, NextRequest) or following.url is not None:
-            self._cancel()
-            return
         window = self._window
-        if window:
-            head = window[0][0]
+        if not isinstance(following, NextRequest) or following.url is not None:
+            window.cancel()
+            return
+        queued = window.head()
+        if queued is not None:
+            head = queued[0]
             if not _asks_same(head, following):
                 offset, limit = following.offset, following.limit
                 if offset is not None and limit is not None and offset + limit == head.offset:
-                    window.appendleft((following, self._start(following)))  # a short page's rest
+                    window.add(following, self._start(following), first=True)  # a short page's rest
                 else:
-                    self._cancel()
+                    window.cancel()
         assert following.offset is not None
         self._total = total = believed_total(page.meta.total_count, following.offset)
         if total is None:
             return  # without a total to trust, one page at a time
-        if not window:
-            window.append((following, self._start(following)))
-        self._fill(window[-1][0])
+        last = window.last()
+        if last is None:
+            window.add(following, self._start(following))
+        self._fill(last or following)
 
     def _fill(self, last: NextRequest) -> None:
         """Start offset requests after ``last`` until ``concurrency`` are queued: the next
@@ -159,8 +228,7 @@ class Walk(Generic[T]):
         window, total = self._window, self._total
         if total is None:
             return
-        width = self._width
-        while len(window) < width:
+        while window.room():
             if last.offset is None or last.limit is None or last.step is None or last.start is None:
                 return
             offset = last.offset + last.limit
@@ -172,30 +240,21 @@ class Walk(Generic[T]):
             if left is not None and left < limit:
                 limit = left
             last = NextRequest(None, offset, limit, last.start, step, left)
-            window.append((last, self._start(last)))
+            window.add(last, self._start(last))
 
     def _start(self, request: NextRequest) -> asyncio.Task[Response]:
         listing = self._listing
         assert request.offset is not None
         return listing.start(*listing.target(request.offset, request.limit))
 
-    def _cancel(self) -> list[asyncio.Task[Response]]:
-        window = self._window
-        cancelled = []
-        while window:
-            _, task = window.pop()
-            task.cancel()
-            cancelled.append(task)
-        return cancelled
-
-    def close(self) -> list[asyncio.Task[Response]]:
+    def close(self) -> list[asyncio.Future[Any]]:
         """Cancel the pages in flight at once (no await: ``__del__`` calls it too).
 
         Returns the tasks cancelled, for a caller that can wait for them to end.
         """
         self._page = None
         self._next = None
-        return self._cancel()
+        return self._window.cancel()
 
 
 def _asks_same(fetched: NextRequest, named: NextRequest) -> bool:

@@ -33,7 +33,7 @@ from ._errors import (
 from ._guard import Guard
 from ._migrate import connected, ensure_schema
 from ._schema import TABLES
-from ._sent import SentPage, SentPageDecoder
+from ._sent import SentPage, SentPageDecoder, record_ids
 from ._store import MAX_PAGES, Change, Store
 from ._walk import HOLD_ITEMS, HOLD_NEAR, HOLD_SECONDS, Walk
 
@@ -268,6 +268,7 @@ class _Run:
             hint=self.hint,
             seen=self.store.seen if items else None,
             first=functools.partial(self.guard.first_page, scope) if items else None,
+            record=record_ids if items else None,
         )
 
     async def _pass(self) -> bool:

@@ -31,13 +31,13 @@ import asyncio
 import logging
 import math
 import operator
-from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any
 
 from .._core._exceptions import NotFoundError
 from .._paging._page import Page
 from .._paging._pagination import PageSource
+from .._paging._walks import Ahead
 from ._seen import SeenIds
 
 __all__ = ["HOLD_ITEMS", "HOLD_NEAR", "HOLD_SECONDS", "FirstPage", "Walk"]
@@ -78,9 +78,12 @@ class Walk:
         hint: int = 0,
         seen: SeenIds | None = None,
         first: FirstPage | None = None,
+        record: Callable[[SeenIds, Any, int], None] | None = None,
     ) -> None:
         self._source = source
         self._first = first
+        self._record = record
+        """How a page's ids from ``start`` on go into the ids seen (None: ``key`` of each)."""
         self._key = key
         self._order = order
         self._size = page_size
@@ -122,7 +125,7 @@ class Walk:
         source = self._source
         clock = asyncio.get_running_loop().time
         asked = clock()
-        pending: deque[tuple[int, asyncio.Future[Any]]] = deque()
+        pending: Ahead[int] = Ahead(self._ahead)  # the requests' offsets
         try:
             try:
                 page = source.page(await source.request(0, self._size))
@@ -166,28 +169,26 @@ class Walk:
                     break
                 if outcome == _SHORT:
                     # Walk on from the short page's last item: cancel what was asked after it.
-                    for _, task in pending:
-                        task.cancel()
-                    pending.clear()
+                    pending.cancel()
                     after = offset + (len(items) - 1 if len(items) >= 2 else self._step)
                     boundary = items[-1] if len(items) >= 2 else None
                 else:
                     boundary = items[-1]
                 horizon = math.inf if self._capped else float(self._latest)
                 while (
-                    len(pending) < self._ahead
+                    pending.room()
                     and requests < bound
-                    and (after < horizon or (outcome == _GO_ON and not pending))
+                    and (after < horizon or (outcome == _GO_ON and not len(pending)))
                 ):
-                    task = asyncio.ensure_future(source.request(after, self._size))
-                    pending.append((after, task))
+                    pending.add(after, source.request(after, self._size))
                     requests += 1
                     after += self._step
-                if not pending:
+                head = pending.head()
+                if head is None:
                     if requests >= bound:
                         self._doubts(f"still full pages after {requests + 1} requests")
                     break
-                following = pending[0][1]
+                following = head[1]
                 if held < least and len(batch) < most and not following.done():
                     left = since + hold - clock()
                     if left > 0:  # not raised here: the batch goes first if it fails
@@ -201,21 +202,14 @@ class Walk:
                     # raised: what was fetched is kept (and told) whatever comes next
                     yield batch
                     batch = []
-                offset, task = pending.popleft()
+                offset, task = pending.take()
                 page = source.page(await task)
             if batch:
                 yield batch
         finally:
-            tasks = [task for _, task in pending]
-            for task in tasks:
-                task.cancel()
-            if tasks:
-                # waited for, their outcome read; a cancellation of this task is not
-                # swallowed here (it goes on, as any other)
-                await asyncio.wait(tasks)
-                for task in tasks:
-                    if not task.cancelled():
-                        task.exception()
+            # waited for, their outcome read; a cancellation of this task is not swallowed
+            # here (it goes on, as any other)
+            await pending.aclose()
             source.end(self._pages, self._items)
         ids = self._ids
         if self._own and ids is not None:
@@ -261,12 +255,11 @@ class Walk:
                     self._doubts("the boundary item's order key changed between pages")
         if self.doubt is None:
             self._check_order(items)
-        if self._ids is not None:  # a mirror's page carries its ids' bytes (``blob``) or text
-            blob = getattr(items, "blob", None)
-            if blob is not None:
-                self._ids.add_blob(blob[16 * start :])
+        if self._ids is not None:
+            if self._record is not None:  # the page's own ids (a mirror's page: `SentPage`)
+                self._record(self._ids, items, start)
             else:
-                self._ids.add((getattr(items, "ids", None) or list(map(self._key, items)))[start:])
+                self._ids.add(list(map(self._key, items))[start:])
         reached = offset + got
         if got < self._size:
             if total is not None and reached == total:
