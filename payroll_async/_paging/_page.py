@@ -161,7 +161,8 @@ class PageInfo:
     """The offset of the next request (None when it is a ``url`` to follow)."""
     limit: int | None = None
     """The limit of the next request (None when it is a ``url`` to follow)."""
-    _secret: str | None = attrs.field(default=None, init=False, eq=False)
+    _secret: str | None = attrs.field(default=None, eq=False, kw_only=True, alias="_secret")
+    """The token the page was asked with, redacted from the repr (given by the walk)."""
 
     def __repr__(self) -> str:
         """Its fields, the link shown as errors show URLs: the token's text (a link may
@@ -185,9 +186,7 @@ class NextRequest:
 
     def info(self, secret: str | None) -> PageInfo:
         """The public form (``secret``: the token, redacted from its repr)."""
-        info = PageInfo(url=self.url, offset=self.offset, limit=self.limit)
-        object.__setattr__(info, "_secret", secret)  # not an __init__ argument
-        return info
+        return PageInfo(url=self.url, offset=self.offset, limit=self.limit, _secret=secret)
 
 
 def _step_of(limit: int | None, got: int, meta_limit: object) -> int:
@@ -356,8 +355,10 @@ class Page(Generic[T]):
     headers: Mapping[str, str]
     """The response headers."""
     _next_context: _NextPageContext | None = attrs.field(
-        default=None, init=False, eq=False, repr=False
+        default=None, eq=False, repr=False, kw_only=True, alias="_next_context"
     )
+    """What the page knows of its listing to say what comes after it (given by the walk
+    that fetched it; None: a page made by hand, the last of its listing)."""
 
     def __repr__(self) -> str:
         """Its fields, with the token's text and credential-like query values redacted
@@ -579,13 +580,13 @@ class ListRequest(Generic[T]):
             if keep is not None and len(items) > keep:
                 items = items[:keep]
         texts = links.texts
-        page = Page(
-            items=items, meta=meta, links=dict(texts) if texts else {}, headers=response.headers
+        return Page(
+            items=items,
+            meta=meta,
+            links=dict(texts) if texts else {},
+            headers=response.headers,
+            _next_context=_NextPageContext(self, response, links, asked, chain),
         )
-        object.__setattr__(
-            page, "_next_context", _NextPageContext(self, response, links, asked, chain)
-        )
-        return page
 
 
 def _retrieve(task: asyncio.Task[Response]) -> None:
