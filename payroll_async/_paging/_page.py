@@ -1,8 +1,8 @@
-"""One page of a listing and what comes after it: ``Page`` (its Link header read by
-``_links``), and the one next-page rule (``_NextPageContext.following``), which
-``Page.next_page_info()``, ``has_next_page()``, ``get_next_page()`` and every walk ask;
-``ListRequest`` (what every request of a walk shares), ``MaxItems`` (``max_items``) and
-``SendsPages`` (what the requests go through).
+"""One page of a listing and what comes after it: ``Page``, and the one next-page rule
+(``_NextPageContext.following``), which ``Page.next_page_info()``, ``has_next_page()``,
+``get_next_page()`` and every walk ask; ``MaxItems`` (``max_items``) and ``Fetches`` (what
+the rule asks of a walk's requests, ``_walks.ListRequest``). A page's links are read by
+``_links``; its requests are sent, and fetched ahead, by ``_walks``.
 
 The rule, for a page of ``got`` items (after ``max_items`` and the limit asked):
 
@@ -21,8 +21,7 @@ The rule, for a page of ``got`` items (after ``max_items`` and the limit asked):
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Container, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import attrs
@@ -30,28 +29,22 @@ from yarl import URL
 
 from .._core._exceptions import PaginationError
 from .._core._redact import shown_url
-from .._http import _otel
-from .._http._attempt import Request, build_request
-from .._http._auth import Identity
 from .._http._seam import Response
 from ..models import ListMeta
-from ._links import Links, read_links
+from ._links import Links
 
 if TYPE_CHECKING:
-    from .._http._options import FinalOptions
-    from ._decode import Decodes
+    pass
 
 __all__ = [
     "CHAIN",
+    "Fetches",
     "LinkKey",
-    "ListRequest",
     "NextRequest",
     "Page",
     "PageInfo",
     "MaxItems",
-    "SendsPages",
     "believed_total",
-    "download",
     "link_key",
 ]
 
@@ -222,7 +215,7 @@ class _NextPageContext:
 
     def __init__(
         self,
-        listing: ListRequest[Any],
+        listing: Fetches[Any],
         response: Response,
         links: Links,
         asked: NextRequest | None,
@@ -289,7 +282,7 @@ class _NextPageContext:
                     return NextRequest(None, after, next_limit, start, step, left)
             if visited is None:
                 visited = {*self.chain, link_key(self.asked_url)}
-            target = _checked(links["next"], self.listing.sender.origin, visited, self.secret)
+            target = _checked(links["next"], self.listing.origin, visited, self.secret)
             return NextRequest(target, None, None, None, None, left)
         if after is None:
             return None
@@ -318,17 +311,26 @@ class _NextPageContext:
 # --- a page ------------------------------------------------------------------------------
 
 
-class SendsPages(Protocol):
-    """What a paginator sends its GETs through: one client's transport, options and state."""
+class Fetches(Protocol[T]):
+    """What the rule and ``get_next_page()`` ask of the requests of a page's walk (its
+    ``_walks.ListRequest``)."""
 
     @property
-    def origin(self) -> URL: ...
+    def origin(self) -> URL:
+        """The client's origin: a next link is followed only there."""
+        ...
 
-    def url(self, path: str) -> URL: ...
+    def page_text(self, offset: int, limit: int | None) -> str | None: ...
 
-    def identity(self) -> Identity: ...
+    def target(self, offset: int, limit: int | None) -> tuple[URL, Mapping[str, Any] | None]: ...
 
-    def send(self, request: Request) -> Coroutine[Any, Any, Response]: ...
+    async def fetch(
+        self,
+        url: URL,
+        params: Mapping[str, Any] | None,
+        asked: NextRequest | None = None,
+        chain: tuple[LinkKey, ...] = (),
+    ) -> Page[T]: ...
 
 
 @attrs.frozen(repr=False)
@@ -440,156 +442,3 @@ class Page(Generic[T]):
         assert following.offset is not None
         url, params = listing.target(following.offset, following.limit)
         return await listing.fetch(url, params, following, chain)
-
-
-def download(
-    sender: SendsPages,
-    url: URL,
-    options: FinalOptions,
-    params: Mapping[str, Any] | None,
-    span: Any,
-) -> Coroutine[Any, Any, Response]:
-    """One GET of a walk; its request spans are children of the walk's span."""
-    if span is None:  # the send itself: no coroutine around it
-        return sender.send(build_request("GET", url, options, params))
-    return _download_in(span, sender, url, options, params)
-
-
-async def _download_in(
-    span: Any, sender: SendsPages, url: URL, options: FinalOptions, params: Mapping[str, Any] | None
-) -> Response:
-    with _otel.using(span):
-        return await sender.send(build_request("GET", url, options, params))
-
-
-@attrs.define(slots=True)
-class ListRequest(Generic[T]):
-    """What every page request of one walk shares: where, how, and how to read a page."""
-
-    sender: SendsPages
-    url: URL
-    params: Mapping[str, Any]
-    options: FinalOptions
-    decoder: Decodes
-    name: str
-    operation: str = ""
-    """The walk's span and metrics name (``payroll_connections.list``)."""
-    span: Any = None
-    _prefix: str | None = attrs.field(init=False, default=None)
-    """The text of ``url`` with ``params``, ready for ``limit`` and ``offset`` (None when
-    the request's query is not only those: extra query parameters go through aiohttp)."""
-    _origin: str = attrs.field(init=False, default="")
-    """The client's origin as text, as the Link header's plain entries are matched."""
-    _task_name: str = attrs.field(init=False, default="")
-    """The name of the walk's page tasks (``payroll_async page <path>``), made once."""
-    _spanned: bool = attrs.field(init=False, default=False)
-    """Whether the walk's span was started (None when nothing records it)."""
-
-    def __attrs_post_init__(self) -> None:
-        params = self.params
-        if not self.options.extra_query and "limit" not in params and "offset" not in params:
-            text = str(self.url.extend_query(params) if params else self.url)
-            self._prefix = text + ("&" if "?" in text else "?")
-        self._origin = str(self.sender.origin)
-        self._task_name = f"payroll_async page {self.name}"
-
-    def open_span(self) -> None:
-        """Start the walk's span, once (every page request of the walk is its child; a
-        walk that starts unrecorded is not asked again at each page)."""
-        if not self._spanned:
-            self._spanned = True
-            self.span = _otel.start(self.operation)
-
-    def close_span(self, pages: int, items: int) -> None:
-        """End the walk's span: it took ``pages`` pages of ``items`` items in all."""
-        _otel.items(self.operation, items)
-        _otel.end(self.span, **{"payroll_async.pages": pages, "payroll_async.items": items})
-        self.span, self._spanned = None, False
-
-    def query(self, offset: int, limit: int | None) -> dict[str, Any]:
-        if limit is None:  # the service's own page size
-            return {**self.params, "offset": offset}
-        return {**self.params, "limit": limit, "offset": offset}
-
-    def page_text(self, offset: int, limit: int | None) -> str | None:
-        """The text of the URL of the page at ``offset`` (None: not built as text)."""
-        prefix = self._prefix
-        if prefix is None:
-            return None
-        if limit is None:
-            return f"{prefix}offset={offset}"
-        return f"{prefix}limit={limit}&offset={offset}"
-
-    def target(self, offset: int, limit: int | None) -> tuple[URL, Mapping[str, Any] | None]:
-        """The URL and query parameters of the page at ``offset``.
-
-        The URL is built as text, query included, when the query is only the listing's
-        parameters with ``limit`` and ``offset`` (the same URL aiohttp would build from
-        them, without building it again for every page).
-        """
-        text = self.page_text(offset, limit)
-        if text is None:
-            return self.url, self.query(offset, limit)
-        return URL(text, encoded=True), None
-
-    def start(self, url: URL, params: Mapping[str, Any] | None) -> asyncio.Task[Response]:
-        task = asyncio.create_task(
-            download(self.sender, url, self.options, params, self.span), name=self._task_name
-        )
-        # A page fetched ahead that fails is the walk's error when its turn comes (awaiting
-        # it raises); if the walk is abandoned first, nobody is left to be told.
-        task.add_done_callback(_retrieve)
-        return task
-
-    async def fetch(
-        self,
-        url: URL,
-        params: Mapping[str, Any] | None,
-        asked: NextRequest | None = None,
-        chain: tuple[LinkKey, ...] = (),
-    ) -> Page[T]:
-        """One page, asked by ``asked`` (see ``parse``); ``chain``: the pages with links
-        ``get_next_page()`` went through to it."""
-        if self.span is None:  # a page asked for by hand, or a walk that records nothing
-            _otel.configure()
-        response = await download(self.sender, url, self.options, params, self.span)
-        return self.parse(response, asked, chain)
-
-    def parse(
-        self,
-        response: Response,
-        asked: NextRequest | None = None,
-        chain: tuple[LinkKey, ...] = (),
-    ) -> Page[T]:
-        """The page of ``response``, fetched by the request ``asked`` (None: a page read
-        on its own, as a page source's): its items past the limit asked and past
-        ``max_items`` left out."""
-        items, meta = self.decoder.decode(response)
-        links, link_error = read_links(response.headers, response.url, self._origin)
-        if link_error is not None:
-            shown = shown_url(f"{response.url} {link_error}", response.secret)
-            raise PaginationError(f"the Link header of {shown}")
-        if asked is not None:
-            keep = asked.left
-            if (
-                asked.url is None
-                and asked.limit is not None
-                and (keep is None or asked.limit < keep)
-            ):
-                keep = asked.limit
-            if keep is not None and len(items) > keep:
-                items = items[:keep]
-        texts = links.texts
-        return Page(
-            items=items,
-            meta=meta,
-            links=dict(texts) if texts else {},
-            headers=response.headers,
-            _next_context=_NextPageContext(self, response, links, asked, chain),
-        )
-
-
-def _retrieve(task: asyncio.Task[Response]) -> None:
-    """Mark a cancelled page's outcome as seen: it is not anyone's error any more."""
-    if not task.cancelled():
-        task.exception()

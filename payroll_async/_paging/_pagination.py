@@ -50,8 +50,8 @@ from .._http._options import FinalOptions
 from .._http._seam import Response
 from ..models import ListMeta
 from ._decode import Decodes, PageDecoder
-from ._page import ListRequest, MaxItems, NextRequest, Page, PageInfo, SendsPages
-from ._walks import Walk
+from ._page import MaxItems, NextRequest, Page, PageInfo
+from ._walks import ListRequest, SendsPages, Walk
 
 __all__ = ["AsyncPaginator", "Page", "PageInfo", "PageSource", "SendsPages"]
 
