@@ -21,7 +21,7 @@ The rule, for a page of ``got`` items (after ``max_items`` and the limit asked):
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Container, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import attrs
@@ -51,6 +51,9 @@ __all__ = [
 T = TypeVar("T")
 
 LinkKey = tuple[str, str, tuple[tuple[str, str], ...]]
+Chain = tuple[LinkKey, ...]
+Query = Mapping[str, Any] | None
+Fetched = Coroutine[Any, Any, "Page[T]"]
 
 
 # --- next links as URLs ------------------------------------------------------------------
@@ -324,13 +327,9 @@ class Fetches(Protocol[T]):
 
     def target(self, offset: int, limit: int | None) -> tuple[URL, Mapping[str, Any] | None]: ...
 
-    async def fetch(
-        self,
-        url: URL,
-        params: Mapping[str, Any] | None,
-        asked: NextRequest | None = None,
-        chain: tuple[LinkKey, ...] = (),
-    ) -> Page[T]: ...
+    def fetch(self, url: URL, query: Query, asked: NextRequest, chain: Chain, /) -> Fetched[T]:
+        """The page at ``url`` (with ``query``), asked by ``asked``, after ``chain``."""
+        ...
 
 
 @attrs.frozen(repr=False)
