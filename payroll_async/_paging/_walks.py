@@ -36,7 +36,10 @@ if TYPE_CHECKING:
     from .._http._options import FinalOptions
     from ._decode import Decodes
 
-__all__ = ["Ahead", "ListRequest", "SendsPages", "Walk", "download"]
+__all__ = ["Ahead", "FirstRequest", "ListRequest", "SendsPages", "Walk", "download"]
+
+FirstRequest = tuple[URL, "Mapping[str, Any] | None", NextRequest]
+"""The URL, parameters and request of a walk's first page."""
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -293,23 +296,31 @@ class Walk(Generic[T]):
     are then made just before use and die young, instead of piling up in the window and
     being promoted through the collector's generations (a third of the CPU of a long walk,
     measured).
+
+    The walk fetches its first page itself (``first``: its URL, parameters and request;
+    None: nothing is asked, as for ``max_items=0``), and keeps the walk's span: opened
+    with the first request, ended with the pages and items handed out.
     """
 
     __slots__ = (
-        "_handed",
+        "_first",
+        "_items",
         "_listing",
         "_next",
         "_page",
+        "_pages",
         "_total",
         "_visited",
         "_walked",
         "_window",
     )
 
-    def __init__(self, listing: ListRequest[T], first: Page[T]) -> None:
+    def __init__(self, listing: ListRequest[T], first: FirstRequest | None) -> None:
         self._listing = listing
-        self._page: Page[T] | None = first
-        self._handed = False
+        self._first = first
+        self._page: Page[T] | None = None
+        self._pages = self._items = 0
+        """Pages and items handed out."""
         self._next: NextRequest | PaginationError | None = None
         self._total: int | None = None
         """The latest ``totalCount`` that agrees with the items seen (None: none)."""
@@ -318,7 +329,6 @@ class Walk(Generic[T]):
         """The URLs of the pages walked that had links, made keys only when a link is
         checked for a loop (``__contains__``)."""
         self._visited: set[LinkKey] | None = None
-        self._note(first)
 
     def __contains__(self, key: object) -> bool:
         """Whether ``key`` is a page this walk went through (a next link back to it: a loop)."""
@@ -337,13 +347,20 @@ class Walk(Generic[T]):
                 self._visited.add(link_key(context.asked_url))
 
     async def next_page(self) -> Page[T] | None:
+        """The next page (the first even when empty), or None at the end (the walk closed)."""
+        first = self._first
+        if first is not None:
+            self._first = None
+            listing = self._listing
+            listing.open_span()
+            fetched = self._page = await listing.fetch(*first)
+            self._note(fetched)
+            self._plan(fetched)
+            return self._handed(fetched)
         page = self._page
         if page is None:
+            self.close()
             return None
-        if not self._handed:  # the first page, even an empty one
-            self._handed = True
-            self._plan(page)
-            return page
         following = self._next
         self._next = None
         if following is None:
@@ -376,6 +393,11 @@ class Walk(Generic[T]):
         self._page = page
         self._note(page)
         self._plan(page)
+        return self._handed(page)
+
+    def _handed(self, page: Page[T]) -> Page[T]:
+        self._pages += 1
+        self._items += len(page.items)
         return page
 
     def _plan(self, page: Page[T]) -> None:
@@ -435,13 +457,24 @@ class Walk(Generic[T]):
         return listing.start(*listing.target(request.offset, request.limit))
 
     def close(self) -> list[asyncio.Future[Any]]:
-        """Cancel the pages in flight at once (no await: ``__del__`` calls it too).
+        """End the walk now: cancel the pages in flight at once and end its span (no
+        await: ``__del__`` calls it too).
 
         Returns the tasks cancelled, for a caller that can wait for them to end.
         """
-        self._page = None
-        self._next = None
-        return self._window.cancel()
+        self._first = self._page = self._next = None
+        cancelled = self._window.cancel()
+        listing = self._listing
+        if listing.span is not None or self._items:
+            listing.close_span(self._pages, self._items)
+            self._items = 0
+        return cancelled
+
+    async def aclose(self) -> None:
+        """End the walk, and wait for the pages it cancelled to end."""
+        cancelled = self.close()
+        if cancelled:
+            await asyncio.gather(*cancelled, return_exceptions=True)
 
 
 def _asks_same(fetched: NextRequest, named: NextRequest) -> bool:
