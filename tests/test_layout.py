@@ -81,8 +81,9 @@ APP_EDGES: dict[tuple[str, str], str] = {
 }
 """The only imports from one app to another, each through the other's face."""
 
-MAX_BREADTH = 14
-"""The most modules of the client one listing of 250 items may run code in."""
+MAX_BREADTH = 15
+"""The most modules of the client one listing of 250 items may run code in (15 since the
+Link header is read by the SDK's own parse, in a module of its own: ``_paging._links``)."""
 
 
 @attrs.frozen
@@ -381,7 +382,7 @@ def test_no_private_member_of_a_paginator_or_page_is_used_outside_paging() -> No
 
 
 @pytest.mark.payroll_emulator(payroll_connections=250)
-async def test_one_listing_runs_code_in_at_most_fourteen_modules(
+async def test_one_listing_runs_code_in_at_most_max_breadth_modules(
     payroll_client: PayrollClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A ``list()`` of 250 items, from the iterator to the socket and back to the items,

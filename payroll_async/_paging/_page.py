@@ -1,8 +1,8 @@
-"""One page of a listing and what comes after it: ``Page``, the Link header read into
-``Links``, and the one next-page rule (``_NextPageContext.following``), which
-``Page.next_page_info()``, ``has_next_page()``, ``get_next_page()`` and every walk ask;
-``ListRequest`` (what every request of a walk shares), ``MaxItems`` (``max_items``) and
-``SendsPages`` (what the requests go through).
+"""One page of a listing and what comes after it: ``Page``, and the one next-page rule
+(``_NextPageContext.following``), which ``Page.next_page_info()``, ``has_next_page()``,
+``get_next_page()`` and every walk ask; ``MaxItems`` (``max_items``) and ``Fetches`` (what
+the rule asks of a walk's requests, ``_walks.ListRequest``). A page's links are read by
+``_links``; its requests are sent, and fetched ahead, by ``_walks``.
 
 The rule, for a page of ``got`` items (after ``max_items`` and the limit asked):
 
@@ -17,181 +17,43 @@ The rule, for a page of ``got`` items (after ``max_items`` and the limit asked):
   agrees with the items seen; else the offset right after the page's items, with a limit
   that completes the page size's grid from the walk's start (a short page is completed
   first, so that the pages fetched ahead stay the ones asked for next).
-
-Links arrive as text and are made URLs only when compared as such.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import re
-from collections.abc import Callable, Container, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-import aiohttp
 import attrs
-from multidict import CIMultiDictProxy
 from yarl import URL
 
 from .._core._exceptions import PaginationError
 from .._core._redact import shown_url
-from .._http import _otel
-from .._http._attempt import Request, build_request
-from .._http._auth import Identity
 from .._http._seam import Response
 from ..models import ListMeta
+from ._links import Links
 
 if TYPE_CHECKING:
-    from .._http._options import FinalOptions
-    from ._decode import Decodes
+    pass
 
 __all__ = [
     "CHAIN",
-    "NO_LINKS",
+    "Fetches",
     "LinkKey",
-    "Links",
-    "ListRequest",
     "NextRequest",
     "Page",
     "PageInfo",
     "MaxItems",
-    "SendsPages",
     "believed_total",
-    "download",
     "link_key",
-    "plain_links",
-    "read_links",
 ]
 
 T = TypeVar("T")
 
 LinkKey = tuple[str, str, tuple[tuple[str, str], ...]]
-
-
-# --- the Link header ---------------------------------------------------------------------
-
-
-class Links(Mapping[str, URL]):
-    """rel -> absolute URL of a Link header (the first link of each rel).
-
-    Kept as the links' text; each ``URL`` is made when it is first read, so that a walk
-    that only compares a page's next link with the request it expects makes none.
-    """
-
-    __slots__ = ("_texts", "_urls")
-
-    def __init__(self, texts: Mapping[str, str], urls: Mapping[str, URL] | None = None) -> None:
-        self._texts = texts
-        """rel -> the URL's text, each ``str(URL)`` of its link."""
-        self._urls: dict[str, URL] = dict(urls) if urls else {}
-
-    @classmethod
-    def of(cls, urls: Mapping[str, URL]) -> Links:
-        """The links of ``urls`` (rel -> URL), their texts printed once."""
-        return urls if isinstance(urls, Links) else cls({r: str(u) for r, u in urls.items()}, urls)
-
-    def text(self, rel: str) -> str | None:
-        """The text of the ``rel`` link (None: no such link), without making its URL."""
-        return self._texts.get(rel)
-
-    @property
-    def texts(self) -> Mapping[str, str]:
-        """rel -> text of every link."""
-        return self._texts
-
-    def __getitem__(self, rel: str) -> URL:
-        url = self._urls.get(rel)
-        if url is None:
-            # The text is a URL's own printing (see ``read_links``): no quoting to redo.
-            url = self._urls[rel] = URL(self._texts[rel], encoded=True)
-        return url
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._texts)
-
-    def __len__(self) -> int:
-        return len(self._texts)
-
-    def __contains__(self, rel: object) -> bool:
-        return rel in self._texts
-
-    def __repr__(self) -> str:
-        return f"Links({self._texts!r})"
-
-
-NO_LINKS: Links = Links({})
-
-
-class _LinkHeader:
-    """aiohttp's own parse of a Link header (``ClientResponse.links``), run on the headers
-    and URL of an answer from any transport: one parser whatever carried the answer."""
-
-    links = aiohttp.ClientResponse.__dict__["links"]
-
-    def __init__(self, headers: Mapping[str, str], url: URL) -> None:
-        self.headers = headers
-        self.url = url
-        self._cache: dict[str, Any] = {}
-
-
-def read_links(
-    headers: CIMultiDictProxy[str] | Mapping[str, str], url: URL, origin: str
-) -> tuple[Links, str | None]:
-    """rel -> URL from the Link header (the first of each rel), or why it cannot be read.
-
-    aiohttp parses the header and resolves each link against ``url`` (the URL answered).
-    A header made only of ``<URL>; rel="name"`` entries whose URLs are plain absolute URLs
-    on ``origin`` (the client's, as ``str(URL.origin())`` prints it) is read by one match
-    instead: for those aiohttp's parse gives the same links, each URL printing as its
-    text (``tests/_paging/test_link_header.py`` holds the two to it). Anything else goes
-    to aiohttp's parse.
-    """
-    getall = getattr(headers, "getall", None)
-    if getall is not None:
-        values = getall("Link", None)
-    else:
-        one = headers.get("Link")
-        values = None if one is None else [one]
-    if values is None:
-        return NO_LINKS, None
-    header = values[0] if len(values) == 1 else ", ".join(values)
-    texts = plain_links(header, origin)
-    if texts is not None:
-        return Links(texts), None
-    urls: dict[str, URL] = {}
-    try:
-        for rel, link in _LinkHeader(headers, url).links.items():
-            target = link["url"]
-            urls.setdefault(str(rel), target if isinstance(target, URL) else URL(str(target)))
-    except (ValueError, TypeError, KeyError):
-        return NO_LINKS, f"cannot be parsed: {header[:200]!r}"
-    return Links.of(urls), None
-
-
-def plain_links(header: str, origin: str) -> dict[str, str] | None:
-    """rel -> URL text of a Link header of plain entries only (see ``read_links``), else None."""
-    entry = _plain_entry(origin)
-    texts: dict[str, str] = {}
-    for part in header.split(", "):
-        match = entry(part)
-        if match is None:
-            return None
-        url, rel = match.groups()
-        if rel not in texts:
-            texts[rel] = url
-    return texts
-
-
-# A plain entry: a URL of unreserved characters (no "." in its path: no dot segments to
-# resolve, no "%": no escapes to normalise; no "," or space: the entries split at ", "
-# as aiohttp splits them) and a quoted lower-case rel.
-_URL_REST = r"/[A-Za-z0-9_~/\-]*(?:\?[A-Za-z0-9._~=&\-]+)?"
-
-
-@functools.lru_cache(maxsize=8)
-def _plain_entry(origin: str) -> Callable[[str], re.Match[str] | None]:
-    return re.compile(f'<({re.escape(origin)}{_URL_REST})>; rel="([a-z]+)"').fullmatch
+Chain = tuple[LinkKey, ...]
+Query = Mapping[str, Any] | None
+Fetched = Coroutine[Any, Any, "Page[T]"]
 
 
 # --- next links as URLs ------------------------------------------------------------------
@@ -295,7 +157,8 @@ class PageInfo:
     """The offset of the next request (None when it is a ``url`` to follow)."""
     limit: int | None = None
     """The limit of the next request (None when it is a ``url`` to follow)."""
-    _secret: str | None = attrs.field(default=None, init=False, eq=False)
+    _secret: str | None = attrs.field(default=None, eq=False, kw_only=True, alias="_secret")
+    """The token the page was asked with, redacted from the repr (given by the walk)."""
 
     def __repr__(self) -> str:
         """Its fields, the link shown as errors show URLs: the token's text (a link may
@@ -319,9 +182,7 @@ class NextRequest:
 
     def info(self, secret: str | None) -> PageInfo:
         """The public form (``secret``: the token, redacted from its repr)."""
-        info = PageInfo(url=self.url, offset=self.offset, limit=self.limit)
-        object.__setattr__(info, "_secret", secret)  # not an __init__ argument
-        return info
+        return PageInfo(url=self.url, offset=self.offset, limit=self.limit, _secret=secret)
 
 
 def _step_of(limit: int | None, got: int, meta_limit: object) -> int:
@@ -357,7 +218,7 @@ class _NextPageContext:
 
     def __init__(
         self,
-        listing: ListRequest[Any],
+        listing: Fetches[Any],
         response: Response,
         links: Links,
         asked: NextRequest | None,
@@ -424,7 +285,7 @@ class _NextPageContext:
                     return NextRequest(None, after, next_limit, start, step, left)
             if visited is None:
                 visited = {*self.chain, link_key(self.asked_url)}
-            target = _checked(links["next"], self.listing.sender.origin, visited, self.secret)
+            target = _checked(links["next"], self.listing.origin, visited, self.secret)
             return NextRequest(target, None, None, None, None, left)
         if after is None:
             return None
@@ -453,17 +314,22 @@ class _NextPageContext:
 # --- a page ------------------------------------------------------------------------------
 
 
-class SendsPages(Protocol):
-    """What a paginator sends its GETs through: one client's transport, options and state."""
+class Fetches(Protocol[T]):
+    """What the rule and ``get_next_page()`` ask of the requests of a page's walk (its
+    ``_walks.ListRequest``)."""
 
     @property
-    def origin(self) -> URL: ...
+    def origin(self) -> URL:
+        """The client's origin: a next link is followed only there."""
+        ...
 
-    def url(self, path: str) -> URL: ...
+    def page_text(self, offset: int, limit: int | None) -> str | None: ...
 
-    def identity(self) -> Identity: ...
+    def target(self, offset: int, limit: int | None) -> tuple[URL, Mapping[str, Any] | None]: ...
 
-    def send(self, request: Request) -> Coroutine[Any, Any, Response]: ...
+    def fetch(self, url: URL, query: Query, asked: NextRequest, chain: Chain, /) -> Fetched[T]:
+        """The page at ``url`` (with ``query``), asked by ``asked``, after ``chain``."""
+        ...
 
 
 @attrs.frozen(repr=False)
@@ -490,8 +356,10 @@ class Page(Generic[T]):
     headers: Mapping[str, str]
     """The response headers."""
     _next_context: _NextPageContext | None = attrs.field(
-        default=None, init=False, eq=False, repr=False
+        default=None, eq=False, repr=False, kw_only=True, alias="_next_context"
     )
+    """What the page knows of its listing to say what comes after it (given by the walk
+    that fetched it; None: a page made by hand, the last of its listing)."""
 
     def __repr__(self) -> str:
         """Its fields, with the token's text and credential-like query values redacted
@@ -573,156 +441,3 @@ class Page(Generic[T]):
         assert following.offset is not None
         url, params = listing.target(following.offset, following.limit)
         return await listing.fetch(url, params, following, chain)
-
-
-def download(
-    sender: SendsPages,
-    url: URL,
-    options: FinalOptions,
-    params: Mapping[str, Any] | None,
-    span: Any,
-) -> Coroutine[Any, Any, Response]:
-    """One GET of a walk; its request spans are children of the walk's span."""
-    if span is None:  # the send itself: no coroutine around it
-        return sender.send(build_request("GET", url, options, params))
-    return _download_in(span, sender, url, options, params)
-
-
-async def _download_in(
-    span: Any, sender: SendsPages, url: URL, options: FinalOptions, params: Mapping[str, Any] | None
-) -> Response:
-    with _otel.using(span):
-        return await sender.send(build_request("GET", url, options, params))
-
-
-@attrs.define(slots=True)
-class ListRequest(Generic[T]):
-    """What every page request of one walk shares: where, how, and how to read a page."""
-
-    sender: SendsPages
-    url: URL
-    params: Mapping[str, Any]
-    options: FinalOptions
-    decoder: Decodes
-    name: str
-    operation: str = ""
-    """The walk's span and metrics name (``payroll_connections.list``)."""
-    span: Any = None
-    _prefix: str | None = attrs.field(init=False, default=None)
-    """The text of ``url`` with ``params``, ready for ``limit`` and ``offset`` (None when
-    the request's query is not only those: extra query parameters go through aiohttp)."""
-    _origin: str = attrs.field(init=False, default="")
-    """The client's origin as text, as the Link header's plain entries are matched."""
-    _task_name: str = attrs.field(init=False, default="")
-    """The name of the walk's page tasks (``payroll_async page <path>``), made once."""
-    _spanned: bool = attrs.field(init=False, default=False)
-    """Whether the walk's span was started (None when nothing records it)."""
-
-    def __attrs_post_init__(self) -> None:
-        params = self.params
-        if not self.options.extra_query and "limit" not in params and "offset" not in params:
-            text = str(self.url.extend_query(params) if params else self.url)
-            self._prefix = text + ("&" if "?" in text else "?")
-        self._origin = str(self.sender.origin)
-        self._task_name = f"payroll_async page {self.name}"
-
-    def open_span(self) -> None:
-        """Start the walk's span, once (every page request of the walk is its child; a
-        walk that starts unrecorded is not asked again at each page)."""
-        if not self._spanned:
-            self._spanned = True
-            self.span = _otel.start(self.operation)
-
-    def close_span(self, pages: int, items: int) -> None:
-        """End the walk's span: it took ``pages`` pages of ``items`` items in all."""
-        _otel.items(self.operation, items)
-        _otel.end(self.span, **{"payroll_async.pages": pages, "payroll_async.items": items})
-        self.span, self._spanned = None, False
-
-    def query(self, offset: int, limit: int | None) -> dict[str, Any]:
-        if limit is None:  # the service's own page size
-            return {**self.params, "offset": offset}
-        return {**self.params, "limit": limit, "offset": offset}
-
-    def page_text(self, offset: int, limit: int | None) -> str | None:
-        """The text of the URL of the page at ``offset`` (None: not built as text)."""
-        prefix = self._prefix
-        if prefix is None:
-            return None
-        if limit is None:
-            return f"{prefix}offset={offset}"
-        return f"{prefix}limit={limit}&offset={offset}"
-
-    def target(self, offset: int, limit: int | None) -> tuple[URL, Mapping[str, Any] | None]:
-        """The URL and query parameters of the page at ``offset``.
-
-        The URL is built as text, query included, when the query is only the listing's
-        parameters with ``limit`` and ``offset`` (the same URL aiohttp would build from
-        them, without building it again for every page).
-        """
-        text = self.page_text(offset, limit)
-        if text is None:
-            return self.url, self.query(offset, limit)
-        return URL(text, encoded=True), None
-
-    def start(self, url: URL, params: Mapping[str, Any] | None) -> asyncio.Task[Response]:
-        task = asyncio.create_task(
-            download(self.sender, url, self.options, params, self.span), name=self._task_name
-        )
-        # A page fetched ahead that fails is the walk's error when its turn comes (awaiting
-        # it raises); if the walk is abandoned first, nobody is left to be told.
-        task.add_done_callback(_retrieve)
-        return task
-
-    async def fetch(
-        self,
-        url: URL,
-        params: Mapping[str, Any] | None,
-        asked: NextRequest | None = None,
-        chain: tuple[LinkKey, ...] = (),
-    ) -> Page[T]:
-        """One page, asked by ``asked`` (see ``parse``); ``chain``: the pages with links
-        ``get_next_page()`` went through to it."""
-        if self.span is None:  # a page asked for by hand, or a walk that records nothing
-            _otel.configure()
-        response = await download(self.sender, url, self.options, params, self.span)
-        return self.parse(response, asked, chain)
-
-    def parse(
-        self,
-        response: Response,
-        asked: NextRequest | None = None,
-        chain: tuple[LinkKey, ...] = (),
-    ) -> Page[T]:
-        """The page of ``response``, fetched by the request ``asked`` (None: a page read
-        on its own, as a page source's): its items past the limit asked and past
-        ``max_items`` left out."""
-        items, meta = self.decoder.decode(response)
-        links, link_error = read_links(response.headers, response.url, self._origin)
-        if link_error is not None:
-            shown = shown_url(f"{response.url} {link_error}", response.secret)
-            raise PaginationError(f"the Link header of {shown}")
-        if asked is not None:
-            keep = asked.left
-            if (
-                asked.url is None
-                and asked.limit is not None
-                and (keep is None or asked.limit < keep)
-            ):
-                keep = asked.limit
-            if keep is not None and len(items) > keep:
-                items = items[:keep]
-        texts = links.texts
-        page = Page(
-            items=items, meta=meta, links=dict(texts) if texts else {}, headers=response.headers
-        )
-        object.__setattr__(
-            page, "_next_context", _NextPageContext(self, response, links, asked, chain)
-        )
-        return page
-
-
-def _retrieve(task: asyncio.Task[Response]) -> None:
-    """Mark a cancelled page's outcome as seen: it is not anyone's error any more."""
-    if not task.cancelled():
-        task.exception()

@@ -35,7 +35,6 @@ without ``aclosing``), or an error, cancels the requests in flight at once.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 from collections.abc import AsyncGenerator, Awaitable, Generator, Iterator, Mapping
@@ -50,8 +49,8 @@ from .._http._options import FinalOptions
 from .._http._seam import Response
 from ..models import ListMeta
 from ._decode import Decodes, PageDecoder
-from ._page import ListRequest, MaxItems, NextRequest, Page, PageInfo, SendsPages
-from ._walks import Walk
+from ._page import MaxItems, NextRequest, Page, PageInfo
+from ._walks import ListRequest, SendsPages, Walk
 
 __all__ = ["AsyncPaginator", "Page", "PageInfo", "PageSource", "SendsPages"]
 
@@ -199,12 +198,12 @@ class AsyncPaginator(Generic[T]):
 
     def __aiter__(self) -> AsyncGenerator[T, None]:
         """A fresh walk; ``contextlib.aclosing(aiter(paginator))`` closes it on exit."""
-        return _Items(_Walker(self))
+        return _Items(self._walk())
 
     def pages(self) -> AsyncGenerator[Page[T], None]:
         """The listing page by page, each a [`Page`][payroll_async.Page] with its meta, links and
         headers."""
-        return _Pages(_Walker(self))
+        return _Pages(self._walk())
 
     def __await__(self) -> Generator[Any, None, Page[T]]:
         """``await paginator``: the first [`Page`][payroll_async.Page] only, in one request.
@@ -231,10 +230,16 @@ class AsyncPaginator(Generic[T]):
         url, params = listing.target(offset, limit)
         return url, params, NextRequest(None, offset, limit, None, None, self._max_items.wanted)
 
+    def _walk(self) -> Walk[T]:
+        """A fresh walk of this listing (nothing sent until its first page is asked)."""
+        listing = self._listing()
+        first = None if self._max_items.reached(0) else self._first_request(listing)
+        return Walk(listing, first)
+
     async def collect(self) -> list[T]:
         """Every item in a list (mind the memory for large collections)."""
         items: list[T] = []
-        walker = _Walker(self)
+        walker = self._walk()
         try:
             while (page := await walker.next_page()) is not None:
                 items.extend(page.items)
@@ -243,70 +248,12 @@ class AsyncPaginator(Generic[T]):
         return items
 
 
-class _Walker(Generic[T]):
-    """One walk: its first page, then the ``Walk`` of the pages after it, with its span."""
-
-    __slots__ = ("_items", "_listing", "_over", "_pages", "_paginator", "_walk")
-
-    def __init__(self, paginator: AsyncPaginator[T]) -> None:
-        self._paginator = paginator
-        self._walk: Walk[T] | None = None
-        self._listing: ListRequest[T] | None = None
-        self._over = False
-        self._pages = self._items = 0
-
-    async def next_page(self) -> Page[T] | None:
-        walk = self._walk
-        if walk is None:
-            if self._over:
-                return None
-            walk = await self._first()
-            if walk is None:
-                self.close()
-                return None
-        page = await walk.next_page()
-        if page is None:
-            self.close()
-            return None
-        self._pages += 1
-        self._items += len(page.items)
-        return page
-
-    async def _first(self) -> Walk[T] | None:
-        p = self._paginator
-        listing = self._listing = p._listing()
-        if p._max_items.reached(0):
-            return None
-        listing.open_span()
-        first = await listing.fetch(*p._first_request(listing))
-        self._walk = Walk(listing, first)
-        return self._walk
-
-    def close(self) -> list[asyncio.Task[Response]]:
-        """End the walk now: cancel what is in flight, end the span (no await)."""
-        walk, self._walk = self._walk, None
-        cancelled = walk.close() if walk is not None else []
-        self._over = True
-        listing = self._listing
-        if listing is None:
-            return cancelled
-        if listing.span is not None or self._items:
-            listing.close_span(self._pages, self._items)
-            self._items = 0
-        return cancelled
-
-    async def aclose(self) -> None:
-        cancelled = self.close()
-        if cancelled:
-            await asyncio.gather(*cancelled, return_exceptions=True)
-
-
 class _Iterator(AsyncGenerator[Any, None]):
     """An async iterator over a walk, closed when dropped (a ``break`` without aclosing)."""
 
     __slots__ = ("_walker",)
 
-    def __init__(self, walker: _Walker[Any]) -> None:
+    def __init__(self, walker: Walk[Any]) -> None:
         self._walker = walker
 
     def __del__(self) -> None:
@@ -348,7 +295,7 @@ class _Items(_Iterator, Generic[T]):
 
     __slots__ = ("_items",)
 
-    def __init__(self, walker: _Walker[T]) -> None:
+    def __init__(self, walker: Walk[T]) -> None:
         super().__init__(walker)
         self._items: Iterator[T] = iter(())
 

@@ -52,16 +52,20 @@ class MirrorBusyError(MirrorError):
 class MirrorDeletionsError(MirrorError):
     """A run would have marked more rows deleted than ``max_deletions`` allows.
 
-    It marked none (what it inserted and updated is committed and recorded) and ended
-    with this error: an empty or truncated answer (another account's token, a sandbox, an
-    emptied replica) looks like a proven walk, and one such run would otherwise mark every
-    row deleted. ``deletions`` rows would have been marked deleted, of ``live`` live rows;
-    ``result`` is what the run did (its ``deleted`` 0, ``complete`` False). The next run
-    with ``max_deletions`` at least ``deletions`` (or None) marks them.
+    An empty or truncated answer (another account's token, a sandbox, an emptied replica)
+    looks like a proven walk, and one such run would otherwise mark every row deleted.
+    When the service's first answers already say so (a ``totalCount`` under the bound of
+    the live rows), the run is refused before its first write: it wrote nothing, and told
+    nothing. Otherwise it is refused at its end: it marked none (what it inserted and
+    updated is committed and recorded). ``deletions`` rows would have been marked deleted
+    (at least, when refused before writing), of ``live`` live rows; ``result`` is what the
+    run did (its ``deleted`` 0, ``complete`` False). The next run with ``max_deletions``
+    at least the count the message names (or None) marks them.
     """
 
     deletions: int
-    """Rows the run would have marked deleted (each missed by two proven walks)."""
+    """Rows the run would have marked deleted (each missed by two proven walks), or, when
+    it was refused before writing, the least it would have marked."""
     live: int
     """Live rows of the collection (in the run's scope) before the run would have."""
     result: MirrorResult | None
@@ -103,10 +107,18 @@ def check_max_deletions(value: MaxDeletions) -> None:
 
 
 def refusal(
-    collection: str, deletions: int, live: int, max_deletions: MaxDeletions
+    collection: str,
+    deletions: int,
+    live: int,
+    max_deletions: MaxDeletions,
+    *,
+    at_least: bool = False,
 ) -> MirrorDeletionsError | None:
     """The error of a run that would mark ``deletions`` of ``live`` rows deleted, if
-    ``max_deletions`` does not allow it; None if it does."""
+    ``max_deletions`` does not allow it; None if it does.
+
+    ``at_least``: the run is refused before its first write (``_guard``), from what the
+    service said first: ``deletions`` is the least it would mark, and nothing is written."""
     if max_deletions is None or not deletions:
         return None
     if isinstance(max_deletions, NotGiven):
@@ -120,12 +132,20 @@ def refusal(
         return None
     else:
         bound = f"more than max_deletions={max_deletions} allows"
+    if at_least:
+        # Nothing written yet: the least it would mark, and a bound that lets any run
+        # through (the run may mark up to every live row).
+        least = "" if deletions >= live else "at least "
+        done, allow = "so it wrote nothing (nothing inserted, updated or marked deleted)", live
+    else:
+        least, done = "", "so it marked none (its inserts and updates are kept)"
+        allow = deletions
     return MirrorDeletionsError(
-        f"{collection}: the run would mark {deletions:,} of the {live:,} live rows deleted, "
-        f"{bound}, so it marked none (its inserts and updates are kept). An empty or short "
-        "answer from the wrong account, a sandbox or an emptied replica looks the same: "
-        "check the service's URL and token. If the items are really gone, run again with "
-        f"max_deletions={deletions} (or max_deletions=None for no bound).",
+        f"{collection}: the run would mark {least}{deletions:,} of the {live:,} live rows "
+        f"deleted, {bound}, {done}. An empty or short answer from the wrong account, a "
+        "sandbox or an emptied replica looks the same: check the service's URL and token. "
+        f"If the items are really gone, run again with max_deletions={allow} (or "
+        "max_deletions=None for no bound).",
         deletions=deletions,
         live=live,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 import operator
 import uuid
@@ -10,6 +11,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import attrs
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._client import PayrollClient
 from .._collections import COLLECTIONS as REGISTRY
@@ -27,9 +30,10 @@ from ._errors import (
     check_max_deletions,
     refusal,
 )
+from ._guard import Guard
 from ._migrate import connected, ensure_schema
 from ._schema import TABLES
-from ._sent import SentPage, SentPageDecoder
+from ._sent import SentPage, SentPageDecoder, record_ids
 from ._store import MAX_PAGES, Change, Store
 from ._walk import HOLD_ITEMS, HOLD_NEAR, HOLD_SECONDS, Walk
 
@@ -111,6 +115,7 @@ class _Run:
     concurrency: int
     db: Database = attrs.field(init=False)
     store: Store = attrs.field(init=False)
+    guard: Guard = attrs.field(init=False)
     pass_number: int = 0
     hint: int = 0
     """The live rows the mirror holds before the pass: how far a walk may have to go."""
@@ -141,6 +146,8 @@ class _Run:
                 try:
                     with db.errors(f"writing to {db.shown}"):
                         await store.start(started)
+                        live = await self._live(conn)
+                    self.guard = Guard(collection, live, max_deletions)
                     complete = False
                     proven_passes = items = 0
                     for attempt in range(max_passes):
@@ -148,7 +155,12 @@ class _Run:
                         store.begin_pass()
                         # (the run lock: the live rows are those at its start and its inserts)
                         self.hint = store.live_at_start + store.counts.inserted
-                        proven = await self._pass()
+                        try:
+                            proven = await self._pass()
+                        except MirrorDeletionsError as early:  # the guard's first word
+                            refused, items = early, store.items
+                            break
+                        self.guard.on = False  # the first pass is written: the end decides
                         await self._commit()  # the pass's last pages
                         with db.errors(f"reading {db.shown}"):
                             suspects = await store.narrow_suspects()
@@ -217,7 +229,29 @@ class _Run:
         if self.on_progress is not None:
             self.on_progress(MirrorProgress(self.store.items, total, self.pass_number))
 
-    def _walk_of(self, listing: Callable[..., Any], key: str, order: str, items: bool) -> Walk:
+    async def _live(self, conn: AsyncConnection) -> dict[uuid.UUID | None, int]:
+        """The live rows of each scope when the run began (the guard's measure): of the
+        run's employer, of every employer, or (None) of a collection without scopes."""
+        mirrored = TABLES[self.collection]
+        if mirrored.scope is None:
+            return {None: self.store.live_at_start}
+        table = mirrored.table
+        scope = table.c[mirrored.scope]
+        query = select(scope, func.count()).where(table.c.mirror_deleted_at.is_(None))
+        if self.scope is not None:
+            query = query.where(scope == self.scope)
+        async with conn.begin():
+            rows = (await conn.execute(query.group_by(scope))).all()
+        return {None if s is None else uuid.UUID(str(s)): int(n) for s, n in rows}
+
+    def _walk_of(
+        self,
+        listing: Callable[..., Any],
+        key: str,
+        order: str,
+        items: bool,
+        scope: uuid.UUID | None = None,
+    ) -> Walk:
         """A walk of ``listing``; of the collection's own ``items`` (not the employers of
         update groups), its ids go into the store's ``seen``."""
         paginator = listing(page_size=self.page_size, sort=MIRROR_ORDER)
@@ -233,6 +267,8 @@ class _Run:
             missing_ok=items and REGISTRY[self.collection].needs_employer,
             hint=self.hint,
             seen=self.store.seen if items else None,
+            first=functools.partial(self.guard.first_page, scope) if items else None,
+            record=record_ids if items else None,
         )
 
     async def _pass(self) -> bool:
@@ -248,6 +284,8 @@ class _Run:
             async for (page,) in employers.batches(1):
                 ids.extend(e.id for e in page)
             proven = employers.proven
+            if proven:  # every employer listed: the rows of others are in no listing
+                self.guard.employers(set(ids))
             for employer_id in dict.fromkeys(ids):
                 self.store.scope = employer_id
                 # one listing of many: its total is not the pass's
@@ -260,7 +298,7 @@ class _Run:
         key = TABLES[collection].key
         order = MIRROR_ORDER_FIELDS[collection]
         listing = REGISTRY[collection].list_method(self.client, scope)
-        walk = self._walk_of(listing, key, order, True)
+        walk = self._walk_of(listing, key, order, True, scope)
         least = HOLD_ITEMS.get(db.dialect, 0)
         try:
             async for batch in walk.batches(MAX_PAGES, least, HOLD_SECONDS, HOLD_NEAR):

@@ -27,9 +27,9 @@ from .._http._seam import Response
 from .._paging._decode import PageDecoder, fast_decoder
 from .._sql import has_upper, id_text
 from ..models import ListMeta
-from ._seen import KnownDigests
+from ._seen import KnownDigests, SeenIds
 
-__all__ = ["SentPage", "SentPageDecoder", "digest_seed", "digests"]
+__all__ = ["SentPage", "SentPageDecoder", "digest_seed", "digests", "record_ids"]
 
 _xxh3 = xxhash.xxh3_64_intdigest
 _xxh3_bytes = xxhash.xxh3_64_digest
@@ -174,3 +174,12 @@ class SentPageDecoder:
         for at, item in zip(changed, whole, strict=True):
             items[at] = item
         return SentPage(items, None, raws, hashes, same, blob, self._get_key), meta
+
+
+def record_ids(seen: SeenIds, page: SentPage, start: int) -> None:
+    """The ids of ``page`` from its ``start``th item on into ``seen`` (its ids' 16 bytes
+    each when msgspec read the page, else their text)."""
+    if page.blob is not None:
+        seen.add_blob(page.blob[16 * start :])
+    else:
+        seen.add(page.ids[start:])

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +21,19 @@ from payroll_async import NOT_GIVEN, InvalidArgumentError, PayrollClient
 from payroll_async.cli import _commands
 from payroll_async.cli._errors import ExitCode
 from payroll_async.emulator import Emulator
-from payroll_async.mirror import MirrorDeletionsError, MirrorError, mirror
+from payroll_async.mirror import Change, MirrorDeletionsError, MirrorError, mirror
+from payroll_async.mirror._guard import Guard
 from payroll_async.testing import EmulatorThread
 from tests._postgres import query
-from tests.conftest import StartEmulator
+from tests.conftest import TOKEN, Serve, StartEmulator
 
 from .test_mirror import live_ids
+from .test_proof import Service, spread_id, stamp
+
+
+async def live_rows(into: str) -> list[tuple[Any, ...]]:
+    """Every row of the connections' table, as stored."""
+    return sorted(await query(into, "SELECT * FROM payroll_connections"), key=repr)
 
 
 async def deletions_recorded(into: str) -> int:
@@ -32,45 +41,198 @@ async def deletions_recorded(into: str) -> int:
     return int(count)
 
 
-async def test_an_empty_listing_marks_nothing_deleted_and_says_how_to_allow_it(
-    start_emulator: StartEmulator, into: str
+async def changes_recorded(into: str) -> int:
+    [(count,)] = await query(into, "SELECT count(*) FROM mirror_changes")
+    return int(count)
+
+
+async def test_the_wrong_account_is_refused_before_anything_is_written_or_told(
+    serve: Serve, into: str
 ) -> None:
-    ours = await start_emulator(seed=3, payroll_connections=300)
-    # another account: an honest-looking listing without our items, and some of its own
-    other = await start_emulator(seed=4, payroll_connections=20)
-    async with PayrollClient(ours.base_url, ours.token) as client:
-        await mirror(client, "payroll-connections", into=into)
-    before = await live_ids(into)
-    async with PayrollClient(other.base_url, other.token) as client:
+    """Another account's listing (some of its ids ours, with other data; most its own):
+    its first page's totalCount is under the bound of the live rows, so the run writes
+    nothing, tells nothing, and says how to allow it (issue 53 item 8)."""
+    ours = Service(300)
+    base = await serve(ours.app())
+    async with PayrollClient(base, TOKEN) as client:
+        await mirror(client, "payroll-connections", into=into, page_size=40)
+    before = await live_rows(into)
+    changes = await changes_recorded(into)
+    # the wrong account: 10 of our ids with other data, and 30 items of its own
+    other = Service(40, lambda i: spread_id(i + 10_000))
+    for i in range(10):
+        other.items[i] = {**ours.items[i], "status": "revoked", "createdAt": stamp(i - 100)}
+    told: list[Change] = []
+
+    async def on_change(change: Change) -> None:
+        told.append(change)
+
+    wrong = await serve(other.app())
+    async with PayrollClient(wrong, TOKEN) as client:
         with pytest.raises(MirrorDeletionsError) as caught:
-            await mirror(client, "payroll-connections", into=into)
+            await mirror(
+                client, "payroll-connections", into=into, page_size=40, on_change=on_change
+            )
     refused = caught.value
     assert isinstance(refused, MirrorError)
-    assert (refused.deletions, refused.live) == (300, 300)
+    assert (refused.deletions, refused.live) == (260, 300)
     message = str(refused)
-    assert "would mark 300 of the 300 live rows deleted" in message
-    assert "so it marked none" in message
+    assert "would mark at least 260 of the 300 live rows deleted" in message
+    assert "so it wrote nothing (nothing inserted, updated or marked deleted)" in message
     assert "max_deletions=300" in message
     assert "max_deletions=None" in message
-    # nothing marked deleted; the other listing's items were written all the same
-    assert before <= await live_ids(into)
-    assert len(await live_ids(into)) == 320
-    assert await deletions_recorded(into) == 0
+    # nothing written, nothing told
+    assert told == []
+    assert await live_rows(into) == before
+    assert await changes_recorded(into) == changes
     assert refused.result is not None
-    assert (refused.result.inserted, refused.result.deleted) == (20, 0)
-    assert refused.result.complete is False
+    result = refused.result
+    assert (result.inserted, result.updated, result.deleted, result.complete) == (0, 0, 0, False)
     [(complete, deleted)] = await query(
         into,
         "SELECT complete, deleted FROM mirror_runs WHERE run_id = :r",
-        r=refused.result.run_id if into.startswith("postgresql") else str(refused.result.run_id),
+        r=result.run_id if into.startswith("postgresql") else str(result.run_id),
     )
     assert (bool(complete), deleted) == (False, 0)
 
-    # told so, the next run marks them
+    # told so, the next run writes and marks them
+    async with PayrollClient(wrong, TOKEN) as client:
+        allowed = await mirror(
+            client, "payroll-connections", into=into, page_size=40, max_deletions=300
+        )
+    assert (allowed.inserted, allowed.updated, allowed.deleted) == (30, 10, 290)
+    assert allowed.complete is True
+    assert len(await live_ids(into)) == 40
+
+
+async def test_an_emptied_listing_is_refused_before_anything_is_written(
+    start_emulator: StartEmulator, into: str
+) -> None:
+    ours = await start_emulator(seed=3, payroll_connections=300)
+    emptied = await start_emulator(seed=4, payroll_connections=0)
+    async with PayrollClient(ours.base_url, ours.token) as client:
+        await mirror(client, "payroll-connections", into=into)
+    async with PayrollClient(emptied.base_url, emptied.token) as client:
+        with pytest.raises(MirrorDeletionsError) as caught:
+            await mirror(client, "payroll-connections", into=into)
+    assert (caught.value.deletions, caught.value.live) == (300, 300)
+    assert "would mark 300 of the 300 live rows deleted" in str(caught.value)
+    assert len(await live_ids(into)) == 300
+    assert await deletions_recorded(into) == 0
+
+
+async def test_a_listing_whose_first_page_hides_the_lie_is_refused_at_its_end(
+    start_emulator: StartEmulator, into: str
+) -> None:
+    """As many items as the live rows, none of them ours: the first page's totalCount says
+    nothing is missing, so the run writes what it sees, and the end-of-run check refuses
+    the deletions (what it wrote is kept and told)."""
+    ours = await start_emulator(seed=3, payroll_connections=300)
+    other = await start_emulator(seed=4, payroll_connections=300)
+    async with PayrollClient(ours.base_url, ours.token) as client:
+        await mirror(client, "payroll-connections", into=into)
+    told: list[Change] = []
+
+    async def on_change(change: Change) -> None:
+        told.append(change)
+
     async with PayrollClient(other.base_url, other.token) as client:
-        result = await mirror(client, "payroll-connections", into=into, max_deletions=300)
-    assert (result.deleted, result.complete) == (300, True)
-    assert len(await live_ids(into)) == 20
+        with pytest.raises(MirrorDeletionsError) as caught:
+            await mirror(client, "payroll-connections", into=into, on_change=on_change)
+    refused = caught.value
+    assert (refused.deletions, refused.live) == (300, 300)
+    assert "would mark 300 of the 300 live rows deleted" in str(refused)
+    assert "so it marked none (its inserts and updates are kept)" in str(refused)
+    assert "max_deletions=300" in str(refused)
+    assert len(await live_ids(into)) == 600
+    assert len(told) == 300
+    assert await deletions_recorded(into) == 0
+
+
+async def test_an_employers_first_page_is_weighed_before_its_update_groups_are_written(
+    start_emulator: StartEmulator, into: str
+) -> None:
+    emu = await start_emulator(seed=5, employer_identifiers=20, update_groups=5)
+    async with PayrollClient(emu.base_url, emu.token) as client:
+        await mirror(client, "update-groups", into=into)
+        churned = emu.churn("update-groups", updated=2, deleted=3)  # one employer's
+        told: list[Change] = []
+
+        async def on_change(change: Change) -> None:
+            told.append(change)
+
+        with pytest.raises(MirrorDeletionsError) as caught:
+            await mirror(client, "update-groups", into=into, max_deletions=2, on_change=on_change)
+    assert caught.value.deletions == 3
+    assert "would mark at least 3 of the 100 live rows deleted" in str(caught.value)
+    assert told == []  # the employer's two updates were not written
+    rows = await query(into, "SELECT count(*) FROM mirror_changes WHERE change = 'updated'")
+    assert rows == [(0,)]
+    assert set(churned.deleted) <= await live_ids(into, "update-groups")
+
+
+async def test_the_employers_of_another_account_are_weighed_before_any_update_group(
+    start_emulator: StartEmulator, into: str
+) -> None:
+    ours = await start_emulator(seed=5, employer_identifiers=30, update_groups=5)
+    other = await start_emulator(seed=6, employer_identifiers=3, update_groups=5)
+    async with PayrollClient(ours.base_url, ours.token) as client:
+        await mirror(client, "update-groups", into=into)
+    before = await live_ids(into, "update-groups")
+    async with PayrollClient(other.base_url, other.token) as client:
+        with pytest.raises(MirrorDeletionsError) as caught:
+            await mirror(client, "update-groups", into=into)
+    assert (caught.value.deletions, caught.value.live) == (150, 150)
+    assert "so it wrote nothing" in str(caught.value)
+    assert await live_ids(into, "update-groups") == before
+
+
+def _guard(live: dict[uuid.UUID | None, int], bound: Any = NOT_GIVEN) -> Guard:
+    return Guard("update-groups", live, bound)
+
+
+async def _never(offset: int) -> bool:
+    raise AssertionError("asked past the total")
+
+
+async def test_the_guard_weighs_each_first_page_against_its_scopes_live_rows() -> None:
+    a, b = uuid.uuid4(), uuid.uuid4()
+    guard = _guard({a: 100, b: 100})
+    await guard.first_page(a, 60, 60, 100, _never)  # 40 left out of 200 live: allowed
+    with pytest.raises(MirrorDeletionsError, match="at least 101 of the 200 live rows"):
+        await guard.first_page(b, 39, 39, 100, _never)  # 40 + 61 > 100
+    guard = _guard({a: 100, b: 100})
+    for total in (None, "100", -1, 10):  # missing, not an integer, below its page's items
+        await guard.first_page(a, total, 50, 100, _never)
+    guard.on = False
+    await guard.first_page(b, 0, 0, 100, _never)  # after the first pass: the end decides
+
+
+async def test_a_full_first_page_is_looked_past_before_the_guard_refuses() -> None:
+    a = uuid.uuid4()
+    asked: list[int] = []
+
+    def past(holds: bool) -> Callable[[int], Awaitable[bool]]:
+        async def at(offset: int) -> bool:
+            asked.append(offset)
+            return holds
+
+        return at
+
+    guard = _guard({a: 3000})
+    await guard.first_page(a, 100, 100, 100, past(True))  # capped: items past 100
+    with pytest.raises(MirrorDeletionsError):
+        await guard.first_page(a, 100, 100, 100, past(False))  # honest: nothing past 100
+    assert asked == [100, 100]
+
+
+def test_the_employers_listed_leave_out_every_row_of_the_others() -> None:
+    a, b, c = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    _guard({a: 60, b: 60, c: 60}).employers({a, b})  # 60 of 180: allowed
+    with pytest.raises(MirrorDeletionsError, match="at least 120 of the 180 live rows"):
+        _guard({a: 60, b: 60, c: 60}).employers({a})
+    with pytest.raises(MirrorDeletionsError, match="would mark 180 of the 180 live rows"):
+        _guard({a: 60, b: 60, c: 60, None: 0}).employers(set())
 
 
 @pytest.mark.parametrize(
@@ -100,7 +262,9 @@ async def test_the_bound(
         emu.churn("payroll-connections", deleted=deleted)
         run = mirror(client, "payroll-connections", into=into, max_deletions=max_deletions)
         if refused:
-            with pytest.raises(MirrorDeletionsError, match=f"would mark {deleted} of the {rows}"):
+            with pytest.raises(
+                MirrorDeletionsError, match=f"would mark (at least )?{deleted} of the {rows} "
+            ):
                 await run
             assert len(await live_ids(into)) == rows
         else:

@@ -6,12 +6,15 @@ repeated or hidden item), a walk that says it is proven has seen every item."""
 from __future__ import annotations
 
 import asyncio
+import operator
 import random
 
 import attrs
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from payroll_async.mirror._proof import prove
 from payroll_async.mirror._walk import Walk
 
 
@@ -338,3 +341,49 @@ def test_no_batch_of_a_near_listing_waits() -> None:
     got = asyncio.run(run())
     assert 80 not in firsts(got)[0]
     assert [first for batch in firsts(got) for first in batch] == [0, 40, 80, 120, 160]
+
+
+# -- the proof alone: a pure function of the pages given, in order ---------------------
+
+
+def _pages(*pages: list[int], total: int, size: int = 5) -> list[tuple[int, FakePage]]:
+    """Pages asked at offsets 0, size - 1, 2 * (size - 1)... (overlapping by one)."""
+    return [
+        (k * (size - 1), FakePage(items, Meta(total, size, k * (size - 1))))
+        for k, items in enumerate(pages)
+    ]
+
+
+def test_pages_that_overlap_and_end_on_their_total_are_proven() -> None:
+    pages = _pages([0, 1, 2, 3, 4], [4, 5, 6, 7, 8], [8, 9, 10, 11], total=12)
+    proof = prove(pages, 5, same, same)
+    assert (proof.proven, proof.doubt) == (True, None)
+
+
+@pytest.mark.parametrize(
+    ("pages", "total", "doubt"),
+    [
+        (([0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [9, 10, 11]), 12, "does not start with the previous"),
+        (([0, 1, 2, 3, 4], [4, 5, 6, 7, 8], [8, 9, 2]), 11, "items out of order"),
+        (([0, 1, 2, 3, 4], [4, 5, 6, 7, 8], [8, 9]), 12, "totalCount says more"),
+        (([0, 1, 2, 3, 4], [4, 5, 6, 7, 8], [8, 9, 10, 11]), 3, "totalCount 3 below"),
+        (([0, 1, 2, 3, 4], [4, 5, 1, 7, 8], [8, 9, 10, 11]), 12, "items out of order"),
+    ],
+)
+def test_pages_that_disagree_with_what_the_service_said_are_not_proven(
+    pages: tuple[list[int], ...], total: int, doubt: str
+) -> None:
+    proof = prove(_pages(*pages, total=total), 5, same, same)
+    assert not proof.proven
+    assert proof.doubt is not None
+    assert doubt in proof.doubt
+
+
+def test_an_id_seen_twice_is_found_at_the_end() -> None:
+    """Items (id, order key) in order, one id twice (as a repeated item pushes another out
+    of a page): only the ids, at the end, tell."""
+    first = [(i, i) for i in range(5)]
+    second = [(4, 4), (5, 5), (6, 6), (1, 7)]
+    pages = [(0, FakePage(first, Meta(8, 5, 0))), (4, FakePage(second, Meta(8, 5, 4)))]
+    proof = prove(pages, 5, operator.itemgetter(0), operator.itemgetter(1))
+    assert (proof.proven, proof.doubt) == (False, "an id seen twice")
