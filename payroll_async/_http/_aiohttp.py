@@ -132,7 +132,7 @@ class AiohttpTransport:
                 self._watch = loop.create_task(self._close_with_loop(), name="payroll_async")
                 # A loop closed without asyncio.run() (which cancels it) drops the watch
                 # pending: asyncio has no public way to say that is expected.
-                self._watch._log_destroy_pending = False  # type: ignore[attr-defined]
+                self._watch._log_destroy_pending = False  # type: ignore[attr-defined]  # noqa: SLF001
             traces = session_traces()
             self.tracing = bool(traces)
             if self.route.proxy is not None:

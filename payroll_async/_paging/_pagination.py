@@ -159,7 +159,7 @@ class AsyncPaginator(Generic[T]):
             raise InvalidArgumentError(f"skip takes an integer >= 0, got {count!r}")
         if count == 0:
             return self
-        clone = copy.copy(self)
+        clone: AsyncPaginator[T] = copy.copy(self)
         clone._start_offset = self._start_offset + count
         clone._max_items = self._max_items.after(count)
         return clone

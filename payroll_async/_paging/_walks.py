@@ -339,7 +339,7 @@ class Walk(Generic[T]):
         return key in visited
 
     def _note(self, page: Page[T]) -> None:
-        context = page._next_context
+        context = page._next_context  # noqa: SLF001 - the engine's own field of its Page
         if context is not None and context.links:
             if self._visited is None:
                 self._walked.append(context.asked_url)
@@ -402,7 +402,7 @@ class Walk(Generic[T]):
 
     def _plan(self, page: Page[T]) -> None:
         """Ask the rule what comes after ``page``, and start fetching it (and those after it)."""
-        context = page._next_context
+        context = page._next_context  # noqa: SLF001 - the engine's own field of its Page
         following: NextRequest | PaginationError | None
         try:
             following = None if context is None else context.following(page, self)
