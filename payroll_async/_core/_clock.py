@@ -71,14 +71,30 @@ async def abandoning(command: Awaitable[T], seconds: float | None, *, grace: flo
 
     The caller's own cancellation cancels the task too, with the same grace, then goes on.
     """
+    loop = asyncio.get_running_loop()
     task: asyncio.Task[T] = asyncio.ensure_future(command)
+    # One future woken by the task's end or the timer: what asyncio.wait does, without its
+    # set, its second future and its callbacks' bookkeeping (a call pays this on every send).
+    waiter: asyncio.Future[None] = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    task.add_done_callback(wake)
+    timer = None if seconds is None else loop.call_later(seconds, wake)
     try:
-        done, _ = await asyncio.wait((task,), timeout=seconds)
+        await waiter
     except asyncio.CancelledError:
+        task.remove_done_callback(wake)
         await _give_up(task, grace)
         raise
-    if done:
+    finally:
+        if timer is not None:
+            timer.cancel()
+    if task.done():
         return task.result()
+    task.remove_done_callback(wake)
     await _give_up(task, grace)
     raise TimeoutError(f"gave up after {seconds} s")
 
