@@ -28,6 +28,7 @@ from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .._core._exceptions import InvalidArgumentError
+from .._core._secrets import ScrubbingFilter
 from .._core._unconfigured import shown_unconfigured
 from .._core._validation import check_concurrency, check_seconds
 from .._core._visible import EscapingFilter
@@ -53,6 +54,7 @@ __all__ = ["Inbox", "InboxEntry", "InboxError", "InboxStats", "InboxURLError"]
 
 logger: logging.Logger = logging.getLogger("payroll_async.inbox")
 logger.addFilter(EscapingFilter())  # event ids and handlers' errors are outside text
+logger.addFilter(ScrubbingFilter())  # every secret held, out of messages and tracebacks
 # A failed handler's WARNING (its error scrubbed, as stored) and an outage's ERROR are
 # seen without logging configured, as the receiver's refusals are.
 shown_unconfigured(logger)
