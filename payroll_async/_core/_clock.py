@@ -8,7 +8,7 @@ import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-__all__ = ["SYSTEM_CLOCK", "Clock", "abandoning", "bounded"]
+__all__ = ["SYSTEM_CLOCK", "Clock", "abandoning", "bounded", "doubled"]
 
 T = TypeVar("T")
 
@@ -50,6 +50,15 @@ async def bounded(command: Awaitable[T], seconds: float | None) -> T:
         async with asyncio.timeout(seconds):
             return await command
     return await asyncio.wait_for(command, seconds)
+
+
+def doubled(first: float, attempt: int, longest: float) -> float:
+    """``first`` doubled with each attempt after the first (1, 2, ...), at most ``longest``:
+    the growth of every backoff the SDK waits (a request's retries, an inbox's events)."""
+    try:
+        return min(longest, first * 2.0 ** (attempt - 1))
+    except OverflowError:  # an attempt past a thousand
+        return longest
 
 
 _ABANDONED: set[asyncio.Task[Any]] = set()

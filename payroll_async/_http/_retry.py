@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from .._core._clock import doubled
 from .._core._exceptions import (
     APIConnectionError,
     APIStatusError,
@@ -80,11 +81,7 @@ def backoff(attempts: int, policy: RetryPolicy) -> float:
     """Exponential backoff with full jitter after ``attempts`` attempts under ``policy``: a
     random wait up to ``backoff_initial * 2 ** (attempts - 1)``, capped at ``backoff_max``
     (tenacity's ``wait_random_exponential``)."""
-    try:
-        high = min(policy.backoff_max, policy.backoff_initial * 2.0 ** (attempts - 1))
-    except OverflowError:
-        high = policy.backoff_max
-    return random.uniform(0.0, high)
+    return random.uniform(0.0, doubled(policy.backoff_initial, attempts, policy.backoff_max))
 
 
 @attrs.frozen

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import builtins
 import logging
-import math
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import case, select, tuple_, update
 
+from .._core._clock import doubled
 from ._batch import Batched
 from ._records import DIED, InboxError, _Claim
 from ._schema import DEAD, DONE, EVENTS, PENDING, database_now
@@ -31,11 +31,7 @@ def backoff(attempt: int, first: float, longest: float) -> float:
     """Seconds to wait after failed attempt ``attempt`` (1, 2, ...): ``first`` doubling
     with each attempt, plus up to ``first`` of random jitter, at most ``longest`` (the
     rule of tenacity's ``wait_exponential_jitter``, in a few lines of our own)."""
-    try:
-        exponential = first * 2.0 ** (attempt - 1)
-    except OverflowError:  # an attempt past a thousand: the longest wait
-        exponential = math.inf
-    return max(0.0, min(exponential + random.uniform(0.0, first), longest))
+    return max(0.0, min(doubled(first, attempt, longest) + random.uniform(0.0, first), longest))
 
 
 class Outages:
